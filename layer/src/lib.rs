@@ -1,0 +1,1 @@
+//! VK_LAYER_POLYFILL_extensions

@@ -1,0 +1,62 @@
+//! `shader-rewrite`: turns SPIR-V modules that use extensions a device lacks into
+//! core-equivalent SPIR-V. Knows nothing about Vulkan: the caller describes the target
+//! device with [`Target`] and gets words back.
+//!
+//! Entry points:
+//! - [`scan`] / [`needs_rewrite`]: a cheap look at the capability section only, so modules that
+//!   need nothing can be passed on byte-identical without a full parse.
+//! - [`rewrite`]: the full lowering; deterministic (same input + options → same output).
+
+pub mod error;
+pub mod module;
+pub mod scan;
+pub mod target;
+pub mod stats;
+pub mod builder;
+pub mod byte_address;
+pub mod passes;
+
+pub use error::RewriteError;
+pub use scan::{needs_rewrite, scan, ScanResult};
+pub use stats::Stats;
+pub use target::{Options, Target};
+
+/// The result of a successful rewrite.
+#[derive(Debug, Clone)]
+pub struct Rewritten {
+    /// The rewritten module (a valid SPIR-V word stream, header included).
+    pub words: Vec<u32>,
+    /// What was lowered.
+    pub stats: Stats,
+}
+
+/// Rewrites `words` (a whole SPIR-V module, header included) so that it no longer needs any
+/// capability the target lacks and this library emulates. A module that needs nothing is
+/// returned unchanged (a copy of the input) with empty stats.
+pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteError> {
+    let found = scan(words)?;
+    if !found.any(options) {
+        return Ok(Rewritten { words: words.to_vec(), stats: Stats::default() });
+    }
+    let mut module = module::Module::parse(words)?;
+    let mut stats = Stats::default();
+    if found.raw_access_chains && options.emulate_raw_access_chains {
+        passes::raw_access_chains::run(&mut module, options, &mut stats)?;
+    }
+    Ok(Rewritten { words: module.assemble(), stats })
+}
+
+/// Convenience: rewrite from a little-endian byte buffer (as a file holds it).
+pub fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>, RewriteError> {
+    if bytes.len() % 4 != 0 {
+        return Err(RewriteError::malformed(0, format!("code size {} is not a multiple of 4", bytes.len())));
+    }
+    let mut words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    if words.first() == Some(&0x0302_2307u32.swap_bytes()) {
+        // Big-endian file: SPIR-V allows either byte order (spec 3.1 "Magic Number").
+        for w in &mut words {
+            *w = w.swap_bytes();
+        }
+    }
+    Ok(words)
+}

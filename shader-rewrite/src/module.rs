@@ -1,0 +1,409 @@
+//! A small word-level SPIR-V IR: instructions keep their raw operand words, so everything the
+//! passes do not touch is written back exactly as it came in. rspirv's grammar tables say
+//! where an opcode keeps its result type and result id.
+use std::collections::HashMap;
+
+use crate::error::RewriteError;
+use rspirv::grammar::{CoreInstructionTable, OperandKind};
+
+pub const MAGIC: u32 = 0x0723_0203;
+pub const HEADER_WORDS: usize = 5;
+
+/// Opcodes the passes refer to by name (SPIR-V spec 3.52 "Instructions").
+pub mod op {
+    pub const NOP: u32 = 0;
+    pub const SOURCE_CONTINUED: u32 = 2;
+    pub const SOURCE: u32 = 3;
+    pub const SOURCE_EXTENSION: u32 = 4;
+    pub const NAME: u32 = 5;
+    pub const MEMBER_NAME: u32 = 6;
+    pub const STRING: u32 = 7;
+    pub const LINE: u32 = 8;
+    pub const EXTENSION: u32 = 10;
+    pub const EXT_INST_IMPORT: u32 = 11;
+    pub const EXT_INST: u32 = 12;
+    pub const MEMORY_MODEL: u32 = 14;
+    pub const ENTRY_POINT: u32 = 15;
+    pub const EXECUTION_MODE: u32 = 16;
+    pub const CAPABILITY: u32 = 17;
+    pub const TYPE_VOID: u32 = 19;
+    pub const TYPE_BOOL: u32 = 20;
+    pub const TYPE_INT: u32 = 21;
+    pub const TYPE_FLOAT: u32 = 22;
+    pub const TYPE_VECTOR: u32 = 23;
+    pub const TYPE_ARRAY: u32 = 28;
+    pub const TYPE_RUNTIME_ARRAY: u32 = 29;
+    pub const TYPE_STRUCT: u32 = 30;
+    pub const TYPE_POINTER: u32 = 32;
+    pub const TYPE_FUNCTION: u32 = 33;
+    pub const CONSTANT_TRUE: u32 = 41;
+    pub const CONSTANT_FALSE: u32 = 42;
+    pub const CONSTANT: u32 = 43;
+    pub const CONSTANT_COMPOSITE: u32 = 44;
+    pub const CONSTANT_NULL: u32 = 46;
+    pub const SPEC_CONSTANT: u32 = 50;
+    pub const FUNCTION: u32 = 54;
+    pub const FUNCTION_PARAMETER: u32 = 55;
+    pub const FUNCTION_END: u32 = 56;
+    pub const FUNCTION_CALL: u32 = 57;
+    pub const VARIABLE: u32 = 59;
+    pub const LOAD: u32 = 61;
+    pub const STORE: u32 = 62;
+    pub const ACCESS_CHAIN: u32 = 65;
+    pub const IN_BOUNDS_ACCESS_CHAIN: u32 = 66;
+    pub const ARRAY_LENGTH: u32 = 68;
+    pub const DECORATE: u32 = 71;
+    pub const MEMBER_DECORATE: u32 = 72;
+    pub const DECORATION_GROUP: u32 = 73;
+    pub const GROUP_DECORATE: u32 = 74;
+    pub const GROUP_MEMBER_DECORATE: u32 = 75;
+    pub const COMPOSITE_CONSTRUCT: u32 = 80;
+    pub const COMPOSITE_EXTRACT: u32 = 81;
+    pub const COPY_OBJECT: u32 = 83;
+    pub const CONVERT_PTR_TO_U: u32 = 117;
+    pub const U_CONVERT: u32 = 113;
+    pub const S_CONVERT: u32 = 114;
+    pub const F_CONVERT: u32 = 115;
+    pub const CONVERT_U_TO_PTR: u32 = 120;
+    pub const BITCAST: u32 = 124;
+    pub const I_ADD: u32 = 128;
+    pub const I_SUB: u32 = 130;
+    pub const I_MUL: u32 = 132;
+    pub const I_ADD_CARRY: u32 = 149;
+    pub const LOGICAL_AND: u32 = 167;
+    pub const SELECT: u32 = 169;
+    pub const U_GREATER_THAN_EQUAL: u32 = 174;
+    pub const U_LESS_THAN_EQUAL: u32 = 178;
+    pub const SHIFT_RIGHT_LOGICAL: u32 = 194;
+    pub const SHIFT_LEFT_LOGICAL: u32 = 196;
+    pub const BITWISE_OR: u32 = 197;
+    pub const BITWISE_AND: u32 = 199;
+    pub const PHI: u32 = 245;
+    pub const LOOP_MERGE: u32 = 246;
+    pub const SELECTION_MERGE: u32 = 247;
+    pub const LABEL: u32 = 248;
+    pub const BRANCH: u32 = 249;
+    pub const BRANCH_CONDITIONAL: u32 = 250;
+    pub const RETURN: u32 = 253;
+    pub const RETURN_VALUE: u32 = 254;
+    pub const ATOMIC_AND: u32 = 240;
+    pub const ATOMIC_OR: u32 = 241;
+    pub const MODULE_PROCESSED: u32 = 330;
+    pub const EXECUTION_MODE_ID: u32 = 331;
+    pub const DECORATE_ID: u32 = 332;
+    pub const DECORATE_STRING: u32 = 5632;
+    pub const MEMBER_DECORATE_STRING: u32 = 5633;
+    pub const RAW_ACCESS_CHAIN_NV: u32 = 5398;
+}
+
+/// One instruction: opcode, optional result type and result id (0 = none), other operands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inst {
+    pub op: u32,
+    pub ty: u32,
+    pub id: u32,
+    pub ops: Vec<u32>,
+}
+
+impl Inst {
+    pub fn new(op: u32, ty: u32, id: u32, ops: Vec<u32>) -> Self {
+        Inst { op, ty, id, ops }
+    }
+    fn has_ty(op: u32) -> Result<(bool, bool), ()> {
+        let table = CoreInstructionTable::lookup_opcode(op as u16).ok_or(())?;
+        let mut ty = false;
+        let mut id = false;
+        for operand in table.operands.iter().take(2) {
+            match operand.kind {
+                OperandKind::IdResultType => ty = true,
+                OperandKind::IdResult => id = true,
+                _ => {}
+            }
+        }
+        Ok((ty, id))
+    }
+    fn encode(&self, out: &mut Vec<u32>) {
+        let count = 1 + (self.ty != 0) as usize + (self.id != 0) as usize + self.ops.len();
+        out.push(((count as u32) << 16) | self.op);
+        if self.ty != 0 {
+            out.push(self.ty);
+        }
+        if self.id != 0 {
+            out.push(self.id);
+        }
+        out.extend_from_slice(&self.ops);
+    }
+}
+
+/// Decodes a literal string operand (nul-terminated, packed little-endian into words).
+pub fn decode_string(words: &[u32]) -> String {
+    let mut bytes = Vec::new();
+    'outer: for w in words {
+        for b in w.to_le_bytes() {
+            if b == 0 {
+                break 'outer;
+            }
+            bytes.push(b);
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Encodes a literal string operand.
+pub fn encode_string(s: &str) -> Vec<u32> {
+    let mut bytes = s.as_bytes().to_vec();
+    bytes.push(0);
+    while bytes.len() % 4 != 0 {
+        bytes.push(0);
+    }
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+#[derive(Debug, Clone)]
+pub struct Block {
+    pub label: u32,
+    /// Instructions including the terminator (and merge instruction) at the end.
+    pub insts: Vec<Inst>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Function {
+    pub def: Inst,
+    pub params: Vec<Inst>,
+    pub blocks: Vec<Block>,
+    /// The OpFunctionEnd and anything that stood between the last block and it.
+    pub end: Vec<Inst>,
+}
+
+/// A module split into the sections of the logical layout (SPIR-V spec 2.4).
+#[derive(Debug, Clone)]
+pub struct Module {
+    pub header: [u32; HEADER_WORDS],
+    pub capabilities: Vec<Inst>,
+    pub extensions: Vec<Inst>,
+    pub ext_inst_imports: Vec<Inst>,
+    pub memory_model: Vec<Inst>,
+    pub entry_points: Vec<Inst>,
+    pub execution_modes: Vec<Inst>,
+    pub debug: Vec<Inst>,
+    pub annotations: Vec<Inst>,
+    /// Types, constants, global variables, undefs (and OpLine / non-semantic OpExtInst).
+    pub globals: Vec<Inst>,
+    pub functions: Vec<Function>,
+}
+
+impl Module {
+    pub fn version(&self) -> (u32, u32) {
+        ((self.header[1] >> 16) & 0xff, (self.header[1] >> 8) & 0xff)
+    }
+
+    pub fn parse(words: &[u32]) -> Result<Module, RewriteError> {
+        if words.len() < HEADER_WORDS || words[0] != MAGIC {
+            return Err(RewriteError::malformed(0, "not a SPIR-V module (bad header)"));
+        }
+        let mut m = Module {
+            header: [words[0], words[1], words[2], words[3], words[4]],
+            capabilities: vec![],
+            extensions: vec![],
+            ext_inst_imports: vec![],
+            memory_model: vec![],
+            entry_points: vec![],
+            execution_modes: vec![],
+            debug: vec![],
+            annotations: vec![],
+            globals: vec![],
+            functions: vec![],
+        };
+        if m.header[3] == 0 || m.header[3] > 0x40_0000 {
+            return Err(RewriteError::malformed(3, format!("id bound {} is out of range", m.header[3])));
+        }
+        let mut at = HEADER_WORDS;
+        let mut func: Option<Function> = None;
+        let mut block: Option<Block> = None;
+        while at < words.len() {
+            let count = (words[at] >> 16) as usize;
+            let opcode = words[at] & 0xffff;
+            if count == 0 || at + count > words.len() {
+                return Err(RewriteError::malformed(at, format!("instruction with opcode {opcode} has a bad word count {count}")));
+            }
+            let (has_ty, has_id) = Inst::has_ty(opcode)
+                .map_err(|_| RewriteError::malformed(at, format!("unknown opcode {opcode}")))?;
+            let fixed = has_ty as usize + has_id as usize;
+            if count < 1 + fixed {
+                return Err(RewriteError::malformed(at, format!("opcode {opcode} is too short")));
+            }
+            let mut k = at + 1;
+            let ty = if has_ty { k += 1; words[k - 1] } else { 0 };
+            let id = if has_id { k += 1; words[k - 1] } else { 0 };
+            if (has_ty && (ty == 0 || ty >= m.header[3])) || (has_id && (id == 0 || id >= m.header[3])) {
+                return Err(RewriteError::malformed(at, format!("opcode {opcode} has an id outside the bound")));
+            }
+            let inst = Inst { op: opcode, ty, id, ops: words[k..at + count].to_vec() };
+            at += count;
+            if let Some(f) = func.as_mut() {
+                match opcode {
+                    op::FUNCTION_PARAMETER if block.is_none() && f.blocks.is_empty() => f.params.push(inst),
+                    op::LABEL => {
+                        if block.is_some() {
+                            return Err(RewriteError::malformed(at, "block without a terminator"));
+                        }
+                        block = Some(Block { label: inst.id, insts: vec![] });
+                    }
+                    op::FUNCTION_END => {
+                        if block.is_some() {
+                            return Err(RewriteError::malformed(at, "function ends inside a block"));
+                        }
+                        let mut f = func.take().unwrap();
+                        f.end.push(inst);
+                        m.functions.push(f);
+                    }
+                    _ => match block.as_mut() {
+                        Some(b) => {
+                            let terminates = is_terminator(opcode);
+                            b.insts.push(inst);
+                            if terminates {
+                                f.blocks.push(block.take().unwrap());
+                            }
+                        }
+                        None => return Err(RewriteError::malformed(at, format!("opcode {opcode} outside a block"))),
+                    },
+                }
+                continue;
+            }
+            match opcode {
+                op::CAPABILITY => m.capabilities.push(inst),
+                op::EXTENSION => m.extensions.push(inst),
+                op::EXT_INST_IMPORT => m.ext_inst_imports.push(inst),
+                op::MEMORY_MODEL => m.memory_model.push(inst),
+                op::ENTRY_POINT => m.entry_points.push(inst),
+                op::EXECUTION_MODE | op::EXECUTION_MODE_ID => m.execution_modes.push(inst),
+                op::SOURCE_CONTINUED | op::SOURCE | op::SOURCE_EXTENSION | op::NAME | op::MEMBER_NAME | op::STRING
+                | op::MODULE_PROCESSED => m.debug.push(inst),
+                op::DECORATE | op::MEMBER_DECORATE | op::DECORATION_GROUP | op::GROUP_DECORATE
+                | op::GROUP_MEMBER_DECORATE | op::DECORATE_ID | op::DECORATE_STRING | op::MEMBER_DECORATE_STRING => {
+                    m.annotations.push(inst)
+                }
+                op::FUNCTION => func = Some(Function { def: inst, params: vec![], blocks: vec![], end: vec![] }),
+                _ => m.globals.push(inst),
+            }
+        }
+        if func.is_some() {
+            return Err(RewriteError::malformed(words.len(), "module ends inside a function"));
+        }
+        Ok(m)
+    }
+
+    pub fn assemble(&self) -> Vec<u32> {
+        let mut out = Vec::with_capacity(self.header[3] as usize * 4);
+        out.extend_from_slice(&self.header);
+        for section in [
+            &self.capabilities,
+            &self.extensions,
+            &self.ext_inst_imports,
+            &self.memory_model,
+            &self.entry_points,
+            &self.execution_modes,
+            &self.debug,
+            &self.annotations,
+            &self.globals,
+        ] {
+            for i in section.iter() {
+                i.encode(&mut out);
+            }
+        }
+        for f in &self.functions {
+            f.def.encode(&mut out);
+            for p in &f.params {
+                p.encode(&mut out);
+            }
+            for b in &f.blocks {
+                Inst::new(op::LABEL, 0, b.label, vec![]).encode(&mut out);
+                for i in &b.insts {
+                    i.encode(&mut out);
+                }
+            }
+            for e in &f.end {
+                e.encode(&mut out);
+            }
+        }
+        out
+    }
+
+    /// Allocates a fresh id.
+    pub fn next_id(&mut self) -> u32 {
+        let id = self.header[3];
+        self.header[3] += 1;
+        id
+    }
+
+    pub fn has_capability(&self, cap: u32) -> bool {
+        self.capabilities.iter().any(|c| c.ops.first() == Some(&cap))
+    }
+    pub fn add_capability(&mut self, cap: u32) {
+        if !self.has_capability(cap) {
+            self.capabilities.push(Inst::new(op::CAPABILITY, 0, 0, vec![cap]));
+        }
+    }
+    pub fn remove_capability(&mut self, cap: u32) {
+        self.capabilities.retain(|c| c.ops.first() != Some(&cap));
+    }
+    pub fn has_extension(&self, name: &str) -> bool {
+        self.extensions.iter().any(|e| decode_string(&e.ops) == name)
+    }
+    pub fn add_extension(&mut self, name: &str) {
+        if !self.has_extension(name) {
+            self.extensions.push(Inst::new(op::EXTENSION, 0, 0, encode_string(name)));
+        }
+    }
+    pub fn remove_extension(&mut self, name: &str) {
+        self.extensions.retain(|e| decode_string(&e.ops) != name);
+    }
+
+    /// Map of every global (type/constant/variable) result id to its index in `globals`.
+    pub fn global_index(&self) -> HashMap<u32, usize> {
+        self.globals.iter().enumerate().filter(|(_, i)| i.id != 0).map(|(n, i)| (i.id, n)).collect()
+    }
+
+    /// Result type of every id defined anywhere (globals, parameters, function bodies).
+    pub fn result_types(&self) -> HashMap<u32, u32> {
+        let mut map = HashMap::new();
+        for i in &self.globals {
+            if i.id != 0 && i.ty != 0 {
+                map.insert(i.id, i.ty);
+            }
+        }
+        for f in &self.functions {
+            for i in f.params.iter().chain(f.blocks.iter().flat_map(|b| b.insts.iter())) {
+                if i.id != 0 && i.ty != 0 {
+                    map.insert(i.id, i.ty);
+                }
+            }
+        }
+        map
+    }
+
+    /// Decorations (decoration number + literal operands) on a target id.
+    pub fn decorations_of(&self, target: u32) -> Vec<(u32, Vec<u32>)> {
+        self.annotations
+            .iter()
+            .filter(|a| a.op == op::DECORATE && a.ops.first() == Some(&target))
+            .map(|a| (a.ops[1], a.ops[2..].to_vec()))
+            .collect()
+    }
+    pub fn decorate(&mut self, target: u32, decoration: u32, literals: &[u32]) {
+        let mut ops = vec![target, decoration];
+        ops.extend_from_slice(literals);
+        self.annotations.push(Inst::new(op::DECORATE, 0, 0, ops));
+    }
+    pub fn member_decorate(&mut self, target: u32, member: u32, decoration: u32, literals: &[u32]) {
+        let mut ops = vec![target, member, decoration];
+        ops.extend_from_slice(literals);
+        self.annotations.push(Inst::new(op::MEMBER_DECORATE, 0, 0, ops));
+    }
+}
+
+pub fn is_terminator(opcode: u32) -> bool {
+    // OpBranch, OpBranchConditional, OpSwitch, OpKill, OpReturn, OpReturnValue, OpUnreachable,
+    // OpTerminateInvocation, OpIgnoreIntersectionKHR, OpTerminateRayKHR, OpEmitMeshTasksEXT
+    matches!(opcode, 249..=255 | 4416 | 4448 | 4449 | 5294)
+}

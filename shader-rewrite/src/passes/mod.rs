@@ -1,0 +1,1 @@
+pub mod raw_access_chains;

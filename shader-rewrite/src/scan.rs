@@ -1,0 +1,58 @@
+//! Cheap decision: walk only the leading OpCapability/OpExtension instructions (the logical
+//! layout puts them first, SPIR-V spec 2.4) and stop at the first other instruction. No
+//! allocation; the cost is a few words per module.
+use crate::error::RewriteError;
+use crate::module::{op, HEADER_WORDS, MAGIC};
+use crate::target::Options;
+
+/// Capability RawAccessChainsNV (SPV_NV_raw_access_chains).
+pub const CAP_RAW_ACCESS_CHAINS_NV: u32 = 5414;
+
+/// Which emulated features a module declares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanResult {
+    pub raw_access_chains: bool,
+}
+
+impl ScanResult {
+    /// Does anything found need emulating under `options`?
+    pub fn any(&self, options: &Options) -> bool {
+        self.raw_access_chains && options.emulate_raw_access_chains
+    }
+}
+
+/// Looks at the header and the capability section. Errors only on a header that is not SPIR-V.
+pub fn scan(words: &[u32]) -> Result<ScanResult, RewriteError> {
+    if words.len() < HEADER_WORDS {
+        return Err(RewriteError::malformed(0, format!("{} words is shorter than the 5-word header", words.len())));
+    }
+    if words[0] != MAGIC {
+        return Err(RewriteError::malformed(0, format!("bad magic number {:#010x}", words[0])));
+    }
+    let mut result = ScanResult::default();
+    let mut at = HEADER_WORDS;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        let opcode = words[at] & 0xffff;
+        if count == 0 || at + count > words.len() {
+            return Err(RewriteError::malformed(at, "instruction word count runs past the end"));
+        }
+        match opcode {
+            op::CAPABILITY if count >= 2 => {
+                if words[at + 1] == CAP_RAW_ACCESS_CHAINS_NV {
+                    result.raw_access_chains = true;
+                }
+            }
+            op::EXTENSION | op::NOP => {}
+            _ => break,
+        }
+        at += count;
+    }
+    Ok(result)
+}
+
+/// True when [`crate::rewrite`] would change the module under `options`. Malformed headers
+/// count as "no": the driver gets them unchanged and reports its own error.
+pub fn needs_rewrite(words: &[u32], options: &Options) -> bool {
+    scan(words).map(|s| s.any(options)).unwrap_or(false)
+}

@@ -1,0 +1,49 @@
+//! What a rewrite did, for logs and `spirv-polyfill --stats`.
+use std::fmt;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// OpRawAccessChainNV instructions lowered.
+    pub raw_chains: u32,
+    pub raw_chains_per_component: u32,
+    pub raw_chains_per_element: u32,
+    /// Raw chains on PhysicalStorageBuffer pointers (plain address arithmetic).
+    pub raw_chains_physical: u32,
+    /// OpLoad / OpStore through lowered chains.
+    pub loads: u32,
+    pub stores: u32,
+    /// Alias variables added (one per original buffer variable and access width).
+    pub alias_variables: u32,
+    /// Helper functions added (one per distinct access shape).
+    pub helper_functions: u32,
+    /// Sub-word stores done as atomic and/or pairs (no 8/16-bit storage on the target).
+    pub atomic_subword_stores: u32,
+    /// Bounds checks had to use word granularity (no 8-bit storage for the exact byte length).
+    pub word_granular_bounds: bool,
+}
+
+impl Stats {
+    pub fn is_empty(&self) -> bool {
+        *self == Stats::default()
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} raw chains ({} per-component, {} per-element, {} physical), {} loads, {} stores, \
+             {} alias variables, {} helpers, {} atomic sub-word stores{}",
+            self.raw_chains,
+            self.raw_chains_per_component,
+            self.raw_chains_per_element,
+            self.raw_chains_physical,
+            self.loads,
+            self.stores,
+            self.alias_variables,
+            self.helper_functions,
+            self.atomic_subword_stores,
+            if self.word_granular_bounds { ", bounds at word granularity (no 8-bit storage)" } else { "" }
+        )
+    }
+}
