@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 
 use crate::error::RewriteError;
-use rspirv::grammar::{CoreInstructionTable, OperandKind};
+use rspirv::grammar::{OperandKind, INSTRUCTION_TABLE};
+use std::sync::OnceLock;
 
 pub const MAGIC: u32 = 0x0723_0203;
 pub const HEADER_WORDS: usize = 5;
@@ -109,18 +110,29 @@ impl Inst {
     pub fn new(op: u32, ty: u32, id: u32, ops: Vec<u32>) -> Self {
         Inst { op, ty, id, ops }
     }
+    /// (has result type, has result id) for `op`, from a table built once from rspirv's
+    /// grammar (its own lookup is a linear search).
     fn has_ty(op: u32) -> Result<(bool, bool), ()> {
-        let table = CoreInstructionTable::lookup_opcode(op as u16).ok_or(())?;
-        let mut ty = false;
-        let mut id = false;
-        for operand in table.operands.iter().take(2) {
-            match operand.kind {
-                OperandKind::IdResultType => ty = true,
-                OperandKind::IdResult => id = true,
-                _ => {}
+        static LAYOUT: OnceLock<Vec<u8>> = OnceLock::new();
+        let table = LAYOUT.get_or_init(|| {
+            let mut t = vec![0u8; 1 << 16];
+            for inst in INSTRUCTION_TABLE.iter() {
+                let mut bits = 1u8; // known opcode
+                for operand in inst.operands.iter().take(2) {
+                    match operand.kind {
+                        OperandKind::IdResultType => bits |= 2,
+                        OperandKind::IdResult => bits |= 4,
+                        _ => {}
+                    }
+                }
+                t[inst.opcode as u32 as usize] = bits;
             }
+            t
+        });
+        match table.get(op as usize).copied().unwrap_or(0) {
+            0 => Err(()),
+            bits => Ok((bits & 2 != 0, bits & 4 != 0)),
         }
-        Ok((ty, id))
     }
     fn encode(&self, out: &mut Vec<u32>) {
         let count = 1 + (self.ty != 0) as usize + (self.id != 0) as usize + self.ops.len();
