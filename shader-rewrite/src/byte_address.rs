@@ -1,1 +1,677 @@
-//! Byte-address backend.
+//! The shared byte-address backend: loads and stores of scalars/vectors at a dynamic byte
+//! address inside a buffer seen through "alias" views (`struct { uint8_t/uint16_t/uint/uvec2/
+//! uvec4 data[]; }` bound to the same descriptor), with optional bounds checks.
+//!
+//! Accesses are emitted inline at the call site (passing SSBO pointers to helper functions
+//! would need the VariablePointersStorageBuffer capability); bounds checks are selection
+//! constructs that split the caller's block.
+//!
+//! Rules honoured here:
+//! - Out-of-bounds accesses are branched around, never clamped, so an empty range is never
+//!   touched (design.md §2).
+//! - Sub-word stores never do a plain read-modify-write of a shared word: an 8/16-bit alias
+//!   store, or an atomic and + or pair on the containing word (design.md §2).
+//! - 8/16-bit values are moved with width-only conversions (UConvert/SConvert/FConvert) and
+//!   UnpackHalf2x16/PackHalf2x16, the only operations SPV_KHR_16bit_storage allows on 16-bit
+//!   types without Int16/Float16 arithmetic.
+use std::collections::HashMap;
+
+use crate::builder::{deco, sc, Builder, Emitter, ScalarVec};
+use crate::module::op;
+use crate::target::Target;
+
+/// An alias view of a buffer: elements of this many bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AliasKind {
+    U8,
+    U16,
+    U32,
+    U32x2,
+    U32x4,
+}
+
+impl AliasKind {
+    pub const ALL: [AliasKind; 5] = [AliasKind::U8, AliasKind::U16, AliasKind::U32, AliasKind::U32x2, AliasKind::U32x4];
+    pub fn bytes(self) -> u32 {
+        match self {
+            AliasKind::U8 => 1,
+            AliasKind::U16 => 2,
+            AliasKind::U32 => 4,
+            AliasKind::U32x2 => 8,
+            AliasKind::U32x4 => 16,
+        }
+    }
+    /// Can the target declare this alias in `storage` (8/16-bit storage features)?
+    pub fn available(self, target: &Target, storage: u32) -> bool {
+        let uniform = storage == sc::UNIFORM;
+        match self {
+            AliasKind::U8 => {
+                if uniform { target.uniform_and_storage_buffer_8bit } else { target.storage_buffer_8bit }
+            }
+            AliasKind::U16 => {
+                if uniform { target.uniform_and_storage_buffer_16bit } else { target.storage_buffer_16bit }
+            }
+            _ => true,
+        }
+    }
+}
+
+/// One memory access of the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    /// A whole element of an alias view.
+    Alias(AliasKind),
+    /// A 1- or 2-byte piece read from / written into its containing 32-bit word.
+    WordPart(u32),
+}
+
+/// Splits `size` bytes starting `start` bytes after an address aligned to `align` (relative to
+/// `start`) into the widest accesses the alignment and the available views allow.
+fn plan(start: u32, size: u32, align: u32, avail: &[AliasKind]) -> Vec<(u32, Unit)> {
+    let mut out = vec![];
+    let mut r = 0;
+    while r < size {
+        let unit = [AliasKind::U32x4, AliasKind::U32x2, AliasKind::U32, AliasKind::U16, AliasKind::U8]
+            .into_iter()
+            .find(|k| {
+                let u = k.bytes();
+                u <= size - r && u <= align && r % u == 0 && avail.contains(k)
+            })
+            .map(Unit::Alias);
+        let part = if r % 2 == 0 { (size - r).min(align).min(2) } else { 1 };
+        let unit = unit.unwrap_or(Unit::WordPart(part));
+        let step = match unit {
+            Unit::Alias(k) => k.bytes(),
+            Unit::WordPart(b) => b,
+        };
+        out.push((start + r, unit));
+        r += step;
+    }
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Robustness {
+    None,
+    PerComponent,
+    /// Whole-element check of `Stride × Index` against the range.
+    PerElement { stride: u32 },
+}
+
+/// Everything that makes two accesses need different helper code.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AccessShape {
+    pub store: bool,
+    pub storage: u32,
+    pub value_ty: u32,
+    pub value: ScalarVec,
+    /// Guaranteed alignment of the byte address (from `Aligned`), capped at 16.
+    pub align: u32,
+    pub robustness: Robustness,
+    /// Memory operands to put on the emitted accesses (mask without Aligned, then its ids).
+    pub mem_ops: Vec<u32>,
+    pub nonuniform: bool,
+}
+
+impl AccessShape {
+    fn comp_bytes(&self) -> u32 {
+        self.value.width / 8
+    }
+    fn size(&self) -> u32 {
+        self.comp_bytes() * self.value.n
+    }
+    /// The alias views this access can use, given what the target has.
+    pub fn views_used(&self, target: &Target) -> Vec<AliasKind> {
+        let avail: Vec<AliasKind> =
+            AliasKind::ALL.into_iter().filter(|k| k.available(target, self.storage)).collect();
+        let c = self.comp_bytes();
+        let mut plans = plan(0, self.size(), self.align, &avail);
+        if self.robustness == Robustness::PerComponent {
+            for k in 0..self.value.n {
+                plans.extend(plan(k * c, c, c, &avail));
+            }
+        }
+        let mut used: Vec<AliasKind> = plans
+            .iter()
+            .map(|(_, u)| match u {
+                Unit::Alias(k) => *k,
+                Unit::WordPart(_) => AliasKind::U32,
+            })
+            .collect();
+        used.push(AliasKind::U32); // word view: always present (lengths, word parts)
+        if self.robustness != Robustness::None && avail.contains(&AliasKind::U8) {
+            used.push(AliasKind::U8); // exact byte length of the range
+        }
+        used.sort();
+        used.dedup();
+        used
+    }
+}
+
+/// The alias types of one storage class.
+#[derive(Debug, Clone)]
+pub struct AliasViews {
+    pub storage: u32,
+    pub kinds: Vec<AliasKind>,
+    /// Per kind (same order): the alias struct type, pointer to it, element type, pointer to element.
+    pub struct_ty: Vec<u32>,
+    pub struct_ptr: Vec<u32>,
+    elem_ty: Vec<u32>,
+    elem_ptr: Vec<u32>,
+}
+
+impl AliasViews {
+    pub fn new(b: &mut Builder, storage: u32, kinds: Vec<AliasKind>) -> Self {
+        let mut v = AliasViews { storage, kinds: vec![], struct_ty: vec![], struct_ptr: vec![], elem_ty: vec![], elem_ptr: vec![] };
+        let u32t = b.t_u32();
+        for k in kinds {
+            let elem = match k {
+                AliasKind::U8 => b.t_int(8, false),
+                AliasKind::U16 => b.t_int(16, false),
+                AliasKind::U32 => u32t,
+                AliasKind::U32x2 => b.t_vec(u32t, 2),
+                AliasKind::U32x4 => b.t_vec(u32t, 4),
+            };
+            let rta = b.t_runtime_array(elem, k.bytes());
+            let st = b.t_struct(&[rta]);
+            // A Uniform-class SSBO is a BufferBlock (SPIR-V 1.0 style); StorageBuffer wants Block.
+            let block = if storage == sc::UNIFORM { deco::BUFFER_BLOCK } else { deco::BLOCK };
+            b.m.decorate(st, block, &[]);
+            b.m.member_decorate(st, 0, deco::OFFSET, &[0]);
+            let sp = b.t_ptr(storage, st);
+            let ep = b.t_ptr(storage, elem);
+            v.kinds.push(k);
+            v.struct_ty.push(st);
+            v.struct_ptr.push(sp);
+            v.elem_ty.push(elem);
+            v.elem_ptr.push(ep);
+        }
+        v
+    }
+    fn slot(&self, k: AliasKind) -> usize {
+        self.kinds.iter().position(|x| *x == k).expect("alias view planned but not declared")
+    }
+}
+
+/// Emits accesses through alias views.
+pub struct Backend {
+    pub target: Target,
+    pub oob_poison: Option<u8>,
+    /// Scope for the sub-word atomics: QueueFamily under the Vulkan memory model (Device scope
+    /// would need VulkanMemoryModelDeviceScope), Device otherwise.
+    pub atomic_scope: u32,
+    pub views: HashMap<u32, AliasViews>,
+    /// Sub-word stores emitted as atomic and/or pairs.
+    pub atomic_subword_stores: u32,
+}
+
+/// Per-access state while emitting it.
+struct Ctx<'a> {
+    shape: &'a AccessShape,
+    views: &'a AliasViews,
+    avail: Vec<AliasKind>,
+    params: Vec<u32>,
+    addr: u32,
+    comp: ScalarVec,
+    u32t: u32,
+    atomic_scope: u32,
+}
+
+/// A loaded piece: `bytes` bytes at byte `off`, in the low bits of u32 `v`.
+struct Chunk {
+    off: u32,
+    bytes: u32,
+    v: u32,
+}
+
+impl Backend {
+    pub fn new(target: Target, oob_poison: Option<u8>, vulkan_memory_model: bool) -> Self {
+        Backend {
+            target,
+            oob_poison,
+            atomic_scope: if vulkan_memory_model { 5 } else { 1 },
+            views: HashMap::new(),
+            atomic_subword_stores: 0,
+        }
+    }
+
+    /// Emits `shape`'s access at the current point of `e`: `views` are pointers to the alias
+    /// structs (in `views.kinds` order), `addr` the byte address, `elem` the element offset
+    /// (per-element robustness), `value` the value to store. Returns the loaded value (0 for a
+    /// store). Bounds checks end the current block and continue in a merge block.
+    #[allow(clippy::too_many_arguments)]
+    pub fn emit(
+        &mut self,
+        e: &mut Emitter,
+        b: &mut Builder,
+        shape: &AccessShape,
+        view_ptrs: &[u32],
+        addr: u32,
+        elem: Option<u32>,
+        value: Option<u32>,
+    ) -> u32 {
+        let views = &self.views[&shape.storage];
+        let u32t = b.t_u32();
+        let mut comp = shape.value;
+        comp.n = 1;
+        let ctx = Ctx {
+            shape,
+            views,
+            avail: views.kinds.clone(),
+            params: view_ptrs.to_vec(),
+            addr,
+            comp,
+            u32t,
+            atomic_scope: self.atomic_scope,
+        };
+        let len = if shape.robustness == Robustness::None { 0 } else { ctx.byte_length(e, b) };
+        let c = shape.comp_bytes();
+        let size = shape.size();
+        let poison = self.oob_poison;
+        let elem_ok = |e: &mut Emitter, b: &mut Builder, stride: u32| {
+            ctx.in_bounds(e, b, len, elem.expect("per-element access without an element offset"), stride)
+        };
+        if shape.store {
+            let value = value.expect("store without a value");
+            let bits: Vec<u32> = (0..shape.value.n).map(|k| ctx.comp_bits(e, b, value, k)).collect();
+            let mut atomics = 0;
+            match shape.robustness {
+                Robustness::None => atomics += ctx.store_range(e, b, 0, size, shape.align, &bits),
+                Robustness::PerElement { stride } => {
+                    let ok = elem_ok(e, b, stride);
+                    e.if_then(b, ok, |e, b| atomics += ctx.store_range(e, b, 0, size, shape.align, &bits));
+                }
+                Robustness::PerComponent => {
+                    let per_comp = |e: &mut Emitter, b: &mut Builder| {
+                        let mut n = 0;
+                        for k in 0..shape.value.n {
+                            let a = ctx.offset(e, b, k * c);
+                            let ok = ctx.in_bounds(e, b, len, a, c);
+                            e.if_then(b, ok, |e, b| n += ctx.store_range(e, b, k * c, c, c, &bits));
+                        }
+                        n
+                    };
+                    if shape.value.n == 1 {
+                        atomics += per_comp(e, b);
+                    } else {
+                        // Fast path when the whole vector is in bounds, else each component.
+                        let ok = ctx.in_bounds(e, b, len, ctx.addr, size);
+                        let (mut fast, mut slow) = (0, 0);
+                        e.if_else(
+                            b,
+                            ok,
+                            0,
+                            |e, b| {
+                                fast = ctx.store_range(e, b, 0, size, shape.align, &bits);
+                                0
+                            },
+                            |e, b| {
+                                slow = per_comp(e, b);
+                                0
+                            },
+                        );
+                        atomics += fast + slow;
+                    }
+                }
+            }
+            self.atomic_subword_stores += atomics;
+            0
+        } else {
+            let vty = shape.value_ty;
+            match shape.robustness {
+                Robustness::None => ctx.load_value(e, b, 0, size, shape.align),
+                Robustness::PerElement { stride } => {
+                    let ok = elem_ok(e, b, stride);
+                    e.if_else(
+                        b,
+                        ok,
+                        vty,
+                        |e, b| ctx.load_value(e, b, 0, size, shape.align),
+                        |e, b| ctx.oob_value(e, b, poison, shape.value.n),
+                    )
+                }
+                Robustness::PerComponent => {
+                    let per_comp = |e: &mut Emitter, b: &mut Builder| {
+                        let comps: Vec<u32> = (0..shape.value.n)
+                            .map(|k| {
+                                let a = ctx.offset(e, b, k * c);
+                                let ok = ctx.in_bounds(e, b, len, a, c);
+                                e.if_else(
+                                    b,
+                                    ok,
+                                    ctx.comp.comp_ty,
+                                    |e, b| ctx.load_value_comp(e, b, k),
+                                    |e, b| ctx.oob_value(e, b, poison, 1),
+                                )
+                            })
+                            .collect();
+                        ctx.construct(e, b, &comps)
+                    };
+                    if shape.value.n == 1 {
+                        per_comp(e, b)
+                    } else {
+                        let ok = ctx.in_bounds(e, b, len, ctx.addr, size);
+                        e.if_else(b, ok, vty, |e, b| ctx.load_value(e, b, 0, size, shape.align), per_comp)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Does this access branch (and so split its block)?
+    pub fn branches(shape: &AccessShape) -> bool {
+        shape.robustness != Robustness::None
+    }
+}
+impl Ctx<'_> {
+    fn view_ptr(&self, k: AliasKind) -> u32 {
+        self.params[self.views.slot(k)]
+    }
+
+    /// Pointer to the element of view `k` holding byte address `a` (which is `k`-aligned,
+    /// or any address for the word view of a word part).
+    fn elem_ptr(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, a: u32) -> u32 {
+        let shift = k.bytes().trailing_zeros();
+        let idx = if shift == 0 {
+            a
+        } else {
+            let s = b.c_u32(shift);
+            e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, vec![a, s])
+        };
+        let zero = b.c_u32(0);
+        let slot = self.views.slot(k);
+        let p = e.op(b, op::ACCESS_CHAIN, self.views.elem_ptr[slot], vec![self.view_ptr(k), zero, idx]);
+        if self.shape.nonuniform {
+            b.m.decorate(p, deco::NON_UNIFORM, &[]);
+        }
+        p
+    }
+
+    fn load(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, a: u32) -> u32 {
+        let p = self.elem_ptr(e, b, k, a);
+        let mut ops = vec![p];
+        ops.extend_from_slice(&self.shape.mem_ops);
+        e.op(b, op::LOAD, self.views.elem_ty[self.views.slot(k)], ops)
+    }
+
+    fn store(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, a: u32, v: u32) {
+        let p = self.elem_ptr(e, b, k, a);
+        let mut ops = vec![p, v];
+        ops.extend_from_slice(&self.shape.mem_ops);
+        e.stmt(op::STORE, ops);
+    }
+
+    /// addr + off, wrapping (design.md §2: 32-bit wrapping byte addresses).
+    fn offset(&self, e: &mut Emitter, b: &mut Builder, off: u32) -> u32 {
+        if off == 0 {
+            return self.addr;
+        }
+        let c = b.c_u32(off);
+        e.op(b, op::I_ADD, self.u32t, vec![self.addr, c])
+    }
+
+    /// Exact byte length of the bound range from the 8-bit view, else words × 4.
+    fn byte_length(&self, e: &mut Emitter, b: &mut Builder) -> u32 {
+        if self.views.kinds.contains(&AliasKind::U8) {
+            e.op(b, op::ARRAY_LENGTH, self.u32t, vec![self.view_ptr(AliasKind::U8), 0])
+        } else {
+            let words = e.op(b, op::ARRAY_LENGTH, self.u32t, vec![self.view_ptr(AliasKind::U32), 0]);
+            let two = b.c_u32(2);
+            e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, vec![words, two])
+        }
+    }
+
+    /// `len >= size && off <= len - size`: [off, off + size) lies inside [0, len) with no
+    /// overflow anywhere.
+    fn in_bounds(&self, e: &mut Emitter, b: &mut Builder, len: u32, off: u32, size: u32) -> u32 {
+        let bool_t = b.t_bool();
+        let s = b.c_u32(size);
+        let ge = e.op(b, op::U_GREATER_THAN_EQUAL, bool_t, vec![len, s]);
+        let room = e.op(b, op::I_SUB, self.u32t, vec![len, s]);
+        let le = e.op(b, op::U_LESS_THAN_EQUAL, bool_t, vec![off, room]);
+        e.op(b, op::LOGICAL_AND, bool_t, vec![ge, le])
+    }
+
+    /// Loads `size` bytes at addr+start (aligned to `align`) as chunks.
+    fn load_chunks(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> Vec<Chunk> {
+        let mut chunks = vec![];
+        for (o, unit) in plan(start, size, align, &self.avail) {
+            let a = self.offset(e, b, o);
+            match unit {
+                Unit::Alias(k @ (AliasKind::U32x4 | AliasKind::U32x2)) => {
+                    let v = self.load(e, b, k, a);
+                    for j in 0..k.bytes() / 4 {
+                        let w = e.op(b, op::COMPOSITE_EXTRACT, self.u32t, vec![v, j]);
+                        chunks.push(Chunk { off: o + 4 * j, bytes: 4, v: w });
+                    }
+                }
+                Unit::Alias(AliasKind::U32) => {
+                    let v = self.load(e, b, AliasKind::U32, a);
+                    chunks.push(Chunk { off: o, bytes: 4, v });
+                }
+                Unit::Alias(k) => {
+                    let v = self.load(e, b, k, a);
+                    let w = e.op(b, op::U_CONVERT, self.u32t, vec![v]);
+                    chunks.push(Chunk { off: o, bytes: k.bytes(), v: w });
+                }
+                Unit::WordPart(n) => {
+                    let w = self.load(e, b, AliasKind::U32, a);
+                    let v = self.shift_by_byte_pos(e, b, op::SHIFT_RIGHT_LOGICAL, w, a);
+                    chunks.push(Chunk { off: o, bytes: n, v });
+                }
+            }
+        }
+        chunks
+    }
+
+    /// `v >> ((a & 3) * 8)` or `v << ((a & 3) * 8)`.
+    fn shift_by_byte_pos(&self, e: &mut Emitter, b: &mut Builder, opcode: u32, v: u32, a: u32) -> u32 {
+        let three = b.c_u32(3);
+        let lo = e.op(b, op::BITWISE_AND, self.u32t, vec![a, three]);
+        let bits = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, vec![lo, three]);
+        e.op(b, opcode, self.u32t, vec![v, bits])
+    }
+
+    fn load_value(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> u32 {
+        let chunks = self.load_chunks(e, b, start, size, align);
+        let c = self.comp.width / 8;
+        let comps: Vec<u32> = (0..size / c).map(|k| self.comp_from_chunks(e, b, &chunks, start + k * c)).collect();
+        self.construct(e, b, &comps)
+    }
+
+    fn load_value_comp(&self, e: &mut Emitter, b: &mut Builder, k: u32) -> u32 {
+        let c = self.comp.width / 8;
+        let chunks = self.load_chunks(e, b, k * c, c, c);
+        self.comp_from_chunks(e, b, &chunks, k * c)
+    }
+
+    fn construct(&self, e: &mut Emitter, b: &mut Builder, comps: &[u32]) -> u32 {
+        if comps.len() == 1 {
+            return comps[0];
+        }
+        let ty = b.t_vec(self.comp.comp_ty, comps.len() as u32);
+        e.op(b, op::COMPOSITE_CONSTRUCT, ty, comps.to_vec())
+    }
+
+    /// The value returned for an out-of-bounds load: zero, or the debug poison pattern.
+    fn oob_value(&self, e: &mut Emitter, b: &mut Builder, poison: Option<u8>, n: u32) -> u32 {
+        let byte = poison.unwrap_or(0) as u32;
+        let word = b.c_u32(byte * 0x0101_0101);
+        let c = self.comp.width / 8;
+        let chunks: Vec<Chunk> = (0..(n * c).div_ceil(4)).map(|j| Chunk { off: 4 * j, bytes: 4, v: word }).collect();
+        let comps: Vec<u32> = (0..n).map(|k| self.comp_from_chunks(e, b, &chunks, k * c)).collect();
+        self.construct(e, b, &comps)
+    }
+
+    /// Builds the component starting at byte `off` from loaded chunks.
+    fn comp_from_chunks(&self, e: &mut Emitter, b: &mut Builder, chunks: &[Chunk], off: u32) -> u32 {
+        let c = self.comp.width / 8;
+        let chunk = |at: u32| chunks.iter().find(|ch| ch.off <= at && at < ch.off + ch.bytes).expect("planned bytes loaded");
+        let ct = self.comp.comp_ty;
+        match c {
+            8 => {
+                let (lo, hi) = (chunk(off).v, chunk(off + 4).v);
+                let uv2 = b.t_vec(self.u32t, 2);
+                let v = e.op(b, op::COMPOSITE_CONSTRUCT, uv2, vec![lo, hi]);
+                e.op(b, op::BITCAST, ct, vec![v])
+            }
+            4 => {
+                let w = chunk(off).v;
+                if ct == self.u32t { w } else { e.op(b, op::BITCAST, ct, vec![w]) }
+            }
+            _ => {
+                let ch = chunk(off);
+                let bits = if off == ch.off {
+                    ch.v
+                } else {
+                    let s = b.c_u32((off - ch.off) * 8);
+                    e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, vec![ch.v, s])
+                };
+                self.bits_to_small(e, b, bits)
+            }
+        }
+    }
+
+    /// Low 8/16 bits of a u32 → the 8/16-bit component type, with width-only conversions.
+    fn bits_to_small(&self, e: &mut Emitter, b: &mut Builder, bits: u32) -> u32 {
+        let ct = self.comp.comp_ty;
+        if self.comp.float {
+            // f16: UnpackHalf2x16 (GLSL.std.450 62) reads the low half exactly; FConvert back is exact.
+            let glsl = b.glsl_std450();
+            let f32t = b.t_float(32);
+            let v2 = b.t_vec(f32t, 2);
+            let pair = e.op(b, op::EXT_INST, v2, vec![glsl, 62, bits]);
+            let f = e.op(b, op::COMPOSITE_EXTRACT, f32t, vec![pair, 0]);
+            e.op(b, op::F_CONVERT, ct, vec![f])
+        } else if self.comp.signed {
+            let i32t = b.t_int(32, true);
+            let s = e.op(b, op::BITCAST, i32t, vec![bits]);
+            e.op(b, op::S_CONVERT, ct, vec![s])
+        } else {
+            e.op(b, op::U_CONVERT, ct, vec![bits])
+        }
+    }
+
+    /// Component `k` of `value` as raw bits: a u32 (8/16-bit zero-extended), or a uvec2 (64-bit).
+    fn comp_bits(&self, e: &mut Emitter, b: &mut Builder, value: u32, k: u32) -> u32 {
+        let ct = self.comp.comp_ty;
+        let v = if self.shape.value.n == 1 { value } else { e.op(b, op::COMPOSITE_EXTRACT, ct, vec![value, k]) };
+        match self.comp.width {
+            64 => {
+                let uv2 = b.t_vec(self.u32t, 2);
+                e.op(b, op::BITCAST, uv2, vec![v])
+            }
+            32 => {
+                if ct == self.u32t { v } else { e.op(b, op::BITCAST, self.u32t, vec![v]) }
+            }
+            w => {
+                let wide = if self.comp.float {
+                    // PackHalf2x16 (GLSL.std.450 58) of (v, 0): the exact half bits in the low 16.
+                    let glsl = b.glsl_std450();
+                    let f32t = b.t_float(32);
+                    let f = e.op(b, op::F_CONVERT, f32t, vec![v]);
+                    let zero = b.c_f32(0.0);
+                    let v2 = b.t_vec(f32t, 2);
+                    let pair = e.op(b, op::COMPOSITE_CONSTRUCT, v2, vec![f, zero]);
+                    return e.op(b, op::EXT_INST, self.u32t, vec![glsl, 58, pair]);
+                } else if self.comp.signed {
+                    let i32t = b.t_int(32, true);
+                    let s = e.op(b, op::S_CONVERT, i32t, vec![v]);
+                    e.op(b, op::BITCAST, self.u32t, vec![s])
+                } else {
+                    return e.op(b, op::U_CONVERT, self.u32t, vec![v]);
+                };
+                let mask = b.c_u32((1u32 << w) - 1);
+                e.op(b, op::BITWISE_AND, self.u32t, vec![wide, mask])
+            }
+        }
+    }
+
+    /// The `len` bytes at byte `off` of the value, as a u32 (len ≤ 4), from component bits.
+    fn compose(&self, e: &mut Emitter, b: &mut Builder, bits: &[u32], off: u32, len: u32) -> u32 {
+        let c = self.comp.width / 8;
+        if c == 8 {
+            let k = off / 8;
+            return e.op(b, op::COMPOSITE_EXTRACT, self.u32t, vec![bits[k as usize], (off % 8) / 4]);
+        }
+        if c == 4 {
+            return bits[(off / 4) as usize];
+        }
+        let mut acc = 0;
+        for k in off / c..(off + len) / c {
+            let mut v = bits[k as usize];
+            let shift = (k * c - off) * 8;
+            if shift != 0 {
+                let s = b.c_u32(shift);
+                v = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, vec![v, s]);
+            }
+            acc = if acc == 0 { v } else { e.op(b, op::BITWISE_OR, self.u32t, vec![acc, v]) };
+        }
+        acc
+    }
+
+    /// Stores bytes [start, start+size) of the value; returns the number of atomic word-part stores.
+    fn store_range(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32, bits: &[u32]) -> u32 {
+        let mut atomics = 0;
+        for (o, unit) in plan(start, size, align, &self.avail) {
+            let a = self.offset(e, b, o);
+            match unit {
+                Unit::Alias(k @ (AliasKind::U32x4 | AliasKind::U32x2)) => {
+                    let words: Vec<u32> = (0..k.bytes() / 4).map(|j| self.compose(e, b, bits, o + 4 * j, 4)).collect();
+                    let ty = b.t_vec(self.u32t, words.len() as u32);
+                    let v = e.op(b, op::COMPOSITE_CONSTRUCT, ty, words);
+                    self.store(e, b, k, a, v);
+                }
+                Unit::Alias(AliasKind::U32) => {
+                    let v = self.compose(e, b, bits, o, 4);
+                    self.store(e, b, AliasKind::U32, a, v);
+                }
+                Unit::Alias(k) => {
+                    let v = self.compose(e, b, bits, o, k.bytes());
+                    let t = self.views.elem_ty[self.views.slot(k)];
+                    let narrow = e.op(b, op::U_CONVERT, t, vec![v]);
+                    self.store(e, b, k, a, narrow);
+                }
+                Unit::WordPart(n) => {
+                    // No 8/16-bit view: clear then set the bytes with atomics so neighbouring
+                    // sub-word stores from other invocations are never lost.
+                    let v = self.compose(e, b, bits, o, n);
+                    let p = self.elem_ptr(e, b, AliasKind::U32, a);
+                    let ones = b.c_u32(if n == 1 { 0xff } else { 0xffff });
+                    let mask = self.shift_by_byte_pos(e, b, op::SHIFT_LEFT_LOGICAL, ones, a);
+                    let not_mask = e.op(b, 200 /* OpNot */, self.u32t, vec![mask]);
+                    let val = self.shift_by_byte_pos(e, b, op::SHIFT_LEFT_LOGICAL, v, a);
+                    let scope = b.c_u32(self.atomic_scope);
+                    let relaxed = b.c_u32(0);
+                    e.op(b, op::ATOMIC_AND, self.u32t, vec![p, scope, relaxed, not_mask]);
+                    e.op(b, op::ATOMIC_OR, self.u32t, vec![p, scope, relaxed, val]);
+                    atomics += 1;
+                }
+            }
+        }
+        atomics
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const ALL: [AliasKind; 5] = AliasKind::ALL;
+    const WORDS: [AliasKind; 3] = [AliasKind::U32, AliasKind::U32x2, AliasKind::U32x4];
+
+    #[test]
+    fn plan_uses_widest_aligned_views() {
+        assert_eq!(plan(0, 16, 16, &ALL), vec![(0, Unit::Alias(AliasKind::U32x4))]);
+        assert_eq!(plan(0, 12, 16, &ALL), vec![(0, Unit::Alias(AliasKind::U32x2)), (8, Unit::Alias(AliasKind::U32))]);
+        assert_eq!(plan(0, 16, 4, &ALL).len(), 4);
+        assert_eq!(plan(0, 6, 2, &ALL), vec![(0, Unit::Alias(AliasKind::U16)), (2, Unit::Alias(AliasKind::U16)), (4, Unit::Alias(AliasKind::U16))]);
+        assert_eq!(plan(0, 6, 4, &ALL), vec![(0, Unit::Alias(AliasKind::U32)), (4, Unit::Alias(AliasKind::U16))]);
+    }
+
+    #[test]
+    fn plan_falls_back_to_word_parts_without_small_views() {
+        assert_eq!(plan(0, 3, 1, &WORDS), vec![(0, Unit::WordPart(1)), (1, Unit::WordPart(1)), (2, Unit::WordPart(1))]);
+        assert_eq!(plan(0, 4, 2, &WORDS), vec![(0, Unit::WordPart(2)), (2, Unit::WordPart(2))]);
+        assert_eq!(plan(8, 2, 2, &WORDS), vec![(8, Unit::WordPart(2))]);
+    }
+}

@@ -52,7 +52,7 @@ pub fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>, RewriteError> {
         return Err(RewriteError::malformed(0, format!("code size {} is not a multiple of 4", bytes.len())));
     }
     let mut words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-    if words.first() == Some(&0x0302_2307u32.swap_bytes()) {
+    if words.first() == Some(&crate::module::MAGIC.swap_bytes()) {
         // Big-endian file: SPIR-V allows either byte order (spec 3.1 "Magic Number").
         for w in &mut words {
             *w = w.swap_bytes();

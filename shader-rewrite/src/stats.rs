@@ -14,8 +14,6 @@ pub struct Stats {
     pub stores: u32,
     /// Alias variables added (one per original buffer variable and access width).
     pub alias_variables: u32,
-    /// Helper functions added (one per distinct access shape).
-    pub helper_functions: u32,
     /// Sub-word stores done as atomic and/or pairs (no 8/16-bit storage on the target).
     pub atomic_subword_stores: u32,
     /// Bounds checks had to use word granularity (no 8-bit storage for the exact byte length).
@@ -33,7 +31,7 @@ impl fmt::Display for Stats {
         write!(
             f,
             "{} raw chains ({} per-component, {} per-element, {} physical), {} loads, {} stores, \
-             {} alias variables, {} helpers, {} atomic sub-word stores{}",
+             {} alias variables, {} atomic sub-word stores{}",
             self.raw_chains,
             self.raw_chains_per_component,
             self.raw_chains_per_element,
@@ -41,7 +39,6 @@ impl fmt::Display for Stats {
             self.loads,
             self.stores,
             self.alias_variables,
-            self.helper_functions,
             self.atomic_subword_stores,
             if self.word_granular_bounds { ", bounds at word granularity (no 8-bit storage)" } else { "" }
         )

@@ -1,1 +1,93 @@
-fn main() {}
+//! `spirv-polyfill`: the offline rewriter.
+//!
+//!   spirv-polyfill rewrite IN.spv -o OUT.spv [--stats] [--target all|core] [--no-int8-storage]
+//!                  [--no-int16-storage] [--oob-poison 0xAB]
+//!   spirv-polyfill scan IN.spv
+use std::process::ExitCode;
+
+use shader_rewrite::{rewrite, scan, words_from_bytes, Options, Target};
+
+const USAGE: &str = "usage:
+  spirv-polyfill rewrite IN.spv -o OUT.spv [options]   lower emulated extensions
+  spirv-polyfill scan IN.spv                            say what a module would need
+options for rewrite:
+  --stats                 print what was lowered (to stderr)
+  --target all|core       start from every optional feature (default) or Vulkan 1.0 core
+  --no-8bit-storage       target lacks storageBuffer8BitAccess / uniformAndStorageBuffer8BitAccess
+  --no-16bit-storage      target lacks storageBuffer16BitAccess / uniformAndStorageBuffer16BitAccess
+  --oob-poison BYTE       out-of-bounds loads caught by emulated robustness return BYTE (debug aid)";
+
+fn main() -> ExitCode {
+    match run(std::env::args().skip(1).collect()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("spirv-polyfill: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_byte(s: &str) -> Result<u8, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("`{s}` is not a byte value"))
+}
+
+fn run(args: Vec<String>) -> Result<(), String> {
+    let cmd = args.first().ok_or(USAGE)?;
+    let mut input = None;
+    let mut output = None;
+    let mut stats = false;
+    let mut options = Options::default();
+    let mut it = args[1..].iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-o" | "--output" => output = Some(it.next().ok_or("-o needs a path")?.clone()),
+            "--stats" => stats = true,
+            "--target" => {
+                options.target = match it.next().map(|s| s.as_str()) {
+                    Some("all") => Target::all(),
+                    Some("core") => Target::core(),
+                    _ => return Err("--target takes all or core".into()),
+                }
+            }
+            "--no-8bit-storage" => {
+                options.target.storage_buffer_8bit = false;
+                options.target.uniform_and_storage_buffer_8bit = false;
+            }
+            "--no-16bit-storage" => {
+                options.target.storage_buffer_16bit = false;
+                options.target.uniform_and_storage_buffer_16bit = false;
+            }
+            "--oob-poison" => options.oob_poison = Some(parse_byte(it.next().ok_or("--oob-poison needs a byte")?)?),
+            "-h" | "--help" => return Err(USAGE.into()),
+            s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}")),
+            s => input = Some(s.to_string()),
+        }
+    }
+    let input = input.ok_or(USAGE)?;
+    let bytes = std::fs::read(&input).map_err(|e| format!("{input}: {e}"))?;
+    let words = words_from_bytes(&bytes).map_err(|e| format!("{input}: {e}"))?;
+    match cmd.as_str() {
+        "scan" => {
+            let s = scan(&words).map_err(|e| format!("{input}: {e}"))?;
+            println!("{input}: RawAccessChainsNV {}", if s.raw_access_chains { "yes" } else { "no" });
+            Ok(())
+        }
+        "rewrite" => {
+            let output = output.ok_or("rewrite needs -o OUT.spv")?;
+            let start = std::time::Instant::now();
+            let out = rewrite(&words, &options).map_err(|e| format!("{input}: {e}"))?;
+            let elapsed = start.elapsed();
+            let bytes: Vec<u8> = out.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            std::fs::write(&output, bytes).map_err(|e| format!("{output}: {e}"))?;
+            if stats {
+                eprintln!("{input}: {} ({} → {} words, {:.1} µs)", out.stats, words.len(), out.words.len(), elapsed.as_secs_f64() * 1e6);
+            }
+            Ok(())
+        }
+        other => Err(format!("unknown command {other}\n{USAGE}")),
+    }
+}
