@@ -266,15 +266,15 @@ impl Emitter {
     }
 
     /// `if cond { then() } else { otherwise() }` as a selection construct (SPIR-V spec 2.11);
-    /// returns the OpPhi of the two values when `ty` is not 0.
+    /// both arms return one value per type in `tys`, merged with OpPhi.
     pub fn if_else(
         &mut self,
         b: &mut Builder,
         cond: u32,
-        ty: u32,
-        then: impl FnOnce(&mut Self, &mut Builder) -> u32,
-        otherwise: impl FnOnce(&mut Self, &mut Builder) -> u32,
-    ) -> u32 {
+        tys: &[u32],
+        then: impl FnOnce(&mut Self, &mut Builder) -> Vec<u32>,
+        otherwise: impl FnOnce(&mut Self, &mut Builder) -> Vec<u32>,
+    ) -> Vec<u32> {
         let (l_then, l_else, l_merge) = (b.id(), b.id(), b.id());
         self.stmt(op::SELECTION_MERGE, vec![l_merge, 0]);
         self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, vec![cond, l_then, l_else]), l_then);
@@ -284,10 +284,10 @@ impl Emitter {
         let v_else = otherwise(self, b);
         let end_else = self.label;
         self.terminate(Inst::new(op::BRANCH, 0, 0, vec![l_merge]), l_merge);
-        if ty == 0 {
-            return 0;
-        }
-        self.op(b, op::PHI, ty, vec![v_then, end_then, v_else, end_else])
+        tys.iter()
+            .zip(v_then.iter().zip(v_else.iter()))
+            .map(|(&ty, (&a, &c))| self.op(b, op::PHI, ty, vec![a, end_then, c, end_else]))
+            .collect()
     }
 
     /// `if cond { then() }` with no value.

@@ -235,10 +235,11 @@ impl Backend {
         }
     }
 
-    /// Emits `shape`'s access at the current point of `e`: `views` are pointers to the alias
-    /// structs (in `views.kinds` order), `addr` the byte address, `elem` the element offset
-    /// (per-element robustness), `value` the value to store. Returns the loaded value (0 for a
-    /// store). Bounds checks end the current block and continue in a merge block.
+    /// Emits `shape`'s access at the current point of `e`: `view_ptrs` point to the alias
+    /// structs (in `views.kinds` order), `addr` is the byte address, `len` the byte length of the
+    /// bound range (robust accesses), `elem` the element offset (per-element robustness), `value`
+    /// the value to store. Returns the loaded value (0 for a store). Bounds checks end the current
+    /// block and continue in a merge block.
     #[allow(clippy::too_many_arguments)]
     pub fn emit(
         &mut self,
@@ -247,6 +248,7 @@ impl Backend {
         shape: &AccessShape,
         view_ptrs: &[u32],
         addr: u32,
+        len: Option<u32>,
         elem: Option<u32>,
         value: Option<u32>,
     ) -> u32 {
@@ -264,16 +266,17 @@ impl Backend {
             u32t,
             atomic_scope: self.atomic_scope,
         };
-        let len = if shape.robustness == Robustness::None { 0 } else { ctx.byte_length(e, b) };
+        let len = || len.expect("robust access without a range length");
         let c = shape.comp_bytes();
+        let n = shape.value.n;
         let size = shape.size();
         let poison = self.oob_poison;
         let elem_ok = |e: &mut Emitter, b: &mut Builder, stride: u32| {
-            ctx.in_bounds(e, b, len, elem.expect("per-element access without an element offset"), stride)
+            ctx.in_bounds(e, b, len(), elem.expect("per-element access without an element offset"), stride)
         };
         if shape.store {
             let value = value.expect("store without a value");
-            let bits: Vec<u32> = (0..shape.value.n).map(|k| ctx.comp_bits(e, b, value, k)).collect();
+            let bits = ctx.value_bits(e, b, value);
             let mut atomics = 0;
             match shape.robustness {
                 Robustness::None => atomics += ctx.store_range(e, b, 0, size, shape.align, &bits),
@@ -283,31 +286,31 @@ impl Backend {
                 }
                 Robustness::PerComponent => {
                     let per_comp = |e: &mut Emitter, b: &mut Builder| {
-                        let mut n = 0;
-                        for k in 0..shape.value.n {
+                        let mut count = 0;
+                        for k in 0..n {
                             let a = ctx.offset(e, b, k * c);
-                            let ok = ctx.in_bounds(e, b, len, a, c);
-                            e.if_then(b, ok, |e, b| n += ctx.store_range(e, b, k * c, c, c, &bits));
+                            let ok = ctx.in_bounds(e, b, len(), a, c);
+                            e.if_then(b, ok, |e, b| count += ctx.store_range(e, b, k * c, c, c, &bits));
                         }
-                        n
+                        count
                     };
-                    if shape.value.n == 1 {
+                    if n == 1 {
                         atomics += per_comp(e, b);
                     } else {
                         // Fast path when the whole vector is in bounds, else each component.
-                        let ok = ctx.in_bounds(e, b, len, ctx.addr, size);
+                        let ok = ctx.in_bounds(e, b, len(), ctx.addr, size);
                         let (mut fast, mut slow) = (0, 0);
                         e.if_else(
                             b,
                             ok,
-                            0,
+                            &[],
                             |e, b| {
                                 fast = ctx.store_range(e, b, 0, size, shape.align, &bits);
-                                0
+                                vec![]
                             },
                             |e, b| {
                                 slow = per_comp(e, b);
-                                0
+                                vec![]
                             },
                         );
                         atomics += fast + slow;
@@ -317,44 +320,55 @@ impl Backend {
             self.atomic_subword_stores += atomics;
             0
         } else {
-            let vty = shape.value_ty;
-            match shape.robustness {
-                Robustness::None => ctx.load_value(e, b, 0, size, shape.align),
+            // Branches merge raw component bits (u32, or uvec2 for 64-bit): an OpPhi of an 8/16-bit
+            // type is not allowed without Int8/Int16/Float16 arithmetic.
+            let raw_ty = ctx.raw_ty(b);
+            let raw = match shape.robustness {
+                Robustness::None => ctx.load_raw(e, b, 0, size, shape.align),
                 Robustness::PerElement { stride } => {
                     let ok = elem_ok(e, b, stride);
                     e.if_else(
                         b,
                         ok,
-                        vty,
-                        |e, b| ctx.load_value(e, b, 0, size, shape.align),
-                        |e, b| ctx.oob_value(e, b, poison, shape.value.n),
+                        &vec![raw_ty; n as usize],
+                        |e, b| ctx.load_raw(e, b, 0, size, shape.align),
+                        |_, b| ctx.oob_raw(b, poison, n),
                     )
                 }
                 Robustness::PerComponent => {
-                    let per_comp = |e: &mut Emitter, b: &mut Builder| {
-                        let comps: Vec<u32> = (0..shape.value.n)
+                    let per_comp = |e: &mut Emitter, b: &mut Builder| -> Vec<u32> {
+                        (0..n)
                             .map(|k| {
                                 let a = ctx.offset(e, b, k * c);
-                                let ok = ctx.in_bounds(e, b, len, a, c);
-                                e.if_else(
-                                    b,
-                                    ok,
-                                    ctx.comp.comp_ty,
-                                    |e, b| ctx.load_value_comp(e, b, k),
-                                    |e, b| ctx.oob_value(e, b, poison, 1),
-                                )
+                                let ok = ctx.in_bounds(e, b, len(), a, c);
+                                e.if_else(b, ok, &[raw_ty], |e, b| ctx.load_raw(e, b, k * c, c, c), |_, b| ctx.oob_raw(b, poison, 1))[0]
                             })
-                            .collect();
-                        ctx.construct(e, b, &comps)
+                            .collect()
                     };
-                    if shape.value.n == 1 {
+                    if n == 1 {
                         per_comp(e, b)
                     } else {
-                        let ok = ctx.in_bounds(e, b, len, ctx.addr, size);
-                        e.if_else(b, ok, vty, |e, b| ctx.load_value(e, b, 0, size, shape.align), per_comp)
+                        let ok = ctx.in_bounds(e, b, len(), ctx.addr, size);
+                        e.if_else(b, ok, &vec![raw_ty; n as usize], |e, b| ctx.load_raw(e, b, 0, size, shape.align), per_comp)
                     }
                 }
-            }
+            };
+            ctx.value_from_raw(e, b, &raw)
+        }
+    }
+
+    /// The byte length of the bound range, from the exact 8-bit view when there is one, else
+    /// the word view (rounded down to whole words). `views` as in [`Backend::emit`].
+    pub fn byte_length(&self, e: &mut Emitter, b: &mut Builder, storage: u32, view_ptrs: &[u32]) -> u32 {
+        let views = &self.views[&storage];
+        let u32t = b.t_u32();
+        let at = |k| view_ptrs[views.slot(k)];
+        if views.kinds.contains(&AliasKind::U8) {
+            e.op(b, op::ARRAY_LENGTH, u32t, vec![at(AliasKind::U8), 0])
+        } else {
+            let words = e.op(b, op::ARRAY_LENGTH, u32t, vec![at(AliasKind::U32), 0]);
+            let two = b.c_u32(2);
+            e.op(b, op::SHIFT_LEFT_LOGICAL, u32t, vec![words, two])
         }
     }
 
@@ -410,17 +424,6 @@ impl Ctx<'_> {
         e.op(b, op::I_ADD, self.u32t, vec![self.addr, c])
     }
 
-    /// Exact byte length of the bound range from the 8-bit view, else words × 4.
-    fn byte_length(&self, e: &mut Emitter, b: &mut Builder) -> u32 {
-        if self.views.kinds.contains(&AliasKind::U8) {
-            e.op(b, op::ARRAY_LENGTH, self.u32t, vec![self.view_ptr(AliasKind::U8), 0])
-        } else {
-            let words = e.op(b, op::ARRAY_LENGTH, self.u32t, vec![self.view_ptr(AliasKind::U32), 0]);
-            let two = b.c_u32(2);
-            e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, vec![words, two])
-        }
-    }
-
     /// `len >= size && off <= len - size`: [off, off + size) lies inside [0, len) with no
     /// overflow anywhere.
     fn in_bounds(&self, e: &mut Emitter, b: &mut Builder, len: u32, off: u32, size: u32) -> u32 {
@@ -472,119 +475,148 @@ impl Ctx<'_> {
         e.op(b, opcode, self.u32t, vec![v, bits])
     }
 
-    fn load_value(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> u32 {
+    /// Raw value type of one component: u32 (8/16/32-bit, value in the low bits) or uvec2.
+    fn raw_ty(&self, b: &mut Builder) -> u32 {
+        if self.comp.width == 64 { b.t_vec(self.u32t, 2) } else { self.u32t }
+    }
+
+    /// Loads bytes [start, start+size) (start aligned to `align`) as raw component values.
+    fn load_raw(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> Vec<u32> {
         let chunks = self.load_chunks(e, b, start, size, align);
         let c = self.comp.width / 8;
-        let comps: Vec<u32> = (0..size / c).map(|k| self.comp_from_chunks(e, b, &chunks, start + k * c)).collect();
-        self.construct(e, b, &comps)
+        (0..size / c).map(|k| self.raw_from_chunks(e, b, &chunks, start + k * c)).collect()
     }
 
-    fn load_value_comp(&self, e: &mut Emitter, b: &mut Builder, k: u32) -> u32 {
-        let c = self.comp.width / 8;
-        let chunks = self.load_chunks(e, b, k * c, c, c);
-        self.comp_from_chunks(e, b, &chunks, k * c)
-    }
-
-    fn construct(&self, e: &mut Emitter, b: &mut Builder, comps: &[u32]) -> u32 {
-        if comps.len() == 1 {
-            return comps[0];
-        }
-        let ty = b.t_vec(self.comp.comp_ty, comps.len() as u32);
-        e.op(b, op::COMPOSITE_CONSTRUCT, ty, comps.to_vec())
-    }
-
-    /// The value returned for an out-of-bounds load: zero, or the debug poison pattern.
-    fn oob_value(&self, e: &mut Emitter, b: &mut Builder, poison: Option<u8>, n: u32) -> u32 {
+    /// Raw values an out-of-bounds load returns: zero, or the debug poison pattern.
+    fn oob_raw(&self, b: &mut Builder, poison: Option<u8>, n: u32) -> Vec<u32> {
         let byte = poison.unwrap_or(0) as u32;
         let word = b.c_u32(byte * 0x0101_0101);
-        let c = self.comp.width / 8;
-        let chunks: Vec<Chunk> = (0..(n * c).div_ceil(4)).map(|j| Chunk { off: 4 * j, bytes: 4, v: word }).collect();
-        let comps: Vec<u32> = (0..n).map(|k| self.comp_from_chunks(e, b, &chunks, k * c)).collect();
-        self.construct(e, b, &comps)
+        let v = if self.comp.width == 64 {
+            let uv2 = b.t_vec(self.u32t, 2);
+            let id = b.id();
+            b.add_global(crate::module::Inst::new(op::CONSTANT_COMPOSITE, uv2, id, vec![word, word]))
+        } else {
+            word
+        };
+        vec![v; n as usize]
     }
 
-    /// Builds the component starting at byte `off` from loaded chunks.
-    fn comp_from_chunks(&self, e: &mut Emitter, b: &mut Builder, chunks: &[Chunk], off: u32) -> u32 {
-        let c = self.comp.width / 8;
+    /// The raw value of the component starting at byte `off`, from loaded chunks.
+    fn raw_from_chunks(&self, e: &mut Emitter, b: &mut Builder, chunks: &[Chunk], off: u32) -> u32 {
         let chunk = |at: u32| chunks.iter().find(|ch| ch.off <= at && at < ch.off + ch.bytes).expect("planned bytes loaded");
-        let ct = self.comp.comp_ty;
-        match c {
-            8 => {
-                let (lo, hi) = (chunk(off).v, chunk(off + 4).v);
+        match self.comp.width {
+            64 => {
                 let uv2 = b.t_vec(self.u32t, 2);
-                let v = e.op(b, op::COMPOSITE_CONSTRUCT, uv2, vec![lo, hi]);
-                e.op(b, op::BITCAST, ct, vec![v])
+                e.op(b, op::COMPOSITE_CONSTRUCT, uv2, vec![chunk(off).v, chunk(off + 4).v])
             }
-            4 => {
-                let w = chunk(off).v;
-                if ct == self.u32t { w } else { e.op(b, op::BITCAST, ct, vec![w]) }
-            }
+            32 => chunk(off).v,
             _ => {
                 let ch = chunk(off);
-                let bits = if off == ch.off {
+                if off == ch.off {
                     ch.v
                 } else {
                     let s = b.c_u32((off - ch.off) * 8);
                     e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, vec![ch.v, s])
-                };
-                self.bits_to_small(e, b, bits)
+                }
             }
         }
     }
 
-    /// Low 8/16 bits of a u32 → the 8/16-bit component type, with width-only conversions.
-    fn bits_to_small(&self, e: &mut Emitter, b: &mut Builder, bits: u32) -> u32 {
-        let ct = self.comp.comp_ty;
-        if self.comp.float {
-            // f16: UnpackHalf2x16 (GLSL.std.450 62) reads the low half exactly; FConvert back is exact.
-            let glsl = b.glsl_std450();
-            let f32t = b.t_float(32);
-            let v2 = b.t_vec(f32t, 2);
-            let pair = e.op(b, op::EXT_INST, v2, vec![glsl, 62, bits]);
-            let f = e.op(b, op::COMPOSITE_EXTRACT, f32t, vec![pair, 0]);
-            e.op(b, op::F_CONVERT, ct, vec![f])
-        } else if self.comp.signed {
-            let i32t = b.t_int(32, true);
-            let s = e.op(b, op::BITCAST, i32t, vec![bits]);
-            e.op(b, op::S_CONVERT, ct, vec![s])
-        } else {
-            e.op(b, op::U_CONVERT, ct, vec![bits])
-        }
+    /// The 32-bit type 8/16-bit components are widened to: f32, u32 or i32.
+    fn wide_comp_ty(&self, b: &mut Builder) -> u32 {
+        if self.comp.float { b.t_float(32) } else { b.t_int(32, self.comp.signed) }
     }
 
-    /// Component `k` of `value` as raw bits: a u32 (8/16-bit zero-extended), or a uvec2 (64-bit).
-    fn comp_bits(&self, e: &mut Emitter, b: &mut Builder, value: u32, k: u32) -> u32 {
+    /// Width-only conversion between the value type and its 32-bit-wide twin (scalars or whole
+    /// vectors: 8/16-bit vectors cannot be built or taken apart without Int8/Int16/Float16).
+    fn convert(&self, e: &mut Emitter, b: &mut Builder, v: u32, to: u32) -> u32 {
+        let opcode = if self.comp.float { op::F_CONVERT } else if self.comp.signed { op::S_CONVERT } else { op::U_CONVERT };
+        e.op(b, opcode, to, vec![v])
+    }
+
+    /// Raw component values → the loaded value.
+    fn value_from_raw(&self, e: &mut Emitter, b: &mut Builder, raw: &[u32]) -> u32 {
+        let n = raw.len() as u32;
         let ct = self.comp.comp_ty;
-        let v = if self.shape.value.n == 1 { value } else { e.op(b, op::COMPOSITE_EXTRACT, ct, vec![value, k]) };
-        match self.comp.width {
-            64 => {
-                let uv2 = b.t_vec(self.u32t, 2);
-                e.op(b, op::BITCAST, uv2, vec![v])
-            }
-            32 => {
-                if ct == self.u32t { v } else { e.op(b, op::BITCAST, self.u32t, vec![v]) }
-            }
-            w => {
-                let wide = if self.comp.float {
-                    // PackHalf2x16 (GLSL.std.450 58) of (v, 0): the exact half bits in the low 16.
+        let small = self.comp.width < 32;
+        let comp_ty = if small { self.wide_comp_ty(b) } else { ct };
+        let comps: Vec<u32> = raw
+            .iter()
+            .map(|&r| match self.comp.width {
+                32 if comp_ty == self.u32t => r,
+                64 | 32 => e.op(b, op::BITCAST, comp_ty, vec![r]),
+                _ if self.comp.float => {
+                    // UnpackHalf2x16 (GLSL.std.450 62) reads the low half exactly.
                     let glsl = b.glsl_std450();
-                    let f32t = b.t_float(32);
-                    let f = e.op(b, op::F_CONVERT, f32t, vec![v]);
-                    let zero = b.c_f32(0.0);
-                    let v2 = b.t_vec(f32t, 2);
-                    let pair = e.op(b, op::COMPOSITE_CONSTRUCT, v2, vec![f, zero]);
-                    return e.op(b, op::EXT_INST, self.u32t, vec![glsl, 58, pair]);
-                } else if self.comp.signed {
-                    let i32t = b.t_int(32, true);
-                    let s = e.op(b, op::S_CONVERT, i32t, vec![v]);
-                    e.op(b, op::BITCAST, self.u32t, vec![s])
-                } else {
-                    return e.op(b, op::U_CONVERT, self.u32t, vec![v]);
-                };
-                let mask = b.c_u32((1u32 << w) - 1);
-                e.op(b, op::BITWISE_AND, self.u32t, vec![wide, mask])
-            }
+                    let v2 = b.t_vec(comp_ty, 2);
+                    let pair = e.op(b, op::EXT_INST, v2, vec![glsl, 62, r]);
+                    e.op(b, op::COMPOSITE_EXTRACT, comp_ty, vec![pair, 0])
+                }
+                _ => {
+                    // Sign- or zero-extend the low bits in 32-bit arithmetic.
+                    let shift = b.c_u32(32 - self.comp.width);
+                    let up = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, vec![r, shift]);
+                    if self.comp.signed {
+                        let i = e.op(b, op::BITCAST, comp_ty, vec![up]);
+                        e.op(b, 195 /* OpShiftRightArithmetic */, comp_ty, vec![i, shift])
+                    } else {
+                        e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, vec![up, shift])
+                    }
+                }
+            })
+            .collect();
+        let whole = if n == 1 {
+            comps[0]
+        } else {
+            let ty = b.t_vec(comp_ty, n);
+            e.op(b, op::COMPOSITE_CONSTRUCT, ty, comps)
+        };
+        if small {
+            let to = b.t_vec(ct, n);
+            self.convert(e, b, whole, to)
+        } else {
+            whole
         }
+    }
+
+    /// The stored value's components as raw bits: u32 (8/16-bit in the low bits, the rest zero)
+    /// or uvec2 (64-bit).
+    fn value_bits(&self, e: &mut Emitter, b: &mut Builder, value: u32) -> Vec<u32> {
+        let n = self.shape.value.n;
+        let small = self.comp.width < 32;
+        let comp_ty = if small { self.wide_comp_ty(b) } else { self.comp.comp_ty };
+        let whole = if small {
+            let ty = b.t_vec(comp_ty, n);
+            self.convert(e, b, value, ty)
+        } else {
+            value
+        };
+        (0..n)
+            .map(|k| {
+                let v = if n == 1 { whole } else { e.op(b, op::COMPOSITE_EXTRACT, comp_ty, vec![whole, k]) };
+                match self.comp.width {
+                    64 => {
+                        let uv2 = b.t_vec(self.u32t, 2);
+                        e.op(b, op::BITCAST, uv2, vec![v])
+                    }
+                    32 if comp_ty == self.u32t => v,
+                    32 => e.op(b, op::BITCAST, self.u32t, vec![v]),
+                    _ if self.comp.float => {
+                        // PackHalf2x16 (GLSL.std.450 58) of (v, 0): the exact half bits, high half 0.
+                        let glsl = b.glsl_std450();
+                        let zero = b.c_f32(0.0);
+                        let v2 = b.t_vec(comp_ty, 2);
+                        let pair = e.op(b, op::COMPOSITE_CONSTRUCT, v2, vec![v, zero]);
+                        e.op(b, op::EXT_INST, self.u32t, vec![glsl, 58, pair])
+                    }
+                    w => {
+                        let u = if comp_ty == self.u32t { v } else { e.op(b, op::BITCAST, self.u32t, vec![v]) };
+                        let mask = b.c_u32((1u32 << w) - 1);
+                        e.op(b, op::BITWISE_AND, self.u32t, vec![u, mask])
+                    }
+                }
+            })
+            .collect()
     }
 
     /// The `len` bytes at byte `off` of the value, as a u32 (len ≤ 4), from component bits.

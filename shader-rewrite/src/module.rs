@@ -302,6 +302,14 @@ impl Module {
         if func.is_some() {
             return Err(RewriteError::malformed(words.len(), "module ends inside a function"));
         }
+        // A module cut at an instruction boundary parses; its entry points then name functions
+        // that are not there.
+        for ep in &m.entry_points {
+            let f = ep.ops.get(1).copied().unwrap_or(0);
+            if !m.functions.iter().any(|x| x.def.id == f) {
+                return Err(RewriteError::malformed(0, format!("entry point names function %{f}, which the module does not define")));
+            }
+        }
         Ok(m)
     }
 

@@ -254,6 +254,17 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
             shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
         }
     }
+    // Byte lengths of the bound ranges, for robust accesses. OpArrayLength cannot take a
+    // variable pointer (spirv-val), so a length is taken where the pointer is still a variable
+    // or descriptor-array chain and then follows the pointer through OpSelect/OpPhi/OpCopyObject
+    // and function parameters as a u32 "length shadow".
+    let need_len = access_list.iter().any(|a| a.robustness != Robustness::None);
+    let mut len_shadow: HashMap<u32, u32> = HashMap::new();
+    if need_len {
+        for &id in shadowed.iter().filter(|id| !roots.contains(id)) {
+            len_shadow.insert(id, b.id());
+        }
+    }
     let chain_decos: BTreeSet<u32> = chains
         .keys()
         .flat_map(|&c| b.m.decorations_of(c).into_iter().map(|(d, _)| d))
@@ -304,6 +315,10 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                 let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
                 ps.push(Inst::new(op::FUNCTION_PARAMETER, sty, shadow[&(id, k)], vec![]));
             }
+            if let Some(&l) = len_shadow.get(&id) {
+                let u32t = b.t_u32();
+                ps.push(Inst::new(op::FUNCTION_PARAMETER, u32t, l, vec![]));
+            }
             extra_params.entry(f).or_default().push((p, ps));
         }
     }
@@ -327,9 +342,29 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     //    part (with the original terminator) gets a new one, and OpPhi parents are renamed.
     let u32t = b.t_u32();
     let mut elem_offsets: HashMap<u32, u32> = HashMap::new();
+    // Root variables that are a single block get their length once per function, at the top of
+    // the entry block (after its OpVariables, which must come first: SPIR-V spec 2.4).
+    let struct_roots: Vec<u32> = roots
+        .iter()
+        .copied()
+        .filter(|&r| b.pointer(b.global(r).unwrap().ty).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT)))
+        .collect();
     for f in functions.iter_mut() {
         let mut relabel: HashMap<u32, u32> = HashMap::new();
         let mut new_blocks = Vec::with_capacity(f.blocks.len());
+        let mut root_len: HashMap<u32, u32> = HashMap::new();
+        if need_len && !f.blocks.is_empty() {
+            let mut e = Emitter::new(0);
+            for &r in &struct_roots {
+                let storage = b.pointer(b.global(r).unwrap().ty).unwrap().0;
+                let views: Vec<u32> = backend.views[&storage].kinds.iter().map(|k| shadow[&(r, *k)]).collect();
+                root_len.insert(r, backend.byte_length(&mut e, &mut b, storage, &views));
+            }
+            let entry = &mut f.blocks[0].insts;
+            let at = entry.iter().take_while(|i| i.op == op::VARIABLE || i.op == op::LINE || i.op == 317).count();
+            entry.splice(at..at, e.take_insts());
+        }
+        let len_of = |id: u32| -> u32 { root_len.get(&id).or_else(|| len_shadow.get(&id)).copied().expect("length shadow") };
         for blk in std::mem::take(&mut f.blocks) {
             let branches = blk.insts.iter().any(|i| {
                 access_shape(&b, &chains, i).ok().flatten().is_some_and(|s| Backend::branches(&s))
@@ -368,11 +403,12 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                         let chain = &chains[&inst.ops[0]];
                         let views: Vec<u32> = backend.views[&shape.storage].kinds.iter().map(|k| shadow[&(chain.base, *k)]).collect();
                         let elem = matches!(shape.robustness, Robustness::PerElement { .. }).then(|| elem_offsets[&inst.ops[0]]);
+                        let len = (shape.robustness != Robustness::None).then(|| len_of(chain.base));
                         if inst.op == op::STORE {
-                            backend.emit(&mut e, &mut b, &shape, &views, inst.ops[0], elem, Some(inst.ops[1]));
+                            backend.emit(&mut e, &mut b, &shape, &views, inst.ops[0], len, elem, Some(inst.ops[1]));
                             stats.stores += 1;
                         } else {
-                            let v = backend.emit(&mut e, &mut b, &shape, &views, inst.ops[0], elem, None);
+                            let v = backend.emit(&mut e, &mut b, &shape, &views, inst.ops[0], len, elem, None);
                             e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, vec![v]));
                             stats.loads += 1;
                         }
@@ -384,6 +420,9 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                             let arg = inst.ops[1 + p];
                             let (storage, _) = b.pointer(type_of(&b, arg)).unwrap();
                             extra.extend(backend.views[&storage].kinds.iter().map(|k| shadow[&(arg, *k)]));
+                            if need_len {
+                                extra.push(len_of(arg));
+                            }
                         }
                         inst.ops.extend(extra);
                         e.push(inst);
@@ -412,6 +451,20 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                                     b.m.decorate(sid, deco::NON_UNIFORM, &[]);
                                 }
                                 e.push(Inst::new(opcode, sty, sid, sops));
+                            }
+                            if let Some(&l) = len_shadow.get(&id) {
+                                let lops: Vec<u32> = match opcode {
+                                    op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN => {
+                                        let views: Vec<u32> = backend.views[&storage].kinds.iter().map(|k| shadow[&(id, *k)]).collect();
+                                        vec![backend.byte_length(&mut e, &mut b, storage, &views)]
+                                    }
+                                    op::COPY_OBJECT => vec![len_of(ops[0])],
+                                    op::SELECT => vec![ops[0], len_of(ops[1]), len_of(ops[2])],
+                                    op::PHI => ops.chunks(2).flat_map(|pair| [len_of(pair[0]), pair[1]]).collect(),
+                                    _ => unreachable!("shadow sources were checked in step 4"),
+                                };
+                                let lop = if opcode == op::ACCESS_CHAIN || opcode == op::IN_BOUNDS_ACCESS_CHAIN { op::COPY_OBJECT } else { opcode };
+                                e.push(Inst::new(lop, u32t, l, lops));
                             }
                         }
                     }
