@@ -302,6 +302,10 @@ impl Module {
         if func.is_some() {
             return Err(RewriteError::malformed(words.len(), "module ends inside a function"));
         }
+        // Capability Linkage (5) is the only way a module may have no entry point (SPIR-V 2.4).
+        if m.entry_points.is_empty() && !m.has_capability(5) {
+            return Err(RewriteError::malformed(0, "no OpEntryPoint (and no Linkage capability): truncated module?"));
+        }
         // A module cut at an instruction boundary parses; its entry points then name functions
         // that are not there.
         for ep in &m.entry_points {
