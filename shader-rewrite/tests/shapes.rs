@@ -346,9 +346,12 @@ fn malformed_inputs_are_errors_not_panics() {
             Err(e) => panic!("cut at {cut}: {e}"),
         }
     }
+    // An unknown opcode in a function body: a precise error, not a guess at its layout.
     let mut bad = words.clone();
-    bad[5] = (1 << 16) | 0xfff0; // unknown opcode in the capability section
-    assert!(shader_rewrite::rewrite(&bad, &all()).is_err());
+    let ret = bad.iter().rposition(|&w| w == (1 << 16) | 253).expect("OpReturn");
+    bad[ret] = (1 << 16) | 0xfff0;
+    let e = shader_rewrite::rewrite(&bad, &all()).unwrap_err();
+    assert!(e.to_string().contains("unknown opcode 65520"), "{e}");
 }
 
 #[test]
