@@ -1,1 +1,28 @@
-//! VK_LAYER_POLYFILL_extensions
+//! VK_LAYER_POLYFILL_extensions: a Vulkan layer (loader interface v2) that advertises shader
+//! extensions the driver lacks and rewrites SPIR-V so the driver never sees them.
+//!
+//! Layout:
+//! - `loader_interface`: exported symbols, vkGetInstanceProcAddr / vkGetDeviceProcAddr
+//! - `instance`: vkCreateInstance/vkDestroyInstance, extension + feature queries
+//! - `device`, `device_features`: vkCreateDevice/vkDestroyDevice, features the lowering needs
+//! - `shader_hooks`, `module_rewrite`: every path SPIR-V takes to the driver
+//! - `ext::*`: one module per emulated extension
+//! - `settings`, `log`, `ffi_guard`, `pnext`, `dispatch`, `vk_layer`, `struct_sizes`: plumbing
+// The library name is fixed by the Vulkan layer naming convention (libVkLayer_*.so).
+#![allow(non_snake_case)]
+
+pub mod log;
+
+pub mod device;
+pub mod device_features;
+pub mod dispatch;
+pub mod ext;
+pub mod ffi_guard;
+pub mod instance;
+pub mod loader_interface;
+pub mod module_rewrite;
+pub mod pnext;
+pub mod settings;
+pub mod shader_hooks;
+pub mod struct_sizes;
+pub mod vk_layer;

@@ -1,0 +1,211 @@
+//! vkCreateDevice / vkDestroyDevice: decide per extension (off / native / emulated), hand the
+//! driver a copied create info without our extension names and feature structs and with the
+//! features the lowering needs, and build the device's rewrite options from what was enabled.
+use crate::device_features::{self, effective_version};
+use crate::dispatch::{self, dispatch_key, load_device, load_instance, DeviceData, DeviceNext, DEVICES};
+use crate::ext::{self, EmulatedExtension, Status};
+use crate::ffi_guard::guard;
+use crate::instance::names;
+use crate::pnext::Chain;
+use crate::vk_layer::{find_link_info, VkLayerDeviceCreateInfo};
+use crate::{log_debug, log_error, log_info, log_warn};
+use ash::vk;
+use std::ffi::{c_char, CStr};
+use std::sync::{Arc, Mutex};
+
+pub unsafe extern "system" fn create_device(
+    pd: vk::PhysicalDevice,
+    p_create_info: *const vk::DeviceCreateInfo,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_device: *mut vk::Device,
+) -> vk::Result {
+    guard("vkCreateDevice", vk::Result::ERROR_INITIALIZATION_FAILED, || unsafe {
+        create_device_impl(pd, p_create_info, p_allocator, p_device)
+    })
+}
+
+/// The decision for one extension on this device.
+struct Plan {
+    ext: &'static dyn EmulatedExtension,
+    native: bool,
+    status: Status,
+    /// The application enabled the extension name or one of its feature bits.
+    requested: bool,
+}
+
+impl Plan {
+    fn emulated(&self) -> bool {
+        matches!(self.status, Status::Emulated { .. })
+    }
+    /// Shaders get rewritten for this extension.
+    fn active(&self) -> bool {
+        match self.status {
+            Status::Emulated { forced } => forced || self.requested,
+            _ => false,
+        }
+    }
+    fn describe(&self) -> String {
+        let name = self.ext.name().to_string_lossy();
+        match self.status {
+            Status::Off => format!("{name} off (setting)"),
+            Status::Native => format!("{name} native (driver supports it)"),
+            Status::Emulated { .. } if !self.active() => {
+                format!("{name} available but not enabled by the application; not emulated")
+            }
+            Status::Emulated { forced: true } => {
+                format!("{name} emulated (forced; driver {} it)", if self.native { "has" } else { "lacks" })
+            }
+            Status::Emulated { forced: false } => format!("{name} emulated (driver lacks it)"),
+        }
+    }
+}
+
+unsafe fn create_device_impl(
+    pd: vk::PhysicalDevice,
+    p_create_info: *const vk::DeviceCreateInfo,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_device: *mut vk::Device,
+) -> vk::Result {
+    let Some(ci) = p_create_info.as_ref() else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+    let Some(inst) = dispatch::instance_of(pd) else {
+        log_error!("vkCreateDevice: unknown physical device {pd:?}");
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // LoaderLayerInterface.md "Layer Dispatch Initialization": read the next link, advance
+    // pLayerInfo (the loader's own struct) for the next layer, and fetch vkCreateDevice through
+    // the next GetInstanceProcAddr *with the instance handle*.
+    let Some(link) = find_link_info::<VkLayerDeviceCreateInfo>(ci.p_next, vk::StructureType::LOADER_DEVICE_CREATE_INFO)
+    else {
+        log_error!("vkCreateDevice: no VkLayerDeviceCreateInfo link info in the chain");
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let layer_info = (*link).p_layer_info;
+    if layer_info.is_null() {
+        log_error!("vkCreateDevice: loader link info is empty");
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    let next_gipa = (*layer_info).pfn_next_get_instance_proc_addr;
+    let next_gdpa = (*layer_info).pfn_next_get_device_proc_addr;
+    (*link).p_layer_info = (*layer_info).p_next;
+    let Some(next_create) = load_instance::<vk::PFN_vkCreateDevice>(next_gipa, inst.instance, c"vkCreateDevice") else {
+        log_error!("vkCreateDevice: next layer has no vkCreateDevice");
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+
+    let phys = inst.physical_device(pd);
+    let app_exts = names(ci.pp_enabled_extension_names, ci.enabled_extension_count);
+    let plans: Vec<Plan> = ext::ALL
+        .iter()
+        .map(|e| {
+            let native = phys.has_extension(e.name());
+            Plan {
+                ext: *e,
+                native,
+                status: ext::status(*e, &inst.settings, native),
+                requested: app_exts.contains(&e.name()) || e.feature_requested(ci.p_next),
+            }
+        })
+        .collect();
+    for p in &plans {
+        log_info!("vkCreateDevice: device '{}': {}", phys.name, p.describe());
+    }
+
+    let mut options = None;
+    let result = if !plans.iter().any(Plan::emulated) {
+        next_create(pd, p_create_info, p_allocator, p_device)
+    } else {
+        // Never write to the application's structures: edit copies.
+        let mut chain = Chain::copy(ci.p_next);
+        if let Some(t) = chain.tail_s_type() {
+            log_debug!("vkCreateDevice: pNext chain has an unknown structure (sType {}); it and what follows are passed as-is", t.as_raw());
+        }
+        let ours: Vec<&CStr> = plans.iter().filter(|p| p.emulated()).map(|p| p.ext.name()).collect();
+        let kept: Vec<&CStr> = app_exts.iter().copied().filter(|n| !ours.contains(n)).collect();
+        let kept_ptrs: Vec<*const c_char> = kept.iter().map(|n| n.as_ptr()).collect();
+        for p in plans.iter().filter(|p| p.emulated()) {
+            for st in p.ext.feature_struct_types() {
+                chain.remove(*st);
+                if chain.tail_contains(*st) {
+                    log_warn!(
+                        "vkCreateDevice: cannot remove sType {} behind an unknown structure; the driver will see it",
+                        st.as_raw()
+                    );
+                }
+            }
+        }
+        let active: Vec<&Plan> = plans.iter().filter(|p| p.active()).collect();
+        let mut enabled_features = ci.p_enabled_features.as_ref().copied();
+        if !active.is_empty() {
+            let version = effective_version(inst.api_version, phys.api_version);
+            let supported = device_features::supported(&inst, pd, &phys);
+            let added = device_features::enable_for_lowering(&mut chain, &mut enabled_features, &kept, version, supported);
+            if !added.features.is_empty() {
+                log_info!("vkCreateDevice: device '{}': enabling driver features for the lowering: {}", phys.name, added.features.join(", "));
+            }
+            for s in &added.skipped {
+                log_info!("vkCreateDevice: device '{}': not enabling {s}", phys.name);
+            }
+        }
+        let mut copy = *ci;
+        copy.p_next = chain.link();
+        copy.enabled_extension_count = kept_ptrs.len() as u32;
+        copy.pp_enabled_extension_names = if kept_ptrs.is_empty() { std::ptr::null() } else { kept_ptrs.as_ptr() };
+        copy.p_enabled_features = enabled_features.as_ref().map_or(std::ptr::null(), |f| f as *const _);
+        let r = next_create(pd, &copy, p_allocator, p_device);
+        if !active.is_empty() {
+            let mut o = shader_rewrite::Options {
+                target: device_features::enabled_target(copy.p_next, copy.p_enabled_features),
+                emulate_raw_access_chains: false,
+                oob_poison: inst.settings.debug_oob_poison,
+            };
+            for p in &active {
+                p.ext.enable_in_options(&mut o);
+            }
+            log_debug!("vkCreateDevice: device '{}': rewrite options {o:?}", phys.name);
+            options = Some(o);
+        }
+        r
+    };
+    if result != vk::Result::SUCCESS {
+        log_info!("vkCreateDevice: device '{}': driver returned {result:?}", phys.name);
+        return result;
+    }
+
+    let device = *p_device;
+    let Some(destroy_device) = load_device::<vk::PFN_vkDestroyDevice>(next_gdpa, device, c"vkDestroyDevice") else {
+        log_error!("vkCreateDevice: next layer has no vkDestroyDevice");
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let next = DeviceNext {
+        create_shader_module: load_device(next_gdpa, device, c"vkCreateShaderModule"),
+        create_compute_pipelines: load_device(next_gdpa, device, c"vkCreateComputePipelines"),
+        create_graphics_pipelines: load_device(next_gdpa, device, c"vkCreateGraphicsPipelines"),
+        create_ray_tracing_pipelines_khr: load_device(next_gdpa, device, c"vkCreateRayTracingPipelinesKHR"),
+        create_shaders_ext: load_device(next_gdpa, device, c"vkCreateShadersEXT"),
+        get_shader_module_create_info_identifier_ext: load_device(next_gdpa, device, c"vkGetShaderModuleCreateInfoIdentifierEXT"),
+    };
+    let data = DeviceData {
+        device,
+        next_gdpa,
+        name: phys.name.clone(),
+        settings: inst.settings.clone(),
+        options,
+        destroy_device,
+        next,
+        keep_alive: Mutex::new(Vec::new()),
+    };
+    DEVICES.insert(dispatch_key(device), Arc::new(data));
+    vk::Result::SUCCESS
+}
+
+pub unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const vk::AllocationCallbacks) {
+    guard("vkDestroyDevice", (), || unsafe {
+        if device == vk::Device::null() {
+            return;
+        }
+        match DEVICES.remove(&dispatch_key(device)) {
+            Some((_, data)) => (data.destroy_device)(device, p_allocator),
+            None => log_error!("vkDestroyDevice: unknown device {device:?}; cannot call down"),
+        }
+    })
+}

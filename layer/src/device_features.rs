@@ -1,0 +1,316 @@
+//! The driver features the lowering can use (8/16-bit storage, Int8/16/64): what the device
+//! supports, turning them on in a copied `VkDeviceCreateInfo` chain, and reading back what the
+//! final chain enables (that becomes the rewrite `Target`).
+//!
+//! Rules followed when adding features:
+//! - Set bits inside `VkPhysicalDeviceVulkan11Features`/`Vulkan12Features` when the application
+//!   chained them; a dedicated struct next to the aggregate that covers it is invalid
+//!   (VUID-VkDeviceCreateInfo-pNext-02829, -02830).
+//! - Add a dedicated struct only where it is valid: the effective API version (min of the
+//!   instance's `apiVersion` and the device's) includes it, or the application enabled the
+//!   extension that defines it (VUID-VkDeviceCreateInfo-pNext-pNext). The layer does not add
+//!   extensions on its own.
+//! - shaderInt16/shaderInt64 go into `VkPhysicalDeviceFeatures2` when chained, else into (a copy
+//!   of) `pEnabledFeatures` (VUID-VkDeviceCreateInfo-pNext-00373: never both).
+use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
+use crate::pnext::{self, Chain};
+use ash::vk;
+use shader_rewrite::Target;
+use std::ffi::{c_void, CStr};
+
+type S = vk::StructureType;
+
+pub fn effective_version(instance_api: u32, device_api: u32) -> u32 {
+    let strip = |v: u32| vk::make_api_version(0, vk::api_version_major(v), vk::api_version_minor(v), 0);
+    strip(instance_api).min(strip(device_api))
+}
+
+/// Lowering features the physical device supports (queried through the next layer).
+///
+/// # Safety
+/// `pd` must belong to `inst`.
+pub unsafe fn supported(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Target {
+    let version = effective_version(inst.api_version, phys.api_version);
+    let Some(features2) = inst.features2_for_query() else {
+        let mut f = vk::PhysicalDeviceFeatures::default();
+        (inst.get_physical_device_features)(pd, &mut f);
+        return Target { int16: f.shader_int16 != 0, int64: f.shader_int64 != 0, ..Target::core() };
+    };
+    let mut s16 = vk::PhysicalDevice16BitStorageFeatures::default();
+    let mut s8 = vk::PhysicalDevice8BitStorageFeatures::default();
+    let mut i8 = vk::PhysicalDeviceShaderFloat16Int8Features::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default();
+    // Only structures the device knows may be chained (VUID-VkPhysicalDeviceFeatures2-pNext-pNext).
+    let want16 = version >= vk::API_VERSION_1_1 || phys.has_extension(vk::KHR_16BIT_STORAGE_NAME);
+    let want8 = version >= vk::API_VERSION_1_2 || phys.has_extension(vk::KHR_8BIT_STORAGE_NAME);
+    let want_i8 = version >= vk::API_VERSION_1_2 || phys.has_extension(vk::KHR_SHADER_FLOAT16_INT8_NAME);
+    let mut head: *mut c_void = std::ptr::null_mut();
+    if want16 {
+        s16.p_next = head;
+        head = &mut s16 as *mut _ as *mut c_void;
+    }
+    if want8 {
+        s8.p_next = head;
+        head = &mut s8 as *mut _ as *mut c_void;
+    }
+    if want_i8 {
+        i8.p_next = head;
+        head = &mut i8 as *mut _ as *mut c_void;
+    }
+    f2.p_next = head;
+    features2(pd, &mut f2);
+    Target {
+        storage_buffer_8bit: want8 && s8.storage_buffer8_bit_access != 0,
+        uniform_and_storage_buffer_8bit: want8 && s8.uniform_and_storage_buffer8_bit_access != 0,
+        storage_buffer_16bit: want16 && s16.storage_buffer16_bit_access != 0,
+        uniform_and_storage_buffer_16bit: want16 && s16.uniform_and_storage_buffer16_bit_access != 0,
+        int8: want_i8 && i8.shader_int8 != 0,
+        int16: f2.features.shader_int16 != 0,
+        int64: f2.features.shader_int64 != 0,
+    }
+}
+
+/// Sets `*bit` when `supported`; records `name` if that changed it.
+fn turn_on(bit: &mut vk::Bool32, supported: bool, name: &'static str, added: &mut Vec<&'static str>) {
+    if supported && *bit == vk::FALSE {
+        *bit = vk::TRUE;
+        added.push(name);
+    }
+}
+
+/// What [`enable_for_lowering`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Added {
+    /// Feature names newly enabled.
+    pub features: Vec<&'static str>,
+    /// Why some supported feature could not be enabled.
+    pub skipped: Vec<String>,
+}
+
+/// Turns on every supported lowering feature in the copied chain / enabled-features copy.
+///
+/// # Safety
+/// `chain` must be a copy of a valid VkDeviceCreateInfo chain.
+pub unsafe fn enable_for_lowering(
+    chain: &mut Chain,
+    enabled_features: &mut Option<vk::PhysicalDeviceFeatures>,
+    enabled_extensions: &[&CStr],
+    version: u32,
+    sup: Target,
+) -> Added {
+    let mut out = Added::default();
+    let ext_on = |name: &CStr| enabled_extensions.contains(&name);
+    let added = &mut out.features;
+
+    // 16-bit storage: Vulkan11Features > VkPhysicalDevice16BitStorageFeatures.
+    if sup.storage_buffer_16bit || sup.uniform_and_storage_buffer_16bit {
+        let (a, b) = (sup.storage_buffer_16bit, sup.uniform_and_storage_buffer_16bit);
+        if let Some(v11) = chain.find_mut::<vk::PhysicalDeviceVulkan11Features>(S::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES) {
+            turn_on(&mut v11.storage_buffer16_bit_access, a, "storageBuffer16BitAccess", added);
+            turn_on(&mut v11.uniform_and_storage_buffer16_bit_access, b, "uniformAndStorageBuffer16BitAccess", added);
+        } else if let Some(s) = chain.find_mut::<vk::PhysicalDevice16BitStorageFeatures>(S::PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES) {
+            turn_on(&mut s.storage_buffer16_bit_access, a, "storageBuffer16BitAccess", added);
+            turn_on(&mut s.uniform_and_storage_buffer16_bit_access, b, "uniformAndStorageBuffer16BitAccess", added);
+        } else if chain.tail_contains(S::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES)
+            || chain.tail_contains(S::PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES)
+        {
+            out.skipped.push("16-bit storage: its feature struct sits behind an unknown structure".into());
+        } else if version >= vk::API_VERSION_1_1 || ext_on(vk::KHR_16BIT_STORAGE_NAME) {
+            let mut s = vk::PhysicalDevice16BitStorageFeatures::default();
+            turn_on(&mut s.storage_buffer16_bit_access, a, "storageBuffer16BitAccess", added);
+            turn_on(&mut s.uniform_and_storage_buffer16_bit_access, b, "uniformAndStorageBuffer16BitAccess", added);
+            chain.push_front(s);
+        } else {
+            out.skipped.push("16-bit storage: needs Vulkan 1.1 or VK_KHR_16bit_storage enabled".into());
+        }
+    }
+
+    // 8-bit storage and shaderInt8: Vulkan12Features > dedicated structs.
+    let want8 = sup.storage_buffer_8bit || sup.uniform_and_storage_buffer_8bit;
+    if want8 || sup.int8 {
+        let (a, b, c) = (sup.storage_buffer_8bit, sup.uniform_and_storage_buffer_8bit, sup.int8);
+        if let Some(v12) = chain.find_mut::<vk::PhysicalDeviceVulkan12Features>(S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
+            turn_on(&mut v12.storage_buffer8_bit_access, a, "storageBuffer8BitAccess", added);
+            turn_on(&mut v12.uniform_and_storage_buffer8_bit_access, b, "uniformAndStorageBuffer8BitAccess", added);
+            turn_on(&mut v12.shader_int8, c, "shaderInt8", added);
+        } else if chain.tail_contains(S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
+            out.skipped.push("8-bit storage/shaderInt8: VkPhysicalDeviceVulkan12Features sits behind an unknown structure".into());
+        } else {
+            if want8 {
+                if let Some(s) = chain.find_mut::<vk::PhysicalDevice8BitStorageFeatures>(S::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES) {
+                    turn_on(&mut s.storage_buffer8_bit_access, a, "storageBuffer8BitAccess", added);
+                    turn_on(&mut s.uniform_and_storage_buffer8_bit_access, b, "uniformAndStorageBuffer8BitAccess", added);
+                } else if chain.tail_contains(S::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES) {
+                    out.skipped.push("8-bit storage: its feature struct sits behind an unknown structure".into());
+                } else if version >= vk::API_VERSION_1_2 || ext_on(vk::KHR_8BIT_STORAGE_NAME) {
+                    let mut s = vk::PhysicalDevice8BitStorageFeatures::default();
+                    turn_on(&mut s.storage_buffer8_bit_access, a, "storageBuffer8BitAccess", added);
+                    turn_on(&mut s.uniform_and_storage_buffer8_bit_access, b, "uniformAndStorageBuffer8BitAccess", added);
+                    chain.push_front(s);
+                } else {
+                    out.skipped.push("8-bit storage: needs Vulkan 1.2 or VK_KHR_8bit_storage enabled".into());
+                }
+            }
+            if c {
+                if let Some(s) = chain.find_mut::<vk::PhysicalDeviceShaderFloat16Int8Features>(S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES) {
+                    turn_on(&mut s.shader_int8, true, "shaderInt8", added);
+                } else if chain.tail_contains(S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES) {
+                    out.skipped.push("shaderInt8: its feature struct sits behind an unknown structure".into());
+                } else if version >= vk::API_VERSION_1_2 || ext_on(vk::KHR_SHADER_FLOAT16_INT8_NAME) {
+                    let mut s = vk::PhysicalDeviceShaderFloat16Int8Features::default();
+                    turn_on(&mut s.shader_int8, true, "shaderInt8", added);
+                    chain.push_front(s);
+                } else {
+                    out.skipped.push("shaderInt8: needs Vulkan 1.2 or VK_KHR_shader_float16_int8 enabled".into());
+                }
+            }
+        }
+    }
+
+    // shaderInt16 / shaderInt64: core 1.0 features.
+    if sup.int16 || sup.int64 {
+        if let Some(f2) = chain.find_mut::<vk::PhysicalDeviceFeatures2>(S::PHYSICAL_DEVICE_FEATURES_2) {
+            turn_on(&mut f2.features.shader_int16, sup.int16, "shaderInt16", added);
+            turn_on(&mut f2.features.shader_int64, sup.int64, "shaderInt64", added);
+        } else if chain.tail_contains(S::PHYSICAL_DEVICE_FEATURES_2) {
+            out.skipped.push("shaderInt16/shaderInt64: VkPhysicalDeviceFeatures2 sits behind an unknown structure".into());
+        } else {
+            let f = enabled_features.get_or_insert_with(vk::PhysicalDeviceFeatures::default);
+            turn_on(&mut f.shader_int16, sup.int16, "shaderInt16", added);
+            turn_on(&mut f.shader_int64, sup.int64, "shaderInt64", added);
+        }
+    }
+    out
+}
+
+/// The lowering features a final create-info chain enables.
+///
+/// # Safety
+/// `head` must be a valid chain; `enabled` null or valid.
+pub unsafe fn enabled_target(head: *const c_void, enabled: *const vk::PhysicalDeviceFeatures) -> Target {
+    let mut t = Target::core();
+    let on = |b: vk::Bool32| b != vk::FALSE;
+    if let Some(f) = enabled.as_ref() {
+        t.int16 |= on(f.shader_int16);
+        t.int64 |= on(f.shader_int64);
+    }
+    for n in pnext::walk(head) {
+        match (*n).s_type {
+            S::PHYSICAL_DEVICE_FEATURES_2 => {
+                let f = &(*(n as *const vk::PhysicalDeviceFeatures2)).features;
+                t.int16 |= on(f.shader_int16);
+                t.int64 |= on(f.shader_int64);
+            }
+            S::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES => {
+                let f = &*(n as *const vk::PhysicalDeviceVulkan11Features);
+                t.storage_buffer_16bit |= on(f.storage_buffer16_bit_access);
+                t.uniform_and_storage_buffer_16bit |= on(f.uniform_and_storage_buffer16_bit_access);
+            }
+            S::PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES => {
+                let f = &*(n as *const vk::PhysicalDevice16BitStorageFeatures);
+                t.storage_buffer_16bit |= on(f.storage_buffer16_bit_access);
+                t.uniform_and_storage_buffer_16bit |= on(f.uniform_and_storage_buffer16_bit_access);
+            }
+            S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES => {
+                let f = &*(n as *const vk::PhysicalDeviceVulkan12Features);
+                t.storage_buffer_8bit |= on(f.storage_buffer8_bit_access);
+                t.uniform_and_storage_buffer_8bit |= on(f.uniform_and_storage_buffer8_bit_access);
+                t.int8 |= on(f.shader_int8);
+            }
+            S::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES => {
+                let f = &*(n as *const vk::PhysicalDevice8BitStorageFeatures);
+                t.storage_buffer_8bit |= on(f.storage_buffer8_bit_access);
+                t.uniform_and_storage_buffer_8bit |= on(f.uniform_and_storage_buffer8_bit_access);
+            }
+            S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES => {
+                t.int8 |= on((*(n as *const vk::PhysicalDeviceShaderFloat16Int8Features)).shader_int8);
+            }
+            _ => {}
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s_types(head: *const c_void) -> Vec<S> {
+        unsafe { pnext::walk(head).map(|n| (*n).s_type).collect() }
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(effective_version(vk::API_VERSION_1_3, vk::make_api_version(0, 1, 4, 305)), vk::API_VERSION_1_3);
+        assert_eq!(effective_version(vk::API_VERSION_1_0, vk::API_VERSION_1_3), vk::API_VERSION_1_0);
+    }
+
+    #[test]
+    fn adds_dedicated_structs_and_enabled_features_on_1_3() {
+        let mut chain = unsafe { Chain::copy(std::ptr::null()) };
+        let mut ef = None;
+        let added = unsafe { enable_for_lowering(&mut chain, &mut ef, &[], vk::API_VERSION_1_3, Target::all()) };
+        assert_eq!(added.features.len(), 7, "{added:?}");
+        assert!(added.skipped.is_empty());
+        let head = chain.link();
+        let types = s_types(head);
+        assert!(types.contains(&S::PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES));
+        assert!(types.contains(&S::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES));
+        assert!(types.contains(&S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES));
+        let ef = ef.unwrap();
+        assert_eq!((ef.shader_int16, ef.shader_int64), (vk::TRUE, vk::TRUE));
+        assert_eq!(unsafe { enabled_target(head, &ef) }, Target::all());
+    }
+
+    #[test]
+    fn uses_aggregates_and_features2_when_chained() {
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut v11 = vk::PhysicalDeviceVulkan11Features { p_next: &mut v12 as *mut _ as *mut c_void, ..Default::default() };
+        let f2 = vk::PhysicalDeviceFeatures2 { p_next: &mut v11 as *mut _ as *mut c_void, ..Default::default() };
+        let mut chain = unsafe { Chain::copy(&f2 as *const _ as *const c_void) };
+        let mut ef = None;
+        let sup = Target { int8: false, ..Target::all() };
+        let added = unsafe { enable_for_lowering(&mut chain, &mut ef, &[], vk::API_VERSION_1_3, sup) };
+        assert_eq!(added.features.len(), 6);
+        assert!(ef.is_none());
+        let head = chain.link();
+        // No dedicated struct next to the aggregates.
+        assert_eq!(
+            s_types(head),
+            vec![S::PHYSICAL_DEVICE_FEATURES_2, S::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES]
+        );
+        assert_eq!(unsafe { enabled_target(head, std::ptr::null()) }, sup);
+        // The application's structs are untouched.
+        assert_eq!(v12.storage_buffer8_bit_access, vk::FALSE);
+        assert_eq!(v11.storage_buffer16_bit_access, vk::FALSE);
+        assert_eq!(f2.features.shader_int64, vk::FALSE);
+    }
+
+    #[test]
+    fn vulkan_1_0_without_extensions_adds_only_core_features() {
+        let mut chain = unsafe { Chain::copy(std::ptr::null()) };
+        let mut ef = Some(vk::PhysicalDeviceFeatures { robust_buffer_access: vk::TRUE, ..Default::default() });
+        let added = unsafe { enable_for_lowering(&mut chain, &mut ef, &[], vk::API_VERSION_1_0, Target::all()) };
+        assert_eq!(added.features, vec!["shaderInt16", "shaderInt64"]);
+        assert_eq!(added.skipped.len(), 3);
+        assert!(chain.link().is_null());
+        assert_eq!(ef.unwrap().robust_buffer_access, vk::TRUE);
+        // With the extension enabled, the dedicated struct is allowed.
+        let mut chain = unsafe { Chain::copy(std::ptr::null()) };
+        let added = unsafe {
+            enable_for_lowering(&mut chain, &mut None, &[vk::KHR_8BIT_STORAGE_NAME], vk::API_VERSION_1_0, Target::all())
+        };
+        assert!(added.features.contains(&"storageBuffer8BitAccess"));
+    }
+
+    #[test]
+    fn only_supported_bits() {
+        let mut chain = unsafe { Chain::copy(std::ptr::null()) };
+        let mut ef = None;
+        let sup = Target { storage_buffer_8bit: true, ..Target::core() };
+        let added = unsafe { enable_for_lowering(&mut chain, &mut ef, &[], vk::API_VERSION_1_3, sup) };
+        assert_eq!(added.features, vec!["storageBuffer8BitAccess"]);
+        assert!(ef.is_none());
+        assert_eq!(unsafe { enabled_target(chain.link(), std::ptr::null()) }, sup);
+    }
+}

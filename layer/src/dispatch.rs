@@ -1,0 +1,207 @@
+//! Global per-instance and per-device state, keyed by the loader's dispatch-table pointer
+//! (`*(void**)handle`): every dispatchable handle starts with it, and child handles (physical
+//! devices under an instance; queues/command buffers under a device) share their parent's
+//! (LoaderLayerInterface.md "Dispatchable Object Creation"; the loader's terminator physical
+//! devices carry the instance's dispatch pointer).
+//!
+//! The maps live in `Lazy` statics that are never dropped (no destructors at unload).
+use crate::settings::Settings;
+use ash::vk::{self, Handle};
+use dashmap::DashMap;
+use once_cell::sync::Lazy;
+use std::any::Any;
+use std::ffi::{c_char, CStr};
+use std::sync::{Arc, Mutex};
+
+pub type DispatchKey = usize;
+
+/// # Safety
+/// `handle` must be a live dispatchable Vulkan handle.
+pub unsafe fn dispatch_key<H: Handle>(handle: H) -> DispatchKey {
+    *(handle.as_raw() as usize as *const usize)
+}
+
+/// Looks a command up through a next-link GetInstanceProcAddr and casts it.
+///
+/// # Safety
+/// `F` must be the PFN type of `name`.
+pub unsafe fn load_instance<F: Copy>(gipa: vk::PFN_vkGetInstanceProcAddr, instance: vk::Instance, name: &CStr) -> Option<F> {
+    cast_pfn(gipa(instance, name.as_ptr()))
+}
+
+/// # Safety
+/// `F` must be the PFN type of `name`.
+pub unsafe fn load_device<F: Copy>(gdpa: vk::PFN_vkGetDeviceProcAddr, device: vk::Device, name: &CStr) -> Option<F> {
+    cast_pfn(gdpa(device, name.as_ptr()))
+}
+
+/// # Safety
+/// `F` must be a function pointer type.
+pub unsafe fn cast_pfn<F: Copy>(f: vk::PFN_vkVoidFunction) -> Option<F> {
+    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<unsafe extern "system" fn()>());
+    f.map(|f| std::mem::transmute_copy::<unsafe extern "system" fn(), F>(&f))
+}
+
+/// What the layer caches about one physical device (read once, through the next layer).
+pub struct PhysicalDeviceInfo {
+    pub name: String,
+    pub api_version: u32,
+    /// Device extensions below us (driver + lower layers).
+    pub extensions: Vec<vk::ExtensionProperties>,
+}
+
+impl PhysicalDeviceInfo {
+    pub fn has_extension(&self, name: &CStr) -> bool {
+        self.extensions.iter().any(|e| e.extension_name_as_c_str().ok() == Some(name))
+    }
+}
+
+pub struct InstanceData {
+    pub instance: vk::Instance,
+    pub next_gipa: vk::PFN_vkGetInstanceProcAddr,
+    pub settings: Arc<Settings>,
+    /// `VkApplicationInfo::apiVersion` (1.0 when absent or 0).
+    pub api_version: u32,
+    /// VK_KHR_get_physical_device_properties2 enabled on the instance.
+    pub props2_enabled: bool,
+    pub destroy_instance: vk::PFN_vkDestroyInstance,
+    pub enumerate_device_extension_properties: vk::PFN_vkEnumerateDeviceExtensionProperties,
+    pub get_physical_device_properties: vk::PFN_vkGetPhysicalDeviceProperties,
+    pub get_physical_device_features: vk::PFN_vkGetPhysicalDeviceFeatures,
+    pub get_physical_device_features2: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
+    pub get_physical_device_features2_khr: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
+    pub physical_devices: DashMap<u64, Arc<PhysicalDeviceInfo>>,
+}
+
+impl InstanceData {
+    /// Features2 through the next layer, when the instance may call it (core 1.1 or the KHR
+    /// extension; VUID-vkGetPhysicalDeviceFeatures2-*: calling it otherwise is invalid).
+    pub fn features2_for_query(&self) -> Option<vk::PFN_vkGetPhysicalDeviceFeatures2> {
+        if self.api_version >= vk::API_VERSION_1_1 {
+            self.get_physical_device_features2.or(self.get_physical_device_features2_khr)
+        } else if self.props2_enabled {
+            self.get_physical_device_features2_khr.or(self.get_physical_device_features2)
+        } else {
+            None
+        }
+    }
+
+    /// Cached name, version and extension list of `pd`.
+    pub fn physical_device(&self, pd: vk::PhysicalDevice) -> Arc<PhysicalDeviceInfo> {
+        if let Some(info) = self.physical_devices.get(&pd.as_raw()) {
+            return info.clone();
+        }
+        // SAFETY: pd is a valid handle of this instance; next-layer pointers.
+        let info = unsafe {
+            let mut props = vk::PhysicalDeviceProperties::default();
+            (self.get_physical_device_properties)(pd, &mut props);
+            let extensions = next_device_extensions(self.enumerate_device_extension_properties, pd, std::ptr::null());
+            PhysicalDeviceInfo {
+                name: props.device_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+                api_version: props.api_version,
+                extensions: extensions.unwrap_or_default(),
+            }
+        };
+        let info = Arc::new(info);
+        self.physical_devices.insert(pd.as_raw(), info.clone());
+        info
+    }
+}
+
+/// The full device extension list from the next layer (count/fill, retried on VK_INCOMPLETE).
+///
+/// # Safety
+/// Valid `pd` and next-layer function.
+pub unsafe fn next_device_extensions(
+    enumerate: vk::PFN_vkEnumerateDeviceExtensionProperties,
+    pd: vk::PhysicalDevice,
+    layer: *const c_char,
+) -> Result<Vec<vk::ExtensionProperties>, vk::Result> {
+    loop {
+        let mut count = 0u32;
+        let r = enumerate(pd, layer, &mut count, std::ptr::null_mut());
+        if r != vk::Result::SUCCESS {
+            return Err(r);
+        }
+        let mut list = vec![vk::ExtensionProperties::default(); count as usize];
+        let r = enumerate(pd, layer, &mut count, list.as_mut_ptr());
+        match r {
+            vk::Result::SUCCESS => {
+                list.truncate(count as usize);
+                return Ok(list);
+            }
+            vk::Result::INCOMPLETE => continue, // the list grew between the calls
+            e => return Err(e),
+        }
+    }
+}
+
+/// Keeps rewritten create-info copies alive for deferred ray-tracing pipeline creation
+/// (VK_KHR_deferred_host_operations: parameters must outlive the deferred operation).
+pub struct KeepAlive(pub Box<dyn Any>);
+// SAFETY: only raw pointers into owned heap data; never dereferenced through this wrapper.
+unsafe impl Send for KeepAlive {}
+
+/// Next-layer device commands the shader hooks call.
+#[derive(Default, Clone, Copy)]
+pub struct DeviceNext {
+    pub create_shader_module: Option<vk::PFN_vkCreateShaderModule>,
+    pub create_compute_pipelines: Option<vk::PFN_vkCreateComputePipelines>,
+    pub create_graphics_pipelines: Option<vk::PFN_vkCreateGraphicsPipelines>,
+    pub create_ray_tracing_pipelines_khr: Option<vk::PFN_vkCreateRayTracingPipelinesKHR>,
+    pub create_shaders_ext: Option<vk::PFN_vkCreateShadersEXT>,
+    pub get_shader_module_create_info_identifier_ext: Option<vk::PFN_vkGetShaderModuleCreateInfoIdentifierEXT>,
+}
+
+pub struct DeviceData {
+    pub device: vk::Device,
+    pub next_gdpa: vk::PFN_vkGetDeviceProcAddr,
+    pub name: String,
+    pub settings: Arc<Settings>,
+    /// `Some` when at least one extension is emulated on this device: what to rewrite and for
+    /// which target. `None` = the device is pure pass-through.
+    pub options: Option<shader_rewrite::Options>,
+    pub destroy_device: vk::PFN_vkDestroyDevice,
+    pub next: DeviceNext,
+    pub keep_alive: Mutex<Vec<KeepAlive>>,
+}
+
+pub static INSTANCES: Lazy<DashMap<DispatchKey, Arc<InstanceData>>> = Lazy::new(DashMap::new);
+pub static DEVICES: Lazy<DashMap<DispatchKey, Arc<DeviceData>>> = Lazy::new(DashMap::new);
+
+/// # Safety
+/// `instance` must be a live instance handle.
+pub unsafe fn instance_data(instance: vk::Instance) -> Option<Arc<InstanceData>> {
+    if instance == vk::Instance::null() {
+        return None;
+    }
+    INSTANCES.get(&dispatch_key(instance)).map(|e| e.clone())
+}
+
+/// The instance a physical device belongs to.
+///
+/// # Safety
+/// `pd` must be a live physical device handle.
+pub unsafe fn instance_of(pd: vk::PhysicalDevice) -> Option<Arc<InstanceData>> {
+    if pd == vk::PhysicalDevice::null() {
+        return None;
+    }
+    if let Some(e) = INSTANCES.get(&dispatch_key(pd)) {
+        return Some(e.clone());
+    }
+    // Defensive fallback for loaders whose physical-device handles carry their own dispatch
+    // pointer: with a single instance there is only one candidate.
+    if INSTANCES.len() == 1 {
+        return INSTANCES.iter().next().map(|e| e.value().clone());
+    }
+    None
+}
+
+/// # Safety
+/// `device` must be a live device handle.
+pub unsafe fn device_data(device: vk::Device) -> Option<Arc<DeviceData>> {
+    if device == vk::Device::null() {
+        return None;
+    }
+    DEVICES.get(&dispatch_key(device)).map(|e| e.clone())
+}

@@ -1,0 +1,176 @@
+//! One module per emulated extension. Each describes: its name/spec version, its mode setting,
+//! the feature structures the driver must not see, how to report its feature bits, whether an
+//! application's `VkDeviceCreateInfo` asks for it, and which rewrite options it turns on.
+//! Sibling modules (16-bit storage, bindless) plug into [`ALL`].
+use crate::settings::{Mode, Settings};
+use ash::vk;
+use std::ffi::{c_char, CStr};
+
+pub mod raw_access_chains;
+
+pub trait EmulatedExtension: Sync {
+    fn name(&self) -> &'static CStr;
+    fn spec_version(&self) -> u32;
+    /// The per-extension mode setting, before `force_enable` is applied.
+    fn mode_setting(&self, settings: &Settings) -> Mode;
+    /// Feature structures that belong to this extension alone: removed from chains before the
+    /// driver sees them (it may not know them; VUID-VkDeviceCreateInfo-pNext-pNext).
+    fn feature_struct_types(&self) -> &'static [vk::StructureType];
+    /// Sets this extension's feature bits in `node` if it is one of its structures.
+    ///
+    /// # Safety
+    /// `node` must be a valid, writable structure of the sType it names.
+    unsafe fn report_features(&self, node: *mut vk::BaseOutStructure<'static>);
+    /// Does this chain enable one of the extension's features? (`head` = VkDeviceCreateInfo::pNext)
+    ///
+    /// # Safety
+    /// `head` must be a valid pNext chain.
+    unsafe fn feature_requested(&self, head: *const std::ffi::c_void) -> bool;
+    /// Turns the lowering on in the rewrite options.
+    fn enable_in_options(&self, options: &mut shader_rewrite::Options);
+}
+
+pub static ALL: &[&dyn EmulatedExtension] = &[&raw_access_chains::RawAccessChains];
+
+/// What the layer does for one extension on one physical device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Setting `off`: the layer does not touch it.
+    Off,
+    /// The driver has it and nothing forces emulation.
+    Native,
+    /// The layer provides it (driver lacks it, or `force`/`force_enable`).
+    Emulated { forced: bool },
+}
+
+/// Effective mode: a per-extension `off` wins over `force_enable`; `force_enable` upgrades
+/// `auto` to `force`.
+pub fn effective_mode(ext: &dyn EmulatedExtension, settings: &Settings) -> Mode {
+    match ext.mode_setting(settings) {
+        Mode::Off => Mode::Off,
+        Mode::Force => Mode::Force,
+        Mode::Auto if settings.force_enable => Mode::Force,
+        Mode::Auto => Mode::Auto,
+    }
+}
+
+pub fn status(ext: &dyn EmulatedExtension, settings: &Settings, driver_has_it: bool) -> Status {
+    match effective_mode(ext, settings) {
+        Mode::Off => Status::Off,
+        Mode::Force => Status::Emulated { forced: true },
+        Mode::Auto if driver_has_it => Status::Native,
+        Mode::Auto => Status::Emulated { forced: false },
+    }
+}
+
+/// `VkExtensionProperties` for our own device extensions.
+pub fn properties(ext: &dyn EmulatedExtension) -> vk::ExtensionProperties {
+    let mut p = vk::ExtensionProperties { spec_version: ext.spec_version(), ..Default::default() };
+    for (dst, src) in p.extension_name.iter_mut().zip(ext.name().to_bytes()) {
+        *dst = *src as c_char;
+    }
+    p
+}
+
+/// The device extensions this layer implements (the answer for `pLayerName == our name`).
+pub fn layer_device_extensions() -> Vec<vk::ExtensionProperties> {
+    ALL.iter().map(|e| properties(*e)).collect()
+}
+
+/// `driver` plus each of `ours` the list lacks (never a duplicate).
+pub fn merge_extensions(mut driver: Vec<vk::ExtensionProperties>, ours: &[vk::ExtensionProperties]) -> Vec<vk::ExtensionProperties> {
+    for o in ours {
+        if !driver.iter().any(|d| d.extension_name_as_c_str().ok() == o.extension_name_as_c_str().ok()) {
+            driver.push(*o);
+        }
+    }
+    driver
+}
+
+/// The two-call idiom (spec "Opaque Non-Dispatchable Handle"/"Object Enumeration"): with a null
+/// array report the count; else write min(count, len) elements, set the count written, and
+/// return VK_INCOMPLETE when not all fit.
+///
+/// # Safety
+/// `p_count` valid; `p_out` null or valid for `*p_count` elements.
+pub unsafe fn write_enumeration<T: Copy>(list: &[T], p_count: *mut u32, p_out: *mut T) -> vk::Result {
+    if p_count.is_null() {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    if p_out.is_null() {
+        *p_count = list.len() as u32;
+        return vk::Result::SUCCESS;
+    }
+    let n = (*p_count as usize).min(list.len());
+    std::ptr::copy_nonoverlapping(list.as_ptr(), p_out, n);
+    *p_count = n as u32;
+    if n < list.len() {
+        vk::Result::INCOMPLETE
+    } else {
+        vk::Result::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ext(name: &str, v: u32) -> vk::ExtensionProperties {
+        let mut p = vk::ExtensionProperties { spec_version: v, ..Default::default() };
+        for (d, s) in p.extension_name.iter_mut().zip(name.bytes()) {
+            *d = s as c_char;
+        }
+        p
+    }
+    fn names(l: &[vk::ExtensionProperties]) -> Vec<String> {
+        l.iter().map(|e| e.extension_name_as_c_str().unwrap().to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn merge_appends_once() {
+        let ours = layer_device_extensions();
+        assert_eq!(names(&ours), vec!["VK_NV_raw_access_chains"]);
+        assert_eq!(ours[0].spec_version, 1);
+        let driver = vec![ext("VK_KHR_swapchain", 70), ext("VK_KHR_8bit_storage", 1)];
+        let merged = merge_extensions(driver.clone(), &ours);
+        assert_eq!(names(&merged), vec!["VK_KHR_swapchain", "VK_KHR_8bit_storage", "VK_NV_raw_access_chains"]);
+        let again = merge_extensions(merged.clone(), &ours);
+        assert_eq!(again.len(), 3);
+        let native = vec![ext("VK_NV_raw_access_chains", 1)];
+        assert_eq!(merge_extensions(native, &ours).len(), 1);
+    }
+
+    #[test]
+    fn two_call_idiom() {
+        let list = [1u32, 2, 3];
+        let mut count = 0u32;
+        unsafe {
+            assert_eq!(write_enumeration(&list, &mut count, std::ptr::null_mut()), vk::Result::SUCCESS);
+            assert_eq!(count, 3);
+            let mut out = [0u32; 3];
+            count = 2;
+            assert_eq!(write_enumeration(&list, &mut count, out.as_mut_ptr()), vk::Result::INCOMPLETE);
+            assert_eq!((count, out), (2, [1, 2, 0]));
+            count = 5;
+            let mut big = [0u32; 5];
+            assert_eq!(write_enumeration(&list, &mut count, big.as_mut_ptr()), vk::Result::SUCCESS);
+            assert_eq!(count, 3);
+            assert_eq!(&big[..3], &list);
+        }
+    }
+
+    #[test]
+    fn statuses() {
+        let e = ALL[0];
+        let mut s = Settings::default();
+        assert_eq!(status(e, &s, false), Status::Emulated { forced: false });
+        assert_eq!(status(e, &s, true), Status::Native);
+        s.force_enable = true;
+        assert_eq!(status(e, &s, true), Status::Emulated { forced: true });
+        s.raw_access_chains = Mode::Off;
+        assert_eq!(status(e, &s, false), Status::Off);
+        s.force_enable = false;
+        s.raw_access_chains = Mode::Force;
+        assert_eq!(status(e, &s, true), Status::Emulated { forced: true });
+    }
+}

@@ -1,0 +1,231 @@
+//! Instance-level hooks: vkCreateInstance / vkDestroyInstance (state), and the physical-device
+//! queries that advertise emulated extensions (vkEnumerateDeviceExtensionProperties,
+//! vkGetPhysicalDeviceFeatures2 + its KHR alias).
+use crate::dispatch::{self, dispatch_key, load_instance, InstanceData, INSTANCES};
+use crate::ext::{self, Status};
+use crate::ffi_guard::guard;
+use crate::settings::{self, Settings, LAYER_NAME};
+use crate::vk_layer::{find_link_info, VkLayerInstanceCreateInfo};
+use crate::{log_debug, log_error};
+use ash::vk;
+use std::ffi::{c_char, CStr};
+use std::sync::Arc;
+
+pub unsafe extern "system" fn create_instance(
+    p_create_info: *const vk::InstanceCreateInfo,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_instance: *mut vk::Instance,
+) -> vk::Result {
+    guard("vkCreateInstance", vk::Result::ERROR_INITIALIZATION_FAILED, || unsafe {
+        create_instance_impl(p_create_info, p_allocator, p_instance)
+    })
+}
+
+unsafe fn create_instance_impl(
+    p_create_info: *const vk::InstanceCreateInfo,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_instance: *mut vk::Instance,
+) -> vk::Result {
+    let Some(ci) = p_create_info.as_ref() else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+    let (s, warnings) = Settings::load(ci.p_next);
+    let s = Arc::new(s);
+    settings::install(s.clone(), &warnings);
+
+    // LoaderLayerInterface.md "Layer Dispatch Initialization": take the next link's
+    // GetInstanceProcAddr, then advance pLayerInfo for the next layer before calling down.
+    let Some(link) = find_link_info::<VkLayerInstanceCreateInfo>(ci.p_next, vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
+    else {
+        log_error!("vkCreateInstance: no VkLayerInstanceCreateInfo link info in the chain (not called by the loader?)");
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let layer_info = (*link).p_layer_info;
+    if layer_info.is_null() {
+        log_error!("vkCreateInstance: loader link info is empty");
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    let next_gipa = (*layer_info).pfn_next_get_instance_proc_addr;
+    (*link).p_layer_info = (*layer_info).p_next;
+
+    let Some(next_create) = load_instance::<vk::PFN_vkCreateInstance>(next_gipa, vk::Instance::null(), c"vkCreateInstance")
+    else {
+        log_error!("vkCreateInstance: next layer has no vkCreateInstance");
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let r = next_create(p_create_info, p_allocator, p_instance);
+    if r != vk::Result::SUCCESS {
+        return r;
+    }
+    let instance = *p_instance;
+
+    let api_version = ci
+        .p_application_info
+        .as_ref()
+        .map(|a| a.api_version)
+        .filter(|v| *v != 0)
+        .unwrap_or(vk::API_VERSION_1_0);
+    let enabled = names(ci.pp_enabled_extension_names, ci.enabled_extension_count);
+    let props2_enabled = enabled.contains(&vk::KHR_GET_PHYSICAL_DEVICE_PROPERTIES2_NAME);
+
+    let load = |name: &CStr| next_gipa(instance, name.as_ptr());
+    let (Some(destroy), Some(enumerate), Some(props), Some(feats)) = (
+        dispatch::cast_pfn::<vk::PFN_vkDestroyInstance>(load(c"vkDestroyInstance")),
+        dispatch::cast_pfn::<vk::PFN_vkEnumerateDeviceExtensionProperties>(load(c"vkEnumerateDeviceExtensionProperties")),
+        dispatch::cast_pfn::<vk::PFN_vkGetPhysicalDeviceProperties>(load(c"vkGetPhysicalDeviceProperties")),
+        dispatch::cast_pfn::<vk::PFN_vkGetPhysicalDeviceFeatures>(load(c"vkGetPhysicalDeviceFeatures")),
+    ) else {
+        log_error!("vkCreateInstance: next layer lacks core instance commands");
+        if let Some(destroy) = dispatch::cast_pfn::<vk::PFN_vkDestroyInstance>(load(c"vkDestroyInstance")) {
+            destroy(instance, p_allocator);
+        }
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let data = InstanceData {
+        instance,
+        next_gipa,
+        settings: s.clone(),
+        api_version,
+        props2_enabled,
+        destroy_instance: destroy,
+        enumerate_device_extension_properties: enumerate,
+        get_physical_device_properties: props,
+        get_physical_device_features: feats,
+        get_physical_device_features2: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceFeatures2")),
+        get_physical_device_features2_khr: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceFeatures2KHR")),
+        physical_devices: Default::default(),
+    };
+    INSTANCES.insert(dispatch_key(instance), Arc::new(data));
+    log_debug!(
+        "vkCreateInstance: instance {instance:?} (apiVersion {}.{}); settings {s:?}",
+        vk::api_version_major(api_version),
+        vk::api_version_minor(api_version)
+    );
+    vk::Result::SUCCESS
+}
+
+/// Extension-name array as CStrs.
+pub(crate) unsafe fn names<'a>(pp: *const *const c_char, count: u32) -> Vec<&'a CStr> {
+    if pp.is_null() {
+        return Vec::new();
+    }
+    std::slice::from_raw_parts(pp, count as usize)
+        .iter()
+        .filter(|p| !p.is_null())
+        .map(|p| CStr::from_ptr(*p))
+        .collect()
+}
+
+pub unsafe extern "system" fn destroy_instance(instance: vk::Instance, p_allocator: *const vk::AllocationCallbacks) {
+    guard("vkDestroyInstance", (), || unsafe {
+        if instance == vk::Instance::null() {
+            return;
+        }
+        match INSTANCES.remove(&dispatch_key(instance)) {
+            Some((_, data)) => (data.destroy_instance)(instance, p_allocator),
+            None => log_error!("vkDestroyInstance: unknown instance {instance:?}; cannot call down"),
+        }
+    })
+}
+
+/// Extensions this layer adds for `pd` (emulated and not already listed by the driver).
+fn added_extensions(inst: &InstanceData, pd: vk::PhysicalDevice) -> Vec<vk::ExtensionProperties> {
+    let phys = inst.physical_device(pd);
+    ext::ALL
+        .iter()
+        .filter(|e| {
+            let native = phys.has_extension(e.name());
+            matches!(ext::status(**e, &inst.settings, native), Status::Emulated { .. }) && !native
+        })
+        .map(|e| ext::properties(*e))
+        .collect()
+}
+
+pub unsafe extern "system" fn enumerate_device_extension_properties(
+    pd: vk::PhysicalDevice,
+    p_layer_name: *const c_char,
+    p_count: *mut u32,
+    p_properties: *mut vk::ExtensionProperties,
+) -> vk::Result {
+    guard("vkEnumerateDeviceExtensionProperties", vk::Result::ERROR_INITIALIZATION_FAILED, || unsafe {
+        let layer = (!p_layer_name.is_null()).then(|| CStr::from_ptr(p_layer_name));
+        if layer.map(|l| l.to_bytes() == LAYER_NAME.as_bytes()) == Some(true) {
+            return ext::write_enumeration(&ext::layer_device_extensions(), p_count, p_properties);
+        }
+        let Some(inst) = dispatch::instance_of(pd) else {
+            if layer.is_some() {
+                return vk::Result::ERROR_LAYER_NOT_PRESENT;
+            }
+            log_error!("vkEnumerateDeviceExtensionProperties: unknown physical device {pd:?}");
+            return vk::Result::ERROR_INITIALIZATION_FAILED;
+        };
+        let next = inst.enumerate_device_extension_properties;
+        if layer.is_some() {
+            return next(pd, p_layer_name, p_count, p_properties);
+        }
+        let ours = added_extensions(&inst, pd);
+        if ours.is_empty() {
+            return next(pd, p_layer_name, p_count, p_properties);
+        }
+        let driver = match dispatch::next_device_extensions(next, pd, std::ptr::null()) {
+            Ok(l) => l,
+            Err(e) => return e,
+        };
+        ext::write_enumeration(&ext::merge_extensions(driver, &ours), p_count, p_properties)
+    })
+}
+
+pub unsafe extern "system" fn get_physical_device_features2(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceFeatures2) {
+    guard("vkGetPhysicalDeviceFeatures2", (), || unsafe { features2(pd, p_features, false) })
+}
+
+pub unsafe extern "system" fn get_physical_device_features2_khr(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceFeatures2) {
+    guard("vkGetPhysicalDeviceFeatures2KHR", (), || unsafe { features2(pd, p_features, true) })
+}
+
+/// Unlinks our feature structures (the driver may not know them;
+/// VUID-VkPhysicalDeviceFeatures2-pNext-pNext), calls down, relinks them exactly as they were,
+/// then reports our feature bits.
+unsafe fn features2(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceFeatures2, khr: bool) {
+    let Some(inst) = dispatch::instance_of(pd) else {
+        log_error!("vkGetPhysicalDeviceFeatures2: unknown physical device {pd:?}");
+        return;
+    };
+    let (core, alias) = (inst.get_physical_device_features2, inst.get_physical_device_features2_khr);
+    let Some(next) = (if khr { alias.or(core) } else { core.or(alias) }) else {
+        log_error!("vkGetPhysicalDeviceFeatures2: next layer has no such command");
+        return;
+    };
+    if p_features.is_null() {
+        return next(pd, p_features);
+    }
+    let phys = inst.physical_device(pd);
+    let emulated: Vec<_> = ext::ALL
+        .iter()
+        .filter(|e| matches!(ext::status(**e, &inst.settings, phys.has_extension(e.name())), Status::Emulated { .. }))
+        .collect();
+    if emulated.is_empty() {
+        return next(pd, p_features);
+    }
+    let ours: Vec<vk::StructureType> = emulated.iter().flat_map(|e| e.feature_struct_types().iter().copied()).collect();
+    let mut unlinked: Vec<(*mut vk::BaseOutStructure, *mut vk::BaseOutStructure)> = Vec::new();
+    let mut prev = p_features as *mut vk::BaseOutStructure;
+    while !(*prev).p_next.is_null() {
+        let node = (*prev).p_next;
+        if ours.contains(&(*node).s_type) {
+            (*prev).p_next = (*node).p_next;
+            unlinked.push((prev, node));
+        } else {
+            prev = node;
+        }
+    }
+    next(pd, p_features);
+    for (prev, node) in unlinked.iter().rev() {
+        (**prev).p_next = *node;
+    }
+    let mut at = p_features as *mut vk::BaseOutStructure;
+    while !at.is_null() {
+        for e in &emulated {
+            e.report_features(at);
+        }
+        at = (*at).p_next;
+    }
+}

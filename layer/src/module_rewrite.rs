@@ -1,0 +1,151 @@
+//! One SPIR-V module through the rewriter: the cheap capability scan decides; modules that need
+//! nothing go down untouched (the application's own pointer); the rest are rewritten, dumped
+//! (`dump_shaders_dir`) and logged; failures are logged with the reason and reported so the
+//! hook returns an error instead of handing the driver a module it cannot compile.
+use crate::dispatch::DeviceData;
+use crate::{log_debug, log_error, log_info};
+use ash::vk;
+use std::borrow::Cow;
+use std::ffi::c_void;
+use std::path::Path;
+use std::time::Instant;
+
+/// The result a hook returns when a module cannot be emulated.
+pub const REWRITE_FAILED: vk::Result = vk::Result::ERROR_INVALID_SHADER_NV;
+
+pub enum Prepared {
+    /// Hand the application's code down as-is.
+    PassThrough,
+    /// Use these words instead.
+    Rewritten(Vec<u32>),
+    /// Logged already; return [`REWRITE_FAILED`].
+    Failed,
+}
+
+/// FNV-1a 64 over the module's bytes (little-endian words), as 16 hex digits: names dumps and
+/// log lines.
+pub fn module_hash(words: &[u32]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for w in words {
+        for b in w.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
+fn write_words(path: &Path, words: &[u32]) -> std::io::Result<()> {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(path, bytes)
+}
+
+fn dump(dir: &Path, hash: &str, suffix: &str, words: &[u32]) {
+    let path = dir.join(format!("{hash}.{suffix}.spv"));
+    let r = std::fs::create_dir_all(dir).and_then(|_| write_words(&path, words));
+    if let Err(e) = r {
+        log_error!("dump_shaders_dir: cannot write {}: {e}", path.display());
+    }
+}
+
+/// The code as words, without reading out of bounds: null, empty or non-multiple-of-4 code is
+/// `None` (passed down untouched; the driver / validation reports it). Unaligned pointers are
+/// copied.
+///
+/// # Safety
+/// `code` must be readable for `size` bytes when non-null.
+unsafe fn words<'a>(code: *const c_void, size: usize) -> Option<Cow<'a, [u32]>> {
+    if code.is_null() || size == 0 || size % 4 != 0 {
+        return None;
+    }
+    let n = size / 4;
+    if (code as usize) % std::mem::align_of::<u32>() == 0 {
+        Some(Cow::Borrowed(std::slice::from_raw_parts(code as *const u32, n)))
+    } else {
+        Some(Cow::Owned((0..n).map(|i| std::ptr::read_unaligned((code as *const u32).add(i))).collect()))
+    }
+}
+
+/// Decides and (if needed) rewrites one module for `dev`. `hook` names the caller in logs.
+///
+/// # Safety
+/// `code` must be readable for `size` bytes when non-null.
+pub unsafe fn prepare(dev: &DeviceData, hook: &str, code: *const c_void, size: usize) -> Prepared {
+    let Some(options) = dev.options.as_ref() else { return Prepared::PassThrough };
+    let Some(words) = words(code, size) else {
+        log_debug!("{hook}: code size {size} / pointer {code:?} is not a SPIR-V word stream; passed down untouched");
+        return Prepared::PassThrough;
+    };
+    match shader_rewrite::scan(&words) {
+        Err(e) => {
+            log_debug!("{hook}: scan cannot read the module ({e}); passed down untouched");
+            return Prepared::PassThrough;
+        }
+        Ok(found) if !found.any(options) => {
+            log_debug!("{hook}: module needs no emulation; passed down untouched");
+            return Prepared::PassThrough;
+        }
+        Ok(_) => {}
+    }
+    let hash = module_hash(&words);
+    let dump_dir = dev.settings.dump_shaders_dir.as_deref();
+    if let Some(dir) = dump_dir {
+        dump(dir, &hash, "before", &words);
+    }
+    let start = Instant::now();
+    match shader_rewrite::rewrite(&words, options) {
+        Ok(out) => {
+            let us = start.elapsed().as_micros();
+            if let Some(dir) = dump_dir {
+                dump(dir, &hash, "after", &out.words);
+            }
+            log_info!(
+                "{hook}: device '{}': rewrote module {hash} ({} -> {} words) in {us} us: {}",
+                dev.name,
+                words.len(),
+                out.words.len(),
+                out.stats
+            );
+            Prepared::Rewritten(out.words)
+        }
+        Err(e) => {
+            log_error!(
+                "{hook}: device '{}': module {hash} cannot be emulated: {e}; returning {REWRITE_FAILED:?}",
+                dev.name
+            );
+            Prepared::Failed
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a64() {
+        // FNV-1a 64 of the empty input is the offset basis; of bytes 00 00 00 00 a known value.
+        assert_eq!(module_hash(&[]), "cbf29ce484222325");
+        let mut h: u64 = 0xcbf29ce484222325;
+        for b in [0x03u8, 0x02, 0x23, 0x07] {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        assert_eq!(module_hash(&[0x0723_0203]), format!("{h:016x}"));
+        assert_eq!(module_hash(&[1]).len(), 16);
+    }
+
+    #[test]
+    fn words_bounds() {
+        let data = [0x0723_0203u32, 0x0001_0300, 0, 1, 0];
+        unsafe {
+            assert!(words(std::ptr::null(), 20).is_none());
+            assert!(words(data.as_ptr() as *const c_void, 0).is_none());
+            assert!(words(data.as_ptr() as *const c_void, 7).is_none());
+            assert_eq!(words(data.as_ptr() as *const c_void, 20).unwrap().as_ref(), &data);
+            let bytes: Vec<u8> = std::iter::once(0u8).chain(data.iter().flat_map(|w| w.to_le_bytes())).collect();
+            let unaligned = bytes.as_ptr().add(1) as *const c_void;
+            assert_eq!(words(unaligned, 20).unwrap().as_ref(), &data);
+        }
+    }
+}

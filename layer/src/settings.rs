@@ -1,0 +1,478 @@
+//! Layer settings with Vulkan-Utility-Libraries (VUL `vk_layer_settings.h`) semantics.
+//!
+//! Sources, highest precedence first:
+//! 1. environment `VK_POLYFILL_EXTENSIONS_<KEY>` (key upper-cased),
+//! 2. `vk_layer_settings.txt`, lines `polyfill_extensions.<key> = <value>`; the file is
+//!    `$VK_LAYER_SETTINGS_PATH` (a file, or a directory holding `vk_layer_settings.txt`), else
+//!    `./vk_layer_settings.txt` in the current working directory,
+//! 3. `VkLayerSettingsCreateInfoEXT` (VK_EXT_layer_settings) chained into `VkInstanceCreateInfo`
+//!    with `pLayerName == "VK_LAYER_POLYFILL_extensions"`. The struct is left in the chain: the
+//!    loader and other layers may read their own entries from it.
+//!
+//! Unknown keys carrying our prefix produce warnings (returned to the caller, which logs them once
+//! the log configuration is known).
+use crate::log::Level;
+use ash::vk;
+use std::ffi::{c_void, CStr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+pub const LAYER_NAME: &str = "VK_LAYER_POLYFILL_extensions";
+pub const ENV_PREFIX: &str = "VK_POLYFILL_EXTENSIONS_";
+pub const FILE_PREFIX: &str = "polyfill_extensions.";
+pub const SETTINGS_FILE_NAME: &str = "vk_layer_settings.txt";
+
+/// Every key we understand (the manifest's `features.settings` lists the same ones).
+pub const KEYS: &[&str] = &[
+    "force_enable",
+    "raw_access_chains",
+    "log_level",
+    "log_file",
+    "dump_shaders_dir",
+    "debug_oob_poison",
+    "debug_inject_panic",
+];
+
+/// Environment names with our prefix that are not settings: the implicit manifest's
+/// enable/disable switches (read by the loader).
+const ENV_NON_SETTINGS: &[&str] = &["ENABLE", "DISABLE"];
+
+/// Per-extension mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Emulate only where the driver lacks the extension.
+    Auto,
+    /// Emulate even where the driver has it.
+    Force,
+    /// Never touch it.
+    Off,
+}
+
+impl Mode {
+    pub fn parse(value: &str) -> Option<Mode> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(Mode::Auto),
+            "force" => Some(Mode::Force),
+            "off" => Some(Mode::Off),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Emulate every extension even where the driver has it (a per-extension `off` still wins).
+    pub force_enable: bool,
+    pub raw_access_chains: Mode,
+    pub log_level: Level,
+    /// `None` = stderr.
+    pub log_file: Option<PathBuf>,
+    pub dump_shaders_dir: Option<PathBuf>,
+    pub debug_oob_poison: Option<u8>,
+    /// Name of a hook (e.g. `vkCreateShaderModule`) that panics on purpose.
+    pub debug_inject_panic: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            force_enable: false,
+            raw_access_chains: Mode::Auto,
+            log_level: Level::Error,
+            log_file: None,
+            dump_shaders_dir: None,
+            debug_oob_poison: None,
+            debug_inject_panic: None,
+        }
+    }
+}
+
+/// VUL bool parsing: `true`/`false`/`1`/`0` (case-insensitive).
+pub fn parse_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" => Some(true),
+        "false" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// A byte: `0xAB`, `0XAB` or decimal `171`.
+pub fn parse_byte(value: &str) -> Option<u8> {
+    let v = value.trim();
+    if let Some(hex) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        u8::from_str_radix(hex, 16).ok()
+    } else {
+        v.parse::<u8>().ok()
+    }
+}
+
+fn optional_path(value: &str) -> Option<PathBuf> {
+    let v = value.trim();
+    if v.is_empty() {
+        None
+    } else {
+        Some(PathBuf::from(v))
+    }
+}
+
+impl Settings {
+    /// Sets one key. `Err` carries a warning (unknown key or bad value; the setting keeps its
+    /// previous value).
+    pub fn set(&mut self, key: &str, value: &str, source: &str) -> Result<(), String> {
+        let bad = |what: &str| Err(format!("{source}: bad value `{value}` for `{key}` (expected {what}); ignored"));
+        match key {
+            "force_enable" => match parse_bool(value) {
+                Some(b) => self.force_enable = b,
+                None => return bad("true/false/1/0"),
+            },
+            "raw_access_chains" => match Mode::parse(value) {
+                Some(m) => self.raw_access_chains = m,
+                None => return bad("auto/force/off"),
+            },
+            "log_level" => match Level::parse(value) {
+                Some(l) => self.log_level = l,
+                None => return bad("error/warn/info/debug"),
+            },
+            "log_file" => self.log_file = optional_path(value),
+            "dump_shaders_dir" => self.dump_shaders_dir = optional_path(value),
+            "debug_oob_poison" => {
+                if value.trim().is_empty() {
+                    self.debug_oob_poison = None
+                } else {
+                    match parse_byte(value) {
+                        Some(b) => self.debug_oob_poison = Some(b),
+                        None => return bad("a byte such as 0xAB"),
+                    }
+                }
+            }
+            "debug_inject_panic" => {
+                let v = value.trim();
+                self.debug_inject_panic = if v.is_empty() { None } else { Some(v.to_string()) };
+            }
+            _ => return Err(format!("{source}: unknown setting `{key}`; ignored")),
+        }
+        Ok(())
+    }
+
+    /// Applies settings in precedence order (lowest first) and returns the warnings.
+    pub fn from_sources(
+        api: &[(String, String)],
+        file_text: Option<(&Path, &str)>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> (Settings, Vec<String>) {
+        let mut s = Settings::default();
+        let mut warnings = Vec::new();
+        for (k, v) in api {
+            if let Err(w) = s.set(k, v, "VkLayerSettingsCreateInfoEXT") {
+                warnings.push(w);
+            }
+        }
+        if let Some((path, text)) = file_text {
+            let source = path.display().to_string();
+            for (k, v) in parse_settings_file(text) {
+                if let Err(w) = s.set(&k, &v, &source) {
+                    warnings.push(w);
+                }
+            }
+        }
+        let mut env: Vec<(String, String)> = env.into_iter().collect();
+        env.sort();
+        for (name, v) in env {
+            let Some(suffix) = name.strip_prefix(ENV_PREFIX) else { continue };
+            if ENV_NON_SETTINGS.contains(&suffix) {
+                continue;
+            }
+            let key = suffix.to_ascii_lowercase();
+            if let Err(w) = s.set(&key, &v, &format!("environment {name}")) {
+                warnings.push(w);
+            }
+        }
+        (s, warnings)
+    }
+
+    /// Reads all three sources for a `vkCreateInstance` whose pNext chain starts at `p_next`.
+    ///
+    /// # Safety
+    /// `p_next` must be a valid Vulkan pNext chain (or null).
+    pub unsafe fn load(p_next: *const c_void) -> (Settings, Vec<String>) {
+        let (api, mut api_warnings) = api_settings(p_next);
+        let file = settings_file_path();
+        let text = file.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+        let (s, mut warnings) =
+            Settings::from_sources(&api, file.as_deref().zip(text.as_deref()), std::env::vars());
+        api_warnings.append(&mut warnings);
+        (s, api_warnings)
+    }
+}
+
+/// `key = value` lines with our prefix; `#` starts a comment line. Keys with other layers'
+/// prefixes are skipped.
+pub fn parse_settings_file(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else { continue };
+        if let Some(key) = k.trim().strip_prefix(FILE_PREFIX) {
+            out.push((key.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// VUL's lookup: `VK_LAYER_SETTINGS_PATH` names the file or its directory; else the working
+/// directory.
+pub fn settings_file_path() -> Option<PathBuf> {
+    match std::env::var_os("VK_LAYER_SETTINGS_PATH") {
+        Some(p) if !p.is_empty() => {
+            let p = PathBuf::from(p);
+            Some(if p.is_dir() { p.join(SETTINGS_FILE_NAME) } else { p })
+        }
+        _ => std::env::current_dir().ok().map(|d| d.join(SETTINGS_FILE_NAME)),
+    }
+}
+
+/// Our entries of every `VkLayerSettingsCreateInfoEXT` in the chain, as strings, plus warnings
+/// for value types we cannot use.
+///
+/// # Safety
+/// `p_next` must be a valid pNext chain.
+pub unsafe fn api_settings(mut p_next: *const c_void) -> (Vec<(String, String)>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut warnings = Vec::new();
+    while !p_next.is_null() {
+        let base = &*(p_next as *const vk::BaseInStructure);
+        if base.s_type == vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT {
+            let info = &*(p_next as *const vk::LayerSettingsCreateInfoEXT);
+            if !info.p_settings.is_null() {
+                for setting in std::slice::from_raw_parts(info.p_settings, info.setting_count as usize) {
+                    if setting.p_layer_name.is_null() || setting.p_setting_name.is_null() {
+                        continue;
+                    }
+                    if CStr::from_ptr(setting.p_layer_name).to_bytes() != LAYER_NAME.as_bytes() {
+                        continue;
+                    }
+                    let name = CStr::from_ptr(setting.p_setting_name).to_string_lossy().into_owned();
+                    match setting_value(setting) {
+                        Some(v) => out.push((name, v)),
+                        None => warnings.push(format!(
+                            "VkLayerSettingsCreateInfoEXT: setting `{name}` has no usable value (type {:?}, count {}); ignored",
+                            setting.ty, setting.value_count
+                        )),
+                    }
+                }
+            }
+        }
+        p_next = base.p_next as *const c_void;
+    }
+    (out, warnings)
+}
+
+/// First value of a `VkLayerSettingEXT`, as text.
+unsafe fn setting_value(s: &vk::LayerSettingEXT) -> Option<String> {
+    if s.value_count == 0 || s.p_values.is_null() {
+        return None;
+    }
+    let p = s.p_values;
+    Some(match s.ty {
+        vk::LayerSettingTypeEXT::BOOL32 => (*(p as *const vk::Bool32) != 0).to_string(),
+        vk::LayerSettingTypeEXT::INT32 => (*(p as *const i32)).to_string(),
+        vk::LayerSettingTypeEXT::INT64 => (*(p as *const i64)).to_string(),
+        vk::LayerSettingTypeEXT::UINT32 => (*(p as *const u32)).to_string(),
+        vk::LayerSettingTypeEXT::UINT64 => (*(p as *const u64)).to_string(),
+        vk::LayerSettingTypeEXT::FLOAT32 => (*(p as *const f32)).to_string(),
+        vk::LayerSettingTypeEXT::FLOAT64 => (*(p as *const f64)).to_string(),
+        vk::LayerSettingTypeEXT::STRING => {
+            let sp = *(p as *const *const std::ffi::c_char);
+            if sp.is_null() {
+                return None;
+            }
+            CStr::from_ptr(sp).to_string_lossy().into_owned()
+        }
+        _ => return None,
+    })
+}
+
+/// The settings of the most recently created instance (before any: environment + file only).
+/// Used by hooks that have no instance at hand (panic injection, global log config).
+static CURRENT: RwLock<Option<Arc<Settings>>> = RwLock::new(None);
+
+pub fn current() -> Arc<Settings> {
+    if let Some(s) = CURRENT.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return s.clone();
+    }
+    // SAFETY: a null chain.
+    let (s, warnings) = unsafe { Settings::load(std::ptr::null()) };
+    let s = Arc::new(s);
+    install(s.clone(), &warnings);
+    s
+}
+
+/// Makes `s` current, applies its log configuration and logs `warnings`.
+pub fn install(s: Arc<Settings>, warnings: &[String]) {
+    crate::log::configure(s.log_level, s.log_file.as_deref());
+    for w in warnings {
+        crate::log_warn!("{w}");
+    }
+    *CURRENT.write().unwrap_or_else(|e| e.into_inner()) = Some(s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults() {
+        let (s, w) = Settings::from_sources(&[], None, Vec::new());
+        assert_eq!(s, Settings::default());
+        assert!(w.is_empty());
+        assert_eq!(s.log_level, Level::Error);
+        assert_eq!(s.raw_access_chains, Mode::Auto);
+    }
+
+    #[test]
+    fn bools_like_vul() {
+        assert_eq!(parse_bool("true"), Some(true));
+        assert_eq!(parse_bool("TRUE"), Some(true));
+        assert_eq!(parse_bool("1"), Some(true));
+        assert_eq!(parse_bool("0"), Some(false));
+        assert_eq!(parse_bool("false"), Some(false));
+        assert_eq!(parse_bool("yes"), None);
+    }
+
+    #[test]
+    fn bytes() {
+        assert_eq!(parse_byte("0xAB"), Some(0xab));
+        assert_eq!(parse_byte("0Xab"), Some(0xab));
+        assert_eq!(parse_byte("171"), Some(171));
+        assert_eq!(parse_byte("0x1FF"), None);
+        assert_eq!(parse_byte("zz"), None);
+    }
+
+    #[test]
+    fn file_format() {
+        let text = "# comment\npolyfill_extensions.log_level = debug\nkhronos_validation.foo = 1\n\
+                    polyfill_extensions.raw_access_chains=force\nnonsense line\n";
+        assert_eq!(
+            parse_settings_file(text),
+            vec![("log_level".into(), "debug".into()), ("raw_access_chains".into(), "force".into())]
+        );
+    }
+
+    #[test]
+    fn precedence_env_over_file_over_api() {
+        let api = env(&[("log_level", "warn"), ("raw_access_chains", "off"), ("force_enable", "true")]);
+        let file = "polyfill_extensions.log_level = info\npolyfill_extensions.raw_access_chains = force\n";
+        let e = env(&[("VK_POLYFILL_EXTENSIONS_LOG_LEVEL", "debug"), ("PATH", "/bin")]);
+        let (s, w) = Settings::from_sources(&api, Some((Path::new("f.txt"), file)), e);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(s.log_level, Level::Debug); // env
+        assert_eq!(s.raw_access_chains, Mode::Force); // file
+        assert!(s.force_enable); // api
+    }
+
+    #[test]
+    fn all_keys_parse() {
+        let e = env(&[
+            ("VK_POLYFILL_EXTENSIONS_FORCE_ENABLE", "1"),
+            ("VK_POLYFILL_EXTENSIONS_RAW_ACCESS_CHAINS", "off"),
+            ("VK_POLYFILL_EXTENSIONS_LOG_LEVEL", "info"),
+            ("VK_POLYFILL_EXTENSIONS_LOG_FILE", "/tmp/x.log"),
+            ("VK_POLYFILL_EXTENSIONS_DUMP_SHADERS_DIR", "/tmp/d"),
+            ("VK_POLYFILL_EXTENSIONS_DEBUG_OOB_POISON", "0xAB"),
+            ("VK_POLYFILL_EXTENSIONS_DEBUG_INJECT_PANIC", "vkCreateShaderModule"),
+            ("VK_POLYFILL_EXTENSIONS_ENABLE", "1"),
+        ]);
+        let (s, w) = Settings::from_sources(&[], None, e);
+        assert!(w.is_empty(), "{w:?}");
+        assert!(s.force_enable);
+        assert_eq!(s.raw_access_chains, Mode::Off);
+        assert_eq!(s.log_level, Level::Info);
+        assert_eq!(s.log_file.as_deref(), Some(Path::new("/tmp/x.log")));
+        assert_eq!(s.dump_shaders_dir.as_deref(), Some(Path::new("/tmp/d")));
+        assert_eq!(s.debug_oob_poison, Some(0xab));
+        assert_eq!(s.debug_inject_panic.as_deref(), Some("vkCreateShaderModule"));
+        assert_eq!(KEYS.len(), 7);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_warn() {
+        let api = env(&[("bogus_api", "1")]);
+        let file = "polyfill_extensions.bogus_file = 1\n";
+        let e = env(&[("VK_POLYFILL_EXTENSIONS_BOGUS_ENV", "1"), ("VK_POLYFILL_EXTENSIONS_FORCE_ENABLE", "maybe")]);
+        let (s, w) = Settings::from_sources(&api, Some((Path::new("f"), file)), e);
+        assert!(!s.force_enable);
+        assert_eq!(w.len(), 4, "{w:?}");
+        assert!(w.iter().any(|m| m.contains("bogus_api")));
+        assert!(w.iter().any(|m| m.contains("bogus_file")));
+        assert!(w.iter().any(|m| m.contains("bogus_env")));
+        assert!(w.iter().any(|m| m.contains("maybe")));
+    }
+
+    #[test]
+    fn reads_layer_settings_create_info() {
+        let layer = CString::new(LAYER_NAME).unwrap();
+        let other = CString::new("VK_LAYER_KHRONOS_validation").unwrap();
+        let n_force = CString::new("force_enable").unwrap();
+        let n_mode = CString::new("raw_access_chains").unwrap();
+        let n_poison = CString::new("debug_oob_poison").unwrap();
+        let v_true: vk::Bool32 = vk::TRUE;
+        let v_mode = CString::new("force").unwrap();
+        let v_mode_ptr = v_mode.as_ptr();
+        let v_poison: u32 = 0xcd;
+        let settings = [
+            vk::LayerSettingEXT {
+                p_layer_name: layer.as_ptr(),
+                p_setting_name: n_force.as_ptr(),
+                ty: vk::LayerSettingTypeEXT::BOOL32,
+                value_count: 1,
+                p_values: &v_true as *const _ as *const c_void,
+                ..Default::default()
+            },
+            vk::LayerSettingEXT {
+                p_layer_name: other.as_ptr(),
+                p_setting_name: n_force.as_ptr(),
+                ty: vk::LayerSettingTypeEXT::BOOL32,
+                value_count: 1,
+                p_values: &v_true as *const _ as *const c_void,
+                ..Default::default()
+            },
+            vk::LayerSettingEXT {
+                p_layer_name: layer.as_ptr(),
+                p_setting_name: n_mode.as_ptr(),
+                ty: vk::LayerSettingTypeEXT::STRING,
+                value_count: 1,
+                p_values: &v_mode_ptr as *const _ as *const c_void,
+                ..Default::default()
+            },
+            vk::LayerSettingEXT {
+                p_layer_name: layer.as_ptr(),
+                p_setting_name: n_poison.as_ptr(),
+                ty: vk::LayerSettingTypeEXT::UINT32,
+                value_count: 1,
+                p_values: &v_poison as *const _ as *const c_void,
+                ..Default::default()
+            },
+        ];
+        let info = vk::LayerSettingsCreateInfoEXT {
+            setting_count: settings.len() as u32,
+            p_settings: settings.as_ptr(),
+            ..Default::default()
+        };
+        let (pairs, w) = unsafe { api_settings(&info as *const _ as *const c_void) };
+        assert!(w.is_empty());
+        assert_eq!(pairs.len(), 3);
+        let (s, w) = Settings::from_sources(&pairs, None, Vec::new());
+        assert!(w.is_empty(), "{w:?}");
+        assert!(s.force_enable);
+        assert_eq!(s.raw_access_chains, Mode::Force);
+        assert_eq!(s.debug_oob_poison, Some(0xcd));
+    }
+}

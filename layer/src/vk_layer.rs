@@ -1,0 +1,71 @@
+//! The loader's private structures from `vk_layer.h` (not in ash), see
+//! LoaderLayerInterface.md "Layer Version Negotiation" and "Layer Dispatch Initialization".
+use ash::vk;
+use std::ffi::{c_char, c_void};
+
+/// `VkLayerFunction` — which union member of the loader create-info structs is valid.
+pub const VK_LAYER_LINK_INFO: i32 = 0;
+
+/// `VkNegotiateLayerStructType::LAYER_NEGOTIATE_INTERFACE_STRUCT`.
+pub const LAYER_NEGOTIATE_INTERFACE_STRUCT: i32 = 1;
+
+/// The loader/layer interface version this layer implements.
+pub const INTERFACE_VERSION: u32 = 2;
+
+pub type PfnGetPhysicalDeviceProcAddr =
+    Option<unsafe extern "system" fn(vk::Instance, *const c_char) -> vk::PFN_vkVoidFunction>;
+
+#[repr(C)]
+pub struct VkNegotiateLayerInterface {
+    pub s_type: i32,
+    pub p_next: *mut c_void,
+    pub loader_layer_interface_version: u32,
+    pub pfn_get_instance_proc_addr: Option<vk::PFN_vkGetInstanceProcAddr>,
+    pub pfn_get_device_proc_addr: Option<vk::PFN_vkGetDeviceProcAddr>,
+    pub pfn_get_physical_device_proc_addr: PfnGetPhysicalDeviceProcAddr,
+}
+
+#[repr(C)]
+pub struct VkLayerInstanceLink {
+    pub p_next: *mut VkLayerInstanceLink,
+    pub pfn_next_get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
+    pub pfn_next_get_physical_device_proc_addr: PfnGetPhysicalDeviceProcAddr,
+}
+
+/// `VkLayerInstanceCreateInfo` with the union reduced to the member we read (`pLayerInfo`);
+/// we never copy it by value (its real size is in `pnext.rs`).
+#[repr(C)]
+pub struct VkLayerInstanceCreateInfo {
+    pub s_type: vk::StructureType,
+    pub p_next: *const c_void,
+    pub function: i32,
+    pub p_layer_info: *mut VkLayerInstanceLink,
+}
+
+#[repr(C)]
+pub struct VkLayerDeviceLink {
+    pub p_next: *mut VkLayerDeviceLink,
+    pub pfn_next_get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
+    pub pfn_next_get_device_proc_addr: vk::PFN_vkGetDeviceProcAddr,
+}
+
+#[repr(C)]
+pub struct VkLayerDeviceCreateInfo {
+    pub s_type: vk::StructureType,
+    pub p_next: *const c_void,
+    pub function: i32,
+    pub p_layer_info: *mut VkLayerDeviceLink,
+}
+
+/// Finds the loader's `VK_LAYER_LINK_INFO` struct of `s_type` in a create-info chain.
+///
+/// # Safety
+/// `head` must be a valid pNext chain.
+pub unsafe fn find_link_info<T>(head: *const c_void, s_type: vk::StructureType) -> Option<*mut T> {
+    crate::pnext::walk(head)
+        .find(|n| {
+            // Both loader structs put `function` right after sType/pNext.
+            (**n).s_type == s_type && (*(*n as *const VkLayerDeviceCreateInfo)).function == VK_LAYER_LINK_INFO
+        })
+        .map(|n| n as *mut T)
+}

@@ -1,0 +1,18 @@
+//! The generated conformance matrix for `OpRawAccessChainNV` (SPV_NV_raw_access_chains).
+//!
+//! - [`model`]: the reference semantics (addresses, robustness, poison) in pure Rust.
+//! - [`case`]: the dimensions and one [`case::Case`].
+//! - [`gen`]: a case → SPIR-V assembly + buffers + expected results ([`gen::plan`]).
+//! - [`cases`]: the default slice (all 4-way robustness × addressing × op × type combinations,
+//!   all pairs of all dimensions) and the full sweep.
+//! - [`run`]: validation, rewrite check, execution through the layer, byte-wise comparison.
+
+pub mod asm;
+pub mod case;
+pub mod cases;
+pub mod gen;
+pub mod model;
+pub mod rng;
+pub mod run;
+
+pub use case::Case;

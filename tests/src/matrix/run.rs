@@ -1,0 +1,292 @@
+//! Running matrix cases: assemble + validate the input, check the rewriter's output validates,
+//! execute through the layer on lavapipe, and compare every buffer byte for byte with the model.
+
+use super::case::*;
+use super::gen::{BufKind, Plan, Role};
+use crate::tools;
+use crate::vk::{BufferKind, BufferSpec, ComputeJob, Context, ContextOptions};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Layer setting key of the out-of-bounds poison debug aid
+/// (env `VK_POLYFILL_EXTENSIONS_DEBUG_OOB_POISON`).
+pub const POISON_SETTING: &str = "debug_oob_poison";
+
+/// Assembles the plan's shader and runs spirv-val on it.
+pub fn assemble_and_validate(plan: &Plan) -> Result<Vec<u32>, String> {
+    let words = tools::spirv_as(&plan.asm, plan.target_env)?;
+    tools::spirv_val(&words, plan.target_env).map_err(|e| format!("generated module fails spirv-val: {e}"))?;
+    Ok(words)
+}
+
+/// Outcome of rewriting with the library.
+pub enum RewriteCheck {
+    /// Rewritten and the output passes spirv-val.
+    Valid,
+    /// The rewriter returned an error (e.g. lowering not built yet).
+    RewriteError(String),
+    /// The output fails spirv-val (message holds the disassembly).
+    Invalid(String),
+}
+
+/// Rewrites `words` with `shader_rewrite::rewrite` (the layer's options for this case) and
+/// validates the output.
+pub fn check_rewrite(words: &[u32], case: &Case) -> RewriteCheck {
+    let mut opts = shader_rewrite::Options::default();
+    if case.poison {
+        opts.oob_poison = Some(POISON);
+    }
+    match shader_rewrite::rewrite(words, &opts) {
+        Err(e) => RewriteCheck::RewriteError(format!("{e}")),
+        Ok(r) => {
+            if tools::has_capability(&r.words, tools::CAP_RAW_ACCESS_CHAINS_NV) {
+                return RewriteCheck::Invalid("rewritten module still declares RawAccessChainsNV".into());
+            }
+            match tools::spirv_val(&r.words, case.version.target_env()) {
+                Ok(()) => RewriteCheck::Valid,
+                Err(e) => RewriteCheck::Invalid(e),
+            }
+        }
+    }
+}
+
+/// Options of the context a case runs in.
+pub fn context_options(poison: bool) -> ContextOptions {
+    let mut o = ContextOptions::raw_access_chains();
+    if poison {
+        o = o.setting(POISON_SETTING, &format!("{POISON:#x}"));
+    }
+    if std::env::var("POLYFILL_MATRIX_VALIDATION").is_ok_and(|v| v == "1") {
+        o = o.validation(true);
+    }
+    o
+}
+
+/// The compute job of a plan.
+pub fn job(plan: &Plan) -> ComputeJob {
+    ComputeJob {
+        buffers: plan
+            .buffers
+            .iter()
+            .map(|b| BufferSpec {
+                set: b.set,
+                binding: b.binding,
+                array_element: b.array_element,
+                kind: match b.kind {
+                    BufKind::Storage => BufferKind::Storage,
+                    BufKind::DeviceAddress { push_constant_offset } => BufferKind::DeviceAddress { push_constant_offset },
+                },
+                data: b.data.clone(),
+                descriptor_offset: b.descriptor_offset,
+                range: b.range,
+            })
+            .collect(),
+        push_constants: plan.push_constants.clone(),
+        groups: plan.groups,
+        entry: "main",
+    }
+}
+
+/// Compares results with the plan's expectations; returns a description of every mismatch
+/// (empty if all match).
+pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
+    let mut out = Vec::new();
+    let esize = plan.case.elem_bytes() as usize;
+    for (bi, (b, g)) in plan.buffers.iter().zip(got).enumerate() {
+        if b.expected.len() != g.len() {
+            out.push(format!("buffer {bi} ({:?}): size {} expected {}", b.role, g.len(), b.expected.len()));
+            continue;
+        }
+        let bad: Vec<usize> = (0..g.len()).filter(|&i| g[i] != b.expected[i]).collect();
+        if bad.is_empty() {
+            continue;
+        }
+        let mut s = format!(
+            "buffer {bi} ({:?}, binding {} element {}, descriptor offset {}, range {:?}): {} bytes differ",
+            b.role,
+            b.binding,
+            b.array_element,
+            b.descriptor_offset,
+            b.range,
+            bad.len()
+        );
+        // Group into runs and explain the first few.
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for &i in &bad {
+            match runs.last_mut() {
+                Some((_, e)) if *e == i => *e = i + 1,
+                _ => runs.push((i, i + 1)),
+            }
+        }
+        for &(s0, e0) in runs.iter().take(12) {
+            let _ = write!(s, "\n    bytes {s0}..{e0}: expected {:02x?} got {:02x?}", &b.expected[s0..e0.min(s0 + 32)], &g[s0..e0.min(s0 + 32)]);
+            match b.role {
+                Role::Output => {
+                    for gid in (s0 / esize)..=((e0 - 1) / esize) {
+                        if let Some(ia) = plan.accesses.iter().find(|a| a.gid as usize == gid) {
+                            let tb = &plan.buffers[ia.buffer];
+                            let len = tb.bound_len();
+                            let _ = write!(
+                                s,
+                                "\n      invocation {gid}: target {} index {:#x} offset {:#x} (byte address {:#x}, bound range {len}) → components {:?}",
+                                ia.buffer,
+                                ia.access.index,
+                                ia.access.offset,
+                                ia.access.address(),
+                                ia.access.component_addresses(len)
+                            );
+                        }
+                    }
+                }
+                Role::Target(_) => {
+                    let rel_s = s0 as i64 - b.descriptor_offset as i64;
+                    let rel_e = e0 as i64 - b.descriptor_offset as i64;
+                    let _ = write!(s, " (range-relative {rel_s}..{rel_e})");
+                    let len = b.bound_len();
+                    let mut shown = 0;
+                    for ia in plan.accesses.iter().filter(|a| a.buffer == bi) {
+                        let nominal = ia.access.address() as i64;
+                        let touches = ia.access.component_addresses(len).iter().flatten().any(|&a| (a as i64) < rel_e && a as i64 + ia.access.comp_bytes as i64 > rel_s);
+                        let near = nominal < rel_e && nominal + esize as i64 > rel_s;
+                        if (touches || near) && shown < 4 {
+                            shown += 1;
+                            let _ = write!(
+                                s,
+                                "\n      invocation {}: index {:#x} offset {:#x} (byte address {:#x}) → components {:?}",
+                                ia.gid,
+                                ia.access.index,
+                                ia.access.offset,
+                                ia.access.address(),
+                                ia.access.component_addresses(len)
+                            );
+                        }
+                    }
+                    if rel_e <= 0 || rel_s >= len as i64 {
+                        let _ = write!(s, "\n      (outside the bound range: a stray write)");
+                    }
+                }
+                _ => {}
+            }
+        }
+        if runs.len() > 12 {
+            let _ = write!(s, "\n    ... {} more runs", runs.len() - 12);
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// Writes the case's assembly to a temp file; returns its path.
+pub fn dump_asm(plan: &Plan) -> Option<PathBuf> {
+    let dir = std::env::temp_dir().join("polyfill-matrix-failures");
+    std::fs::create_dir_all(&dir).ok()?;
+    let p = dir.join(format!("{}.spvasm", plan.case.slug()));
+    std::fs::write(&p, &plan.asm).ok()?;
+    Some(p)
+}
+
+/// Result of one executed case.
+pub struct CaseResult {
+    pub case: Case,
+    /// None = passed.
+    pub failure: Option<String>,
+}
+
+/// Runs one case: validate, check the rewrite, execute through the layer, compare.
+pub fn run_case(ctx: &Context, case: &Case) -> CaseResult {
+    let plan = super::gen::plan(case);
+    let fail = |msg: String| {
+        let dumped = dump_asm(&plan).map(|p| format!("\n  asm: {}", p.display())).unwrap_or_default();
+        CaseResult {
+            case: *case,
+            failure: Some(format!("FAIL {case}\n  notes: {}{dumped}\n  {msg}", plan.notes.join("; "))),
+        }
+    };
+    let words = match assemble_and_validate(&plan) {
+        Ok(w) => w,
+        Err(e) => return fail(format!("generator bug: {e}")),
+    };
+    match check_rewrite(&words, case) {
+        RewriteCheck::Valid => {}
+        RewriteCheck::RewriteError(e) => return fail(format!("shader_rewrite::rewrite failed: {e}")),
+        RewriteCheck::Invalid(e) => return fail(format!("rewritten module is invalid: {e}")),
+    }
+    ctx.clear_validation_messages();
+    let got = match ctx.run_compute(&words, &job(&plan)) {
+        Ok(g) => g,
+        Err(e) => return fail(format!("execution failed: {e}")),
+    };
+    let mut problems = compare(&plan, &got);
+    if ctx.options().validation {
+        for e in ctx.validation_errors() {
+            problems.push(format!("validation error: {e}"));
+        }
+    }
+    if problems.is_empty() {
+        CaseResult { case: *case, failure: None }
+    } else {
+        fail(problems.join("\n  "))
+    }
+}
+
+/// Summary of a batch.
+pub struct Summary {
+    pub run: usize,
+    pub passed: usize,
+    pub failures: Vec<String>,
+    pub seconds: f64,
+}
+
+/// Runs `cases` on `threads` worker threads, in two contexts (with and without the poison
+/// setting) created on demand. Prints progress to stderr every 100 cases.
+pub fn run_cases(cases: &[Case], threads: usize) -> Result<Summary, String> {
+    let start = Instant::now();
+    let need_plain = cases.iter().any(|c| !c.poison);
+    let need_poison = cases.iter().any(|c| c.poison);
+    let plain = if need_plain { Some(Context::new(&context_options(false))?) } else { None };
+    let poisoned = if need_poison { Some(Context::new(&context_options(true))?) } else { None };
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= cases.len() {
+                    break;
+                }
+                let c = &cases[i];
+                let ctx = if c.poison { poisoned.as_ref().unwrap() } else { plain.as_ref().unwrap() };
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(ctx, c))).unwrap_or_else(|p| {
+                    let msg = p
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    CaseResult { case: *c, failure: Some(format!("FAIL {c}\n  panic: {msg}")) }
+                });
+                if let Some(f) = &r.failure {
+                    eprintln!("{f}\n");
+                }
+                results.lock().unwrap().push(r);
+                let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                if d % 100 == 0 {
+                    eprintln!("[matrix] {d}/{} cases, {:.0} s", cases.len(), start.elapsed().as_secs_f64());
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    let passed = results.iter().filter(|r| r.failure.is_none()).count();
+    let mut failures: Vec<(Case, String)> = results.into_iter().filter_map(|r| r.failure.map(|f| (r.case, f))).collect();
+    failures.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(Summary {
+        run: cases.len(),
+        passed,
+        failures: failures.into_iter().map(|(_, f)| f).collect(),
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}

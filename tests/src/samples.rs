@@ -1,0 +1,493 @@
+//! Compute shaders (SPIR-V assembly) with CPU references, shared by the tests and the demo.
+//!
+//! Every sample's `expected` is the full contents of every buffer after the dispatch, computed
+//! on the CPU from `SPV_NV_raw_access_chains` semantics and the design's out-of-bounds rules
+//! (OOB loads read 0 — or the `debug_oob_poison` byte pattern — and OOB stores write nothing,
+//! checked per component / per element as the access chain says, to the byte).
+
+use crate::bytes;
+use crate::vk::{BufferSpec, ComputeJob};
+
+/// A compute shader with inputs and CPU-computed expected outputs.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// SPIR-V assembly.
+    pub source: String,
+    /// `--target-env` for spirv-as / spirv-val.
+    pub target_env: &'static str,
+    pub job: ComputeJob,
+    /// Expected contents of every buffer after the dispatch (same order as `job.buffers`).
+    pub expected: Vec<Vec<u8>>,
+    /// Whether the module uses `OpRawAccessChainNV`.
+    pub uses_raw_access_chains: bool,
+    /// Needs Int16 + storageBuffer16BitAccess.
+    pub needs_16bit: bool,
+}
+
+impl Sample {
+    /// Assembles [`source`](Self::source).
+    pub fn assemble(&self) -> Result<Vec<u32>, String> {
+        crate::tools::spirv_as(&self.source, self.target_env)
+    }
+
+    /// Compares dispatch results with `expected`; the error names the buffer, the first
+    /// differing word and both values.
+    pub fn check(&self, results: &[Vec<u8>]) -> Result<(), String> {
+        if results.len() != self.expected.len() {
+            return Err(format!("{}: got {} buffers, expected {}", self.name, results.len(), self.expected.len()));
+        }
+        for (b, (got, want)) in results.iter().zip(&self.expected).enumerate() {
+            if let Some(i) = bytes::first_difference(got, want) {
+                let w = i / 4 * 4;
+                let word = |v: &[u8]| v.get(w..w + 4).map(|s| format!("{:02x?}", s)).unwrap_or_default();
+                let mismatches = got.iter().zip(want).filter(|(a, b)| a != b).count();
+                return Err(format!(
+                    "{}: buffer {b} differs at byte {i} ({mismatches} bytes differ): got {} expected {} (word at {w})",
+                    self.name,
+                    word(got),
+                    word(want)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+const ALIGN: u64 = 256; // a descriptor offset valid on every device (spec max of minStorageBufferOffsetAlignment)
+
+fn u32_at(data: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(data[off..off + 4].try_into().unwrap())
+}
+fn put_u32(data: &mut [u8], off: usize, v: u32) {
+    data[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+fn poison_word(p: u8) -> u32 {
+    u32::from_le_bytes([p; 4])
+}
+
+const HEADER_13: &str = "
+OpCapability Shader
+OpCapability RawAccessChainsNV
+OpExtension \"SPV_NV_raw_access_chains\"
+OpMemoryModel Logical GLSL450
+";
+
+/// A shader without raw access chains: `out[i] = in[i] * 3 + 1` over 64 words (binding 0 in,
+/// binding 1 out). For pass-through and plumbing tests.
+pub fn plain() -> Sample {
+    let source = r#"
+OpCapability Shader
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta ArrayStride 4
+OpMemberDecorate %blk 0 Offset 0
+OpDecorate %blk Block
+OpDecorate %in DescriptorSet 0
+OpDecorate %in Binding 0
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%v3 = OpTypeVector %u32 3
+%rta = OpTypeRuntimeArray %u32
+%blk = OpTypeStruct %rta
+%pblk = OpTypePointer StorageBuffer %blk
+%in = OpVariable %pblk StorageBuffer
+%out = OpVariable %pblk StorageBuffer
+%pv3 = OpTypePointer Input %v3
+%gid = OpVariable %pv3 Input
+%pin = OpTypePointer Input %u32
+%pu = OpTypePointer StorageBuffer %u32
+%c0 = OpConstant %u32 0
+%c1 = OpConstant %u32 1
+%c3 = OpConstant %u32 3
+%main = OpFunction %void None %fn
+%l = OpLabel
+%px = OpAccessChain %pin %gid %c0
+%i = OpLoad %u32 %px
+%pi = OpAccessChain %pu %in %c0 %i
+%v = OpLoad %u32 %pi
+%m = OpIMul %u32 %v %c3
+%r = OpIAdd %u32 %m %c1
+%po = OpAccessChain %pu %out %c0 %i
+OpStore %po %r
+OpReturn
+OpFunctionEnd
+"#
+    .to_string();
+    let input: Vec<u32> = (0..64).map(|i| i * 1000 + 7).collect();
+    let output = vec![0u32; 64];
+    let expected_out: Vec<u32> = input.iter().map(|v| v.wrapping_mul(3).wrapping_add(1)).collect();
+    Sample {
+        name: "plain",
+        description: "no raw access chains: out[i] = in[i]*3+1",
+        source,
+        target_env: "vulkan1.1",
+        job: ComputeJob {
+            buffers: vec![BufferSpec::storage(0, bytes::from_u32s(&input)), BufferSpec::storage(1, bytes::from_u32s(&output))],
+            ..Default::default()
+        },
+        expected: vec![bytes::from_u32s(&input), bytes::from_u32s(&expected_out)],
+        uses_raw_access_chains: false,
+        needs_16bit: false,
+    }
+}
+
+/// Byte-address buffer: stride 0 + `RobustnessPerComponentNV`. Invocation `i` loads a uvec2
+/// (`Aligned 4`) at byte `4*i` of a 256-byte window (descriptor offset 256) and stores
+/// `(x+y, x^y)` at byte `8*i` of an output window of 508 bytes: invocation 63's `.y` load is
+/// out of bounds (reads `oob`), and its `.y` store is dropped while `.x` is written.
+pub fn byte_address(oob: Option<u8>) -> Sample {
+    let source = format!(
+        "{HEADER_13}{}",
+        r#"
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta ArrayStride 4
+OpMemberDecorate %blk 0 Offset 0
+OpDecorate %blk Block
+OpDecorate %in DescriptorSet 0
+OpDecorate %in Binding 0
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%v2 = OpTypeVector %u32 2
+%v3 = OpTypeVector %u32 3
+%rta = OpTypeRuntimeArray %u32
+%blk = OpTypeStruct %rta
+%pblk = OpTypePointer StorageBuffer %blk
+%in = OpVariable %pblk StorageBuffer
+%out = OpVariable %pblk StorageBuffer
+%pv3 = OpTypePointer Input %v3
+%gid = OpVariable %pv3 Input
+%pin = OpTypePointer Input %u32
+%pv2 = OpTypePointer StorageBuffer %v2
+%c0 = OpConstant %u32 0
+%c2 = OpConstant %u32 2
+%c3 = OpConstant %u32 3
+%main = OpFunction %void None %fn
+%l = OpLabel
+%px = OpAccessChain %pin %gid %c0
+%i = OpLoad %u32 %px
+%off = OpShiftLeftLogical %u32 %i %c2
+%p = OpRawAccessChainNV %pv2 %in %c0 %c0 %off RobustnessPerComponentNV
+%v = OpLoad %v2 %p Aligned 4
+%x = OpCompositeExtract %u32 %v 0
+%y = OpCompositeExtract %u32 %v 1
+%s = OpIAdd %u32 %x %y
+%r = OpBitwiseXor %u32 %x %y
+%w = OpCompositeConstruct %v2 %s %r
+%off8 = OpShiftLeftLogical %u32 %i %c3
+%q = OpRawAccessChainNV %pv2 %out %c0 %c0 %off8 RobustnessPerComponentNV
+OpStore %q %w Aligned 8
+OpReturn
+OpFunctionEnd
+"#
+    );
+    let oobw = poison_word(oob.unwrap_or(0));
+    // Input buffer: 256 bytes before the window, 256-byte window, 16 bytes after (nonzero).
+    let mut input = bytes::pattern(ALIGN as usize + 256 + 16, 1);
+    put_u32(&mut input, ALIGN as usize + 256, 0x1234_5678);
+    let sentinel = 0xEEEE_EEEEu32;
+    let output = bytes::from_u32s(&[sentinel; 128]);
+    let mut expected_out = output.clone();
+    for i in 0..64usize {
+        let word = |k: usize| if k < 64 { u32_at(&input, ALIGN as usize + 4 * k) } else { oobw };
+        let (x, y) = (word(i), word(i + 1));
+        // Output window: 508 bytes: component .y of invocation 63 (bytes 508..512) is OOB.
+        put_u32(&mut expected_out, 8 * i, x.wrapping_add(y));
+        if 8 * i + 8 <= 508 {
+            put_u32(&mut expected_out, 8 * i + 4, x ^ y);
+        }
+    }
+    Sample {
+        name: "byte-address",
+        description: "stride 0, RobustnessPerComponentNV, uvec2 load/store, descriptor offset 256, ranges 256/508",
+        source,
+        target_env: "vulkan1.1",
+        job: ComputeJob {
+            buffers: vec![
+                BufferSpec::storage(0, input.clone()).window(ALIGN, Some(256)),
+                BufferSpec::storage(1, output).window(0, Some(508)),
+            ],
+            ..Default::default()
+        },
+        expected: vec![input, expected_out],
+        uses_raw_access_chains: true,
+        needs_16bit: false,
+    }
+}
+
+/// Structured buffer: stride 12 + `RobustnessPerElementNV`, uvec3 elements. The input window is
+/// 126 bytes (10.5 elements): element 10 straddles the end and must read entirely as `oob`
+/// (lavapipe alone would return its in-range `.x`). Output 1 gets `(a+1, b*2, c^0xffff)` for all
+/// 16 elements (whole range); output 2 (window 126 bytes) gets the raw copy, so element 10+ is
+/// not written at all.
+pub fn structured(oob: Option<u8>) -> Sample {
+    let source = format!(
+        "{HEADER_13}{}",
+        r#"
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 16 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta ArrayStride 4
+OpMemberDecorate %blk 0 Offset 0
+OpDecorate %blk Block
+OpDecorate %in DescriptorSet 0
+OpDecorate %in Binding 0
+OpDecorate %out1 DescriptorSet 0
+OpDecorate %out1 Binding 1
+OpDecorate %out2 DescriptorSet 0
+OpDecorate %out2 Binding 2
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%v3 = OpTypeVector %u32 3
+%rta = OpTypeRuntimeArray %u32
+%blk = OpTypeStruct %rta
+%pblk = OpTypePointer StorageBuffer %blk
+%in = OpVariable %pblk StorageBuffer
+%out1 = OpVariable %pblk StorageBuffer
+%out2 = OpVariable %pblk StorageBuffer
+%pv3in = OpTypePointer Input %v3
+%gid = OpVariable %pv3in Input
+%pin = OpTypePointer Input %u32
+%pv3 = OpTypePointer StorageBuffer %v3
+%c0 = OpConstant %u32 0
+%c1 = OpConstant %u32 1
+%c2 = OpConstant %u32 2
+%c12 = OpConstant %u32 12
+%cffff = OpConstant %u32 65535
+%k = OpConstantComposite %v3 %c1 %c2 %cffff
+%main = OpFunction %void None %fn
+%l = OpLabel
+%px = OpAccessChain %pin %gid %c0
+%i = OpLoad %u32 %px
+%p = OpRawAccessChainNV %pv3 %in %c12 %i %c0 RobustnessPerElementNV
+%v = OpLoad %v3 %p Aligned 4
+%a = OpCompositeExtract %u32 %v 0
+%b = OpCompositeExtract %u32 %v 1
+%c = OpCompositeExtract %u32 %v 2
+%a1 = OpIAdd %u32 %a %c1
+%b1 = OpIMul %u32 %b %c2
+%c1x = OpBitwiseXor %u32 %c %cffff
+%w = OpCompositeConstruct %v3 %a1 %b1 %c1x
+%q1 = OpRawAccessChainNV %pv3 %out1 %c12 %i %c0 RobustnessPerElementNV
+OpStore %q1 %w Aligned 4
+%q2 = OpRawAccessChainNV %pv3 %out2 %c12 %i %c0 RobustnessPerElementNV
+OpStore %q2 %v Aligned 4
+OpReturn
+OpFunctionEnd
+"#
+    );
+    let oobw = poison_word(oob.unwrap_or(0));
+    let input = bytes::pattern(192, 2);
+    let sentinel = bytes::from_u32s(&[0xDEAD_BEEF; 48]);
+    let (mut e1, mut e2) = (sentinel.clone(), sentinel.clone());
+    for i in 0..16usize {
+        let inb = 12 * i + 12 <= 126;
+        let comp = |j: usize| if inb { u32_at(&input, 12 * i + 4 * j) } else { oobw };
+        let (a, b, c) = (comp(0), comp(1), comp(2));
+        put_u32(&mut e1, 12 * i, a.wrapping_add(1));
+        put_u32(&mut e1, 12 * i + 4, b.wrapping_mul(2));
+        put_u32(&mut e1, 12 * i + 8, c ^ 0xffff);
+        if inb {
+            put_u32(&mut e2, 12 * i, a);
+            put_u32(&mut e2, 12 * i + 4, b);
+            put_u32(&mut e2, 12 * i + 8, c);
+        }
+    }
+    Sample {
+        name: "structured",
+        description: "stride 12, RobustnessPerElementNV, uvec3, window of 126 bytes ends mid-element",
+        source,
+        target_env: "vulkan1.1",
+        job: ComputeJob {
+            buffers: vec![
+                BufferSpec::storage(0, input.clone()).window(0, Some(126)),
+                BufferSpec::storage(1, sentinel.clone()),
+                BufferSpec::storage(2, sentinel).window(0, Some(126)),
+            ],
+            ..Default::default()
+        },
+        expected: vec![input, e1, e2],
+        uses_raw_access_chains: true,
+        needs_16bit: false,
+    }
+}
+
+/// float4 with `Aligned 16`: stride 16 + `RobustnessPerElementNV`, in-place `v += 4.0` over 64
+/// elements in a window of 968 bytes (60.5 elements): elements 60..63 are left untouched
+/// (element 60 straddles the end: neither its in-range half may be written).
+pub fn float4_aligned16() -> Sample {
+    let source = format!(
+        "{HEADER_13}{}",
+        r#"
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta ArrayStride 4
+OpMemberDecorate %blk 0 Offset 0
+OpDecorate %blk Block
+OpDecorate %buf DescriptorSet 0
+OpDecorate %buf Binding 0
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%f32 = OpTypeFloat 32
+%v3 = OpTypeVector %u32 3
+%v4f = OpTypeVector %f32 4
+%rta = OpTypeRuntimeArray %u32
+%blk = OpTypeStruct %rta
+%pblk = OpTypePointer StorageBuffer %blk
+%buf = OpVariable %pblk StorageBuffer
+%pv3in = OpTypePointer Input %v3
+%gid = OpVariable %pv3in Input
+%pin = OpTypePointer Input %u32
+%pv4 = OpTypePointer StorageBuffer %v4f
+%c0 = OpConstant %u32 0
+%c16 = OpConstant %u32 16
+%f4 = OpConstant %f32 4
+%k = OpConstantComposite %v4f %f4 %f4 %f4 %f4
+%main = OpFunction %void None %fn
+%l = OpLabel
+%px = OpAccessChain %pin %gid %c0
+%i = OpLoad %u32 %px
+%p = OpRawAccessChainNV %pv4 %buf %c16 %i %c0 RobustnessPerElementNV
+%v = OpLoad %v4f %p Aligned 16
+%w = OpFAdd %v4f %v %k
+%q = OpRawAccessChainNV %pv4 %buf %c16 %i %c0 RobustnessPerElementNV
+OpStore %q %w Aligned 16
+OpReturn
+OpFunctionEnd
+"#
+    );
+    let vals: Vec<f32> = (0..256).map(|i| i as f32 * 0.5 - 17.25).collect();
+    let data = bytes::from_f32s(&vals);
+    let mut exp = vals.clone();
+    for i in 0..64usize {
+        if 16 * i + 16 <= 968 {
+            for j in 0..4 {
+                exp[4 * i + j] += 4.0;
+            }
+        }
+    }
+    Sample {
+        name: "float4-aligned16",
+        description: "stride 16, RobustnessPerElementNV, vec4 Aligned 16 in-place, window 968 bytes",
+        source,
+        target_env: "vulkan1.1",
+        job: ComputeJob { buffers: vec![BufferSpec::storage(0, data.clone()).window(0, Some(968))], ..Default::default() },
+        expected: vec![bytes::from_f32s(&exp)],
+        uses_raw_access_chains: true,
+        needs_16bit: false,
+    }
+}
+
+/// 16-bit sub-word accesses: stride 0 + `RobustnessPerComponentNV`, u16 loads at byte `2*i`
+/// (`Aligned 2`) from a 43-byte window (i = 21 straddles the end → `oob`), widened and stored as
+/// u32 to output 1, and `value + 1` stored as u16 at byte `2*i` of output 2 (43-byte window:
+/// byte 42 must stay untouched; neighbouring invocations share words).
+pub fn sub_word_16bit(oob: Option<u8>) -> Sample {
+    let source = r#"
+OpCapability Shader
+OpCapability Int16
+OpCapability StorageBuffer16BitAccess
+OpCapability RawAccessChainsNV
+OpExtension "SPV_KHR_16bit_storage"
+OpExtension "SPV_NV_raw_access_chains"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 32 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta ArrayStride 4
+OpMemberDecorate %blk 0 Offset 0
+OpDecorate %blk Block
+OpDecorate %in DescriptorSet 0
+OpDecorate %in Binding 0
+OpDecorate %out1 DescriptorSet 0
+OpDecorate %out1 Binding 1
+OpDecorate %out2 DescriptorSet 0
+OpDecorate %out2 Binding 2
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%u16 = OpTypeInt 16 0
+%v3 = OpTypeVector %u32 3
+%rta = OpTypeRuntimeArray %u32
+%blk = OpTypeStruct %rta
+%pblk = OpTypePointer StorageBuffer %blk
+%in = OpVariable %pblk StorageBuffer
+%out1 = OpVariable %pblk StorageBuffer
+%out2 = OpVariable %pblk StorageBuffer
+%pv3in = OpTypePointer Input %v3
+%gid = OpVariable %pv3in Input
+%pin = OpTypePointer Input %u32
+%pu16 = OpTypePointer StorageBuffer %u16
+%pu32 = OpTypePointer StorageBuffer %u32
+%c0 = OpConstant %u32 0
+%c1 = OpConstant %u32 1
+%c2 = OpConstant %u32 2
+%h1 = OpConstant %u16 1
+%main = OpFunction %void None %fn
+%l = OpLabel
+%px = OpAccessChain %pin %gid %c0
+%i = OpLoad %u32 %px
+%off = OpShiftLeftLogical %u32 %i %c1
+%p = OpRawAccessChainNV %pu16 %in %c0 %c0 %off RobustnessPerComponentNV
+%h = OpLoad %u16 %p Aligned 2
+%wide = OpUConvert %u32 %h
+%off4 = OpShiftLeftLogical %u32 %i %c2
+%q1 = OpRawAccessChainNV %pu32 %out1 %c0 %c0 %off4 RobustnessPerComponentNV
+OpStore %q1 %wide Aligned 4
+%h2 = OpIAdd %u16 %h %h1
+%q2 = OpRawAccessChainNV %pu16 %out2 %c0 %c0 %off RobustnessPerComponentNV
+OpStore %q2 %h2 Aligned 2
+OpReturn
+OpFunctionEnd
+"#
+    .to_string();
+    let oobh = u16::from_le_bytes([oob.unwrap_or(0); 2]);
+    let input = bytes::pattern(64, 3);
+    let out1 = bytes::from_u32s(&[0xEEEE_EEEE; 32]);
+    let out2 = vec![0xEEu8; 64];
+    let (mut e1, mut e2) = (out1.clone(), out2.clone());
+    for i in 0..32usize {
+        let inb = 2 * i + 2 <= 43;
+        let h = if inb { u16::from_le_bytes([input[2 * i], input[2 * i + 1]]) } else { oobh };
+        put_u32(&mut e1, 4 * i, h as u32);
+        if inb {
+            e2[2 * i..2 * i + 2].copy_from_slice(&h.wrapping_add(1).to_le_bytes());
+        }
+    }
+    Sample {
+        name: "sub-word-16bit",
+        description: "stride 0, RobustnessPerComponentNV, u16 load/store, 43-byte windows",
+        source,
+        target_env: "vulkan1.1",
+        job: ComputeJob {
+            buffers: vec![
+                BufferSpec::storage(0, input.clone()).window(0, Some(43)),
+                BufferSpec::storage(1, out1),
+                BufferSpec::storage(2, out2).window(0, Some(43)),
+            ],
+            ..Default::default()
+        },
+        expected: vec![input, e1, e2],
+        uses_raw_access_chains: true,
+        needs_16bit: true,
+    }
+}
+
+/// The raw-access-chain samples (OOB loads read `oob`, default 0).
+pub fn raw_access_chain_samples(oob: Option<u8>) -> Vec<Sample> {
+    vec![byte_address(oob), structured(oob), float4_aligned16(), sub_word_16bit(oob)]
+}

@@ -1,0 +1,1015 @@
+//! A small Vulkan context on lavapipe (through the real loader), with or without our layer,
+//! and a compute-dispatch helper.
+
+use ash::vk;
+use std::collections::BTreeMap;
+use std::ffi::{c_void, CStr, CString};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::layer;
+
+/// Which device to use: the first physical device whose name contains this
+/// (override with `$POLYFILL_E2E_DEVICE`).
+pub const DEFAULT_DEVICE_SUBSTRING: &str = "llvmpipe";
+/// The extension the layer emulates.
+pub const RAW_ACCESS_CHAINS_EXT: &str = "VK_NV_raw_access_chains";
+
+/// How to build a [`Context`].
+#[derive(Debug, Clone)]
+pub struct ContextOptions {
+    /// Enable `VK_LAYER_POLYFILL_extensions` (registered via `VK_ADD_LAYER_PATH` automatically).
+    pub enable_layer: bool,
+    /// Enable `VK_LAYER_KHRONOS_validation` *below* our layer and collect its ERROR messages
+    /// (see [`Context::validation_errors`]).
+    pub validation: bool,
+    /// Device extensions to enable (e.g. `"VK_NV_raw_access_chains"`).
+    pub device_extensions: Vec<String>,
+    /// Chain `VkPhysicalDeviceRawAccessChainsFeaturesNV { shaderRawAccessChains = TRUE }` into
+    /// `vkCreateDevice`.
+    pub raw_access_chains_feature: bool,
+    /// Turn on every helpful feature the device has (BDA, 8/16-bit storage, Int8/16/64,
+    /// descriptor indexing, variable pointers, scalar layout, ...). Default true.
+    pub enable_optional_features: bool,
+    /// Enable `robustBufferAccess` (default false: the layer's checks must hold without it).
+    pub robust_buffer_access: bool,
+    /// `VkLayerSettingsCreateInfoEXT` entries for our layer (key without prefix, e.g.
+    /// `("log_level", "debug")`), passed as `VK_LAYER_SETTING_TYPE_STRING_EXT`. Empty: no struct.
+    pub layer_settings: Vec<(String, String)>,
+    /// Instance API version (default 1.3).
+    pub api_version: u32,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        ContextOptions {
+            enable_layer: false,
+            validation: false,
+            device_extensions: Vec::new(),
+            raw_access_chains_feature: false,
+            enable_optional_features: true,
+            robust_buffer_access: false,
+            layer_settings: Vec::new(),
+            api_version: vk::API_VERSION_1_3,
+        }
+    }
+}
+
+impl ContextOptions {
+    /// No layer, no extra extensions.
+    pub fn native() -> Self {
+        Self::default()
+    }
+    /// Our layer enabled, no extension requested.
+    pub fn with_layer() -> Self {
+        ContextOptions { enable_layer: true, ..Self::default() }
+    }
+    /// Our layer enabled, `VK_NV_raw_access_chains` + `shaderRawAccessChains` enabled.
+    pub fn raw_access_chains() -> Self {
+        ContextOptions {
+            enable_layer: true,
+            device_extensions: vec![RAW_ACCESS_CHAINS_EXT.to_string()],
+            raw_access_chains_feature: true,
+            ..Self::default()
+        }
+    }
+    /// Builder: also enable the validation layer below ours.
+    pub fn validation(mut self, on: bool) -> Self {
+        self.validation = on;
+        self
+    }
+    /// Builder: add a `VkLayerSettingsCreateInfoEXT` entry.
+    pub fn setting(mut self, key: &str, value: &str) -> Self {
+        self.layer_settings.push((key.to_string(), value.to_string()));
+        self
+    }
+}
+
+/// Feature bits that were enabled on the device (subset of what the device supports).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EnabledFeatures {
+    pub shader_int8: bool,
+    pub shader_int16: bool,
+    pub shader_int64: bool,
+    pub shader_float16: bool,
+    pub shader_float64: bool,
+    pub storage_buffer_8bit: bool,
+    pub uniform_and_storage_buffer_8bit: bool,
+    pub storage_buffer_16bit: bool,
+    pub uniform_and_storage_buffer_16bit: bool,
+    pub storage_push_constant_8: bool,
+    pub storage_push_constant_16: bool,
+    pub buffer_device_address: bool,
+    pub runtime_descriptor_array: bool,
+    pub storage_buffer_array_non_uniform_indexing: bool,
+    pub uniform_buffer_array_non_uniform_indexing: bool,
+    pub variable_pointers: bool,
+    pub variable_pointers_storage_buffer: bool,
+    pub scalar_block_layout: bool,
+    pub vulkan_memory_model: bool,
+    pub robust_buffer_access: bool,
+    pub raw_access_chains: bool,
+}
+
+/// Kind of a buffer in a [`ComputeJob`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferKind {
+    /// `VK_DESCRIPTOR_TYPE_STORAGE_BUFFER`.
+    Storage,
+    /// `VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER` (a `Uniform`/`BufferBlock` or UBO block in SPIR-V).
+    Uniform,
+    /// No descriptor: the buffer's device address (start + `descriptor_offset`) is written as a
+    /// little-endian u64 into the push constants at `push_constant_offset`.
+    DeviceAddress { push_constant_offset: u32 },
+}
+
+/// One buffer of a [`ComputeJob`]. `data` is the whole buffer's initial contents; the
+/// descriptor (or device address) points at `data[descriptor_offset..]` with `range` bytes
+/// (`None`: to the end). `descriptor_offset` must be a multiple of
+/// `minStorageBufferOffsetAlignment` / `minUniformBufferOffsetAlignment` (16 on lavapipe).
+#[derive(Debug, Clone)]
+pub struct BufferSpec {
+    pub set: u32,
+    pub binding: u32,
+    pub array_element: u32,
+    pub kind: BufferKind,
+    pub data: Vec<u8>,
+    pub descriptor_offset: u64,
+    pub range: Option<u64>,
+}
+
+impl BufferSpec {
+    /// A storage buffer at (set 0, `binding`), whole range.
+    pub fn storage(binding: u32, data: Vec<u8>) -> Self {
+        BufferSpec { set: 0, binding, array_element: 0, kind: BufferKind::Storage, data, descriptor_offset: 0, range: None }
+    }
+    /// A uniform buffer at (set 0, `binding`), whole range.
+    pub fn uniform(binding: u32, data: Vec<u8>) -> Self {
+        BufferSpec { kind: BufferKind::Uniform, ..Self::storage(binding, data) }
+    }
+    /// A buffer passed by device address in the push constants.
+    pub fn device_address(push_constant_offset: u32, data: Vec<u8>) -> Self {
+        BufferSpec { kind: BufferKind::DeviceAddress { push_constant_offset }, ..Self::storage(0, data) }
+    }
+    /// Builder: descriptor set.
+    pub fn set(mut self, set: u32) -> Self {
+        self.set = set;
+        self
+    }
+    /// Builder: array element of the binding.
+    pub fn element(mut self, array_element: u32) -> Self {
+        self.array_element = array_element;
+        self
+    }
+    /// Builder: descriptor offset and range.
+    pub fn window(mut self, descriptor_offset: u64, range: Option<u64>) -> Self {
+        self.descriptor_offset = descriptor_offset;
+        self.range = range;
+        self
+    }
+}
+
+/// A compute dispatch.
+#[derive(Debug, Clone)]
+pub struct ComputeJob {
+    pub buffers: Vec<BufferSpec>,
+    pub push_constants: Vec<u8>,
+    pub groups: [u32; 3],
+    pub entry: &'static str,
+}
+
+impl Default for ComputeJob {
+    fn default() -> Self {
+        ComputeJob { buffers: Vec::new(), push_constants: Vec::new(), groups: [1, 1, 1], entry: "main" }
+    }
+}
+
+/// A collected debug-utils message.
+#[derive(Debug, Clone)]
+pub struct ValidationMessage {
+    pub severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    pub text: String,
+}
+
+/// Instance + lavapipe device + one compute queue. `Send + Sync`; `run_compute` may be called
+/// from several threads at once (queue submission is serialized internally).
+pub struct Context {
+    entry: ash::Entry,
+    instance: ash::Instance,
+    debug_utils: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    messages: Arc<Mutex<Vec<ValidationMessage>>>,
+    physical_device: vk::PhysicalDevice,
+    device: ash::Device,
+    queue: Mutex<vk::Queue>,
+    queue_family: u32,
+    properties: vk::PhysicalDeviceProperties,
+    memory_properties: vk::PhysicalDeviceMemoryProperties,
+    features: EnabledFeatures,
+    device_name: String,
+    options: ContextOptions,
+}
+
+// SAFETY: all members are Vulkan handles/function tables (thread-safe per the Vulkan spec for
+// the operations used, with the queue behind a mutex) or std sync types.
+unsafe impl Send for Context {}
+unsafe impl Sync for Context {}
+
+unsafe extern "system" fn debug_callback(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut c_void,
+) -> vk::Bool32 {
+    let _ = std::panic::catch_unwind(|| {
+        if data.is_null() || user.is_null() {
+            return;
+        }
+        let data = &*data;
+        let id = data.message_id_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let msg = data.message_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let text = if id.is_empty() { msg } else { format!("[{id}] {msg}") };
+        let sink = &*(user as *const Mutex<Vec<ValidationMessage>>);
+        if let Ok(mut v) = sink.lock() {
+            v.push(ValidationMessage { severity, text });
+        }
+    });
+    vk::FALSE
+}
+
+fn cstrings(v: &[String]) -> Result<Vec<CString>, String> {
+    v.iter().map(|s| CString::new(s.as_str()).map_err(|e| e.to_string())).collect()
+}
+
+/// The loader (cached per process).
+pub fn entry() -> Result<ash::Entry, String> {
+    static ENTRY: OnceLock<Result<ash::Entry, String>> = OnceLock::new();
+    ENTRY
+        .get_or_init(|| unsafe { ash::Entry::load() }.map_err(|e| format!("cannot load libvulkan.so.1: {e} (install libvulkan1)")))
+        .clone()
+}
+
+/// Names of the instance layers the loader can see (ours only once
+/// [`layer::register_with_loader`] ran; `Context::new` does that when the layer is enabled).
+pub fn available_instance_layers() -> Result<Vec<String>, String> {
+    let entry = entry()?;
+    let props = unsafe { entry.enumerate_instance_layer_properties() }.map_err(|e| format!("vkEnumerateInstanceLayerProperties: {e:?}"))?;
+    Ok(props.iter().map(|p| p.layer_name_as_c_str().unwrap_or_default().to_string_lossy().into_owned()).collect())
+}
+
+impl Context {
+    /// Creates instance + device. Errors carry the failing call and `VkResult`.
+    pub fn new(options: &ContextOptions) -> Result<Context, String> {
+        // A missing build is only fatal if the loader cannot find the layer elsewhere either
+        // (e.g. installed with packaging/install-layer.sh).
+        let register_error = if options.enable_layer { layer::register_with_loader().err() } else { None };
+        let entry = entry()?;
+        let mut layers: Vec<String> = Vec::new();
+        if options.enable_layer || options.validation {
+            let available = available_instance_layers()?;
+            if options.enable_layer {
+                if !available.iter().any(|l| l == layer::LAYER_NAME) {
+                    return Err(match register_error {
+                        Some(e) => e,
+                        None => format!(
+                            "the loader does not list {} (manifest dir {:?}); available: {available:?}",
+                            layer::LAYER_NAME,
+                            layer::try_manifest_dir()
+                        ),
+                    });
+                }
+                layers.push(layer::LAYER_NAME.to_string());
+            }
+            if options.validation {
+                if !available.iter().any(|l| l == layer::VALIDATION_LAYER_NAME) {
+                    return Err(format!(
+                        "{} is not installed (apt-get install vulkan-validationlayers); available: {available:?}",
+                        layer::VALIDATION_LAYER_NAME
+                    ));
+                }
+                layers.push(layer::VALIDATION_LAYER_NAME.to_string());
+            }
+        }
+        let layer_c = cstrings(&layers)?;
+        let layer_p: Vec<*const i8> = layer_c.iter().map(|c| c.as_ptr()).collect();
+        let mut inst_exts: Vec<CString> = Vec::new();
+        if options.validation {
+            inst_exts.push(CString::from(ash::ext::debug_utils::NAME));
+        }
+        let inst_ext_p: Vec<*const i8> = inst_exts.iter().map(|c| c.as_ptr()).collect();
+        let app_name = CString::new("polyfill-e2e").unwrap();
+        let app = vk::ApplicationInfo::default()
+            .application_name(&app_name)
+            .engine_name(&app_name)
+            .api_version(options.api_version);
+
+        // VkLayerSettingsCreateInfoEXT for our layer.
+        let setting_layer = CString::new(layer::LAYER_NAME).unwrap();
+        let setting_keys = cstrings(&options.layer_settings.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>())?;
+        let setting_vals = cstrings(&options.layer_settings.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>())?;
+        let setting_val_ptrs: Vec<*const i8> = setting_vals.iter().map(|c| c.as_ptr()).collect();
+        let settings: Vec<vk::LayerSettingEXT> = setting_keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| vk::LayerSettingEXT {
+                p_layer_name: setting_layer.as_ptr(),
+                p_setting_name: k.as_ptr(),
+                ty: vk::LayerSettingTypeEXT::STRING,
+                value_count: 1,
+                p_values: &setting_val_ptrs[i] as *const *const i8 as *const c_void,
+                ..Default::default()
+            })
+            .collect();
+        let mut settings_info = vk::LayerSettingsCreateInfoEXT::default().settings(&settings);
+
+        let mut info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layer_p)
+            .enabled_extension_names(&inst_ext_p);
+        if !settings.is_empty() {
+            info = info.push_next(&mut settings_info);
+        }
+        let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| format!("vkCreateInstance (layers {layers:?}): {e:?}"))?;
+
+        // From here on, destroy the instance on error.
+        let messages: Arc<Mutex<Vec<ValidationMessage>>> = Arc::new(Mutex::new(Vec::new()));
+        let mut debug_utils = None;
+        if options.validation {
+            let du = ash::ext::debug_utils::Instance::new(&entry, &instance);
+            let ci = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::ERROR | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING,
+                )
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+                )
+                .pfn_user_callback(Some(debug_callback))
+                .user_data(Arc::as_ptr(&messages) as *mut c_void);
+            match unsafe { du.create_debug_utils_messenger(&ci, None) } {
+                Ok(m) => debug_utils = Some((du, m)),
+                Err(e) => {
+                    unsafe { instance.destroy_instance(None) };
+                    return Err(format!("vkCreateDebugUtilsMessengerEXT: {e:?}"));
+                }
+            }
+        }
+        let destroy_instance = |debug_utils: &Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>| unsafe {
+            if let Some((du, m)) = debug_utils {
+                du.destroy_debug_utils_messenger(*m, None);
+            }
+            instance.destroy_instance(None);
+        };
+
+        match Self::create_device(&instance, options) {
+            Ok((physical_device, device, queue, queue_family, properties, features, device_name)) => {
+                let memory_properties = unsafe { instance.get_physical_device_memory_properties(physical_device) };
+                Ok(Context {
+                    entry,
+                    instance,
+                    debug_utils,
+                    messages,
+                    physical_device,
+                    device,
+                    queue: Mutex::new(queue),
+                    queue_family,
+                    properties,
+                    memory_properties,
+                    features,
+                    device_name,
+                    options: options.clone(),
+                })
+            }
+            Err(e) => {
+                destroy_instance(&debug_utils);
+                Err(e)
+            }
+        }
+    }
+
+    /// Picks the lavapipe physical device (or `$POLYFILL_E2E_DEVICE`).
+    pub fn pick_physical_device(instance: &ash::Instance) -> Result<(vk::PhysicalDevice, String), String> {
+        let want = std::env::var("POLYFILL_E2E_DEVICE").unwrap_or_else(|_| DEFAULT_DEVICE_SUBSTRING.to_string());
+        let pdevs = unsafe { instance.enumerate_physical_devices() }.map_err(|e| format!("vkEnumeratePhysicalDevices: {e:?}"))?;
+        let mut names = Vec::new();
+        for pd in pdevs {
+            let props = unsafe { instance.get_physical_device_properties(pd) };
+            let name = props.device_name_as_c_str().unwrap_or_default().to_string_lossy().into_owned();
+            if name.contains(&want) {
+                return Ok((pd, name));
+            }
+            names.push(name);
+        }
+        Err(format!(
+            "no Vulkan device whose name contains {want:?} (found {names:?}); install Mesa's lavapipe: \
+             apt-get install -t bookworm-backports mesa-vulkan-drivers"
+        ))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn create_device(
+        instance: &ash::Instance,
+        options: &ContextOptions,
+    ) -> Result<(vk::PhysicalDevice, ash::Device, vk::Queue, u32, vk::PhysicalDeviceProperties, EnabledFeatures, String), String> {
+        let (pd, name) = Self::pick_physical_device(instance)?;
+        let properties = unsafe { instance.get_physical_device_properties(pd) };
+        let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
+        let queue_family = families
+            .iter()
+            .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            .ok_or("no compute queue family")? as u32;
+
+        // What the device supports.
+        let mut s11 = vk::PhysicalDeviceVulkan11Features::default();
+        let mut s12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut s2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut s11).push_next(&mut s12);
+        unsafe { instance.get_physical_device_features2(pd, &mut s2) };
+        let sup = s2.features;
+        let (s11, s12) = (s11, s12);
+        let on = |b: vk::Bool32| options.enable_optional_features && b == vk::TRUE;
+        let f = EnabledFeatures {
+            shader_int8: on(s12.shader_int8),
+            shader_int16: on(sup.shader_int16),
+            shader_int64: on(sup.shader_int64),
+            shader_float16: on(s12.shader_float16),
+            shader_float64: on(sup.shader_float64),
+            storage_buffer_8bit: on(s12.storage_buffer8_bit_access),
+            uniform_and_storage_buffer_8bit: on(s12.uniform_and_storage_buffer8_bit_access),
+            storage_buffer_16bit: on(s11.storage_buffer16_bit_access),
+            uniform_and_storage_buffer_16bit: on(s11.uniform_and_storage_buffer16_bit_access),
+            storage_push_constant_8: on(s12.storage_push_constant8),
+            storage_push_constant_16: on(s11.storage_push_constant16),
+            buffer_device_address: on(s12.buffer_device_address),
+            runtime_descriptor_array: on(s12.runtime_descriptor_array),
+            storage_buffer_array_non_uniform_indexing: on(s12.shader_storage_buffer_array_non_uniform_indexing),
+            uniform_buffer_array_non_uniform_indexing: on(s12.shader_uniform_buffer_array_non_uniform_indexing),
+            variable_pointers: on(s11.variable_pointers),
+            variable_pointers_storage_buffer: on(s11.variable_pointers_storage_buffer),
+            scalar_block_layout: on(s12.scalar_block_layout),
+            vulkan_memory_model: on(s12.vulkan_memory_model),
+            robust_buffer_access: options.robust_buffer_access && sup.robust_buffer_access == vk::TRUE,
+            raw_access_chains: options.raw_access_chains_feature,
+        };
+        let b = |x: bool| if x { vk::TRUE } else { vk::FALSE };
+        let core = vk::PhysicalDeviceFeatures {
+            robust_buffer_access: b(f.robust_buffer_access),
+            shader_int16: b(f.shader_int16),
+            shader_int64: b(f.shader_int64),
+            shader_float64: b(f.shader_float64),
+            ..Default::default()
+        };
+        let mut e11 = vk::PhysicalDeviceVulkan11Features {
+            storage_buffer16_bit_access: b(f.storage_buffer_16bit),
+            uniform_and_storage_buffer16_bit_access: b(f.uniform_and_storage_buffer_16bit),
+            storage_push_constant16: b(f.storage_push_constant_16),
+            variable_pointers: b(f.variable_pointers),
+            variable_pointers_storage_buffer: b(f.variable_pointers_storage_buffer),
+            ..Default::default()
+        };
+        let any_indexing = f.runtime_descriptor_array || f.storage_buffer_array_non_uniform_indexing || f.uniform_buffer_array_non_uniform_indexing;
+        let mut e12 = vk::PhysicalDeviceVulkan12Features {
+            shader_int8: b(f.shader_int8),
+            shader_float16: b(f.shader_float16),
+            storage_buffer8_bit_access: b(f.storage_buffer_8bit),
+            uniform_and_storage_buffer8_bit_access: b(f.uniform_and_storage_buffer_8bit),
+            storage_push_constant8: b(f.storage_push_constant_8),
+            buffer_device_address: b(f.buffer_device_address),
+            descriptor_indexing: b(any_indexing && s12.descriptor_indexing == vk::TRUE),
+            runtime_descriptor_array: b(f.runtime_descriptor_array),
+            shader_storage_buffer_array_non_uniform_indexing: b(f.storage_buffer_array_non_uniform_indexing),
+            shader_uniform_buffer_array_non_uniform_indexing: b(f.uniform_buffer_array_non_uniform_indexing),
+            scalar_block_layout: b(f.scalar_block_layout),
+            vulkan_memory_model: b(f.vulkan_memory_model),
+            ..Default::default()
+        };
+        let mut raw = vk::PhysicalDeviceRawAccessChainsFeaturesNV::default().shader_raw_access_chains(true);
+        let mut feats2 = vk::PhysicalDeviceFeatures2::default().features(core);
+
+        let prio = [1.0f32];
+        let qci = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&prio)];
+        let ext_c = cstrings(&options.device_extensions)?;
+        let ext_p: Vec<*const i8> = ext_c.iter().map(|c| c.as_ptr()).collect();
+        let mut dci = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&qci)
+            .enabled_extension_names(&ext_p)
+            .push_next(&mut feats2)
+            .push_next(&mut e11)
+            .push_next(&mut e12);
+        if options.raw_access_chains_feature {
+            dci = dci.push_next(&mut raw);
+        }
+        let device = unsafe { instance.create_device(pd, &dci, None) }
+            .map_err(|e| format!("vkCreateDevice (extensions {:?}, rawAccessChains feature {}): {e:?}", options.device_extensions, options.raw_access_chains_feature))?;
+        let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        Ok((pd, device, queue, queue_family, properties, f, name))
+    }
+
+    // ---- accessors -------------------------------------------------------------------------
+
+    pub fn entry(&self) -> &ash::Entry {
+        &self.entry
+    }
+    pub fn instance(&self) -> &ash::Instance {
+        &self.instance
+    }
+    pub fn device(&self) -> &ash::Device {
+        &self.device
+    }
+    pub fn physical_device(&self) -> vk::PhysicalDevice {
+        self.physical_device
+    }
+    pub fn queue_family(&self) -> u32 {
+        self.queue_family
+    }
+    /// Locks and returns the queue (external synchronization).
+    pub fn queue(&self) -> std::sync::MutexGuard<'_, vk::Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    pub fn properties(&self) -> &vk::PhysicalDeviceProperties {
+        &self.properties
+    }
+    pub fn limits(&self) -> &vk::PhysicalDeviceLimits {
+        &self.properties.limits
+    }
+    pub fn features(&self) -> &EnabledFeatures {
+        &self.features
+    }
+    pub fn device_name(&self) -> &str {
+        &self.device_name
+    }
+    pub fn options(&self) -> &ContextOptions {
+        &self.options
+    }
+
+    /// All collected debug-utils messages (ERROR and WARNING) so far.
+    pub fn validation_messages(&self) -> Vec<ValidationMessage> {
+        self.messages.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+    /// ERROR-severity validation messages so far.
+    pub fn validation_errors(&self) -> Vec<String> {
+        self.validation_messages()
+            .into_iter()
+            .filter(|m| m.severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR))
+            .map(|m| m.text)
+            .collect()
+    }
+    /// Forgets collected messages.
+    pub fn clear_validation_messages(&self) {
+        if let Ok(mut v) = self.messages.lock() {
+            v.clear();
+        }
+    }
+
+    // ---- queries ---------------------------------------------------------------------------
+
+    /// Device extensions as the application sees them (`pLayerName == NULL`, i.e. driver plus
+    /// enabled layers).
+    pub fn device_extensions(&self) -> Result<Vec<(String, u32)>, String> {
+        self.device_extensions_of(None)
+    }
+
+    /// Device extensions of one layer (`pLayerName = layer`) or of the whole chain (`None`).
+    pub fn device_extensions_of(&self, layer_name: Option<&str>) -> Result<Vec<(String, u32)>, String> {
+        let name_c = layer_name.map(|l| CString::new(l).unwrap());
+        let p = name_c.as_ref().map(|c| c.as_ptr()).unwrap_or(std::ptr::null());
+        let f = self.instance.fp_v1_0().enumerate_device_extension_properties;
+        let mut count = 0u32;
+        let r = unsafe { f(self.physical_device, p, &mut count, std::ptr::null_mut()) };
+        if r != vk::Result::SUCCESS {
+            return Err(format!("vkEnumerateDeviceExtensionProperties({layer_name:?}) count: {r}"));
+        }
+        let mut v = vec![vk::ExtensionProperties::default(); count as usize];
+        let r = unsafe { f(self.physical_device, p, &mut count, v.as_mut_ptr()) };
+        if r != vk::Result::SUCCESS && r != vk::Result::INCOMPLETE {
+            return Err(format!("vkEnumerateDeviceExtensionProperties({layer_name:?}): {r}"));
+        }
+        v.truncate(count as usize);
+        Ok(v.iter()
+            .map(|e| (e.extension_name_as_c_str().unwrap_or_default().to_string_lossy().into_owned(), e.spec_version))
+            .collect())
+    }
+
+    /// True if `name` is among [`device_extensions`](Self::device_extensions).
+    pub fn has_device_extension(&self, name: &str) -> bool {
+        self.device_extensions().map(|v| v.iter().any(|(n, _)| n == name)).unwrap_or(false)
+    }
+
+    /// `shaderRawAccessChains` as reported by `vkGetPhysicalDeviceFeatures2` (through whatever
+    /// layers are enabled).
+    pub fn query_raw_access_chains_feature(&self) -> bool {
+        let mut raw = vk::PhysicalDeviceRawAccessChainsFeaturesNV::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut raw);
+        unsafe { self.instance.get_physical_device_features2(self.physical_device, &mut f2) };
+        raw.shader_raw_access_chains == vk::TRUE
+    }
+
+    /// Raw `vkGetDeviceProcAddr(device, name)`.
+    pub fn get_device_proc_addr(&self, name: &str) -> vk::PFN_vkVoidFunction {
+        let c = CString::new(name).unwrap();
+        unsafe { (self.instance.fp_v1_0().get_device_proc_addr)(self.device.handle(), c.as_ptr()) }
+    }
+
+    /// Raw `vkGetInstanceProcAddr(instance, name)`.
+    pub fn get_instance_proc_addr(&self, name: &str) -> vk::PFN_vkVoidFunction {
+        let c = CString::new(name).unwrap();
+        unsafe { (self.entry.static_fn().get_instance_proc_addr)(self.instance.handle(), c.as_ptr()) }
+    }
+
+    // ---- shaders and dispatch --------------------------------------------------------------
+
+    /// `vkCreateShaderModule` (through the layer if enabled).
+    pub fn create_shader_module(&self, words: &[u32]) -> Result<vk::ShaderModule, vk::Result> {
+        let info = vk::ShaderModuleCreateInfo::default().code(words);
+        unsafe { self.device.create_shader_module(&info, None) }
+    }
+
+    /// `vkDestroyShaderModule`.
+    pub fn destroy_shader_module(&self, module: vk::ShaderModule) {
+        unsafe { self.device.destroy_shader_module(module, None) }
+    }
+
+    /// Creates a module from `spirv`, runs `job`, returns every buffer's full contents after
+    /// the dispatch (in `job.buffers` order).
+    pub fn run_compute(&self, spirv: &[u32], job: &ComputeJob) -> Result<Vec<Vec<u8>>, String> {
+        let module = self.create_shader_module(spirv).map_err(|e| format!("vkCreateShaderModule: {e:?}"))?;
+        let r = self.run_compute_module(module, job);
+        self.destroy_shader_module(module);
+        r
+    }
+
+    /// Like [`run_compute`](Self::run_compute) with an existing module (not destroyed).
+    pub fn run_compute_module(&self, module: vk::ShaderModule, job: &ComputeJob) -> Result<Vec<Vec<u8>>, String> {
+        let mut res = Resources::default_for(&self.device);
+        self.run_inner(module, job, &mut res)
+    }
+
+    fn memory_type(&self, bits: u32, want: vk::MemoryPropertyFlags) -> Option<u32> {
+        (0..self.memory_properties.memory_type_count)
+            .find(|&i| bits & (1 << i) != 0 && self.memory_properties.memory_types[i as usize].property_flags.contains(want))
+    }
+
+    fn run_inner(&self, module: vk::ShaderModule, job: &ComputeJob, res: &mut Resources<'_>) -> Result<Vec<Vec<u8>>, String> {
+        let d = &self.device;
+        let limits = &self.properties.limits;
+        let bda = self.features.buffer_device_address;
+
+        // --- buffers
+        let mut mapped: Vec<*mut u8> = Vec::new();
+        let mut sizes: Vec<usize> = Vec::new();
+        for (i, spec) in job.buffers.iter().enumerate() {
+            let align = match spec.kind {
+                BufferKind::Storage => limits.min_storage_buffer_offset_alignment,
+                BufferKind::Uniform => limits.min_uniform_buffer_offset_alignment,
+                BufferKind::DeviceAddress { .. } => 1,
+            };
+            if spec.descriptor_offset % align.max(1) != 0 {
+                return Err(format!("buffer {i}: descriptor_offset {} is not a multiple of {align}", spec.descriptor_offset));
+            }
+            let size = spec.data.len().max(4);
+            if spec.descriptor_offset > size as u64 || spec.range.is_some_and(|r| spec.descriptor_offset + r > size as u64) {
+                return Err(format!("buffer {i}: window {}+{:?} exceeds size {size}", spec.descriptor_offset, spec.range));
+            }
+            if matches!(spec.kind, BufferKind::DeviceAddress { .. }) && !bda {
+                return Err(format!("buffer {i}: device address buffer but bufferDeviceAddress is not enabled"));
+            }
+            let mut usage = vk::BufferUsageFlags::STORAGE_BUFFER
+                | vk::BufferUsageFlags::UNIFORM_BUFFER
+                | vk::BufferUsageFlags::TRANSFER_SRC
+                | vk::BufferUsageFlags::TRANSFER_DST;
+            if bda {
+                usage |= vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS;
+            }
+            let bci = vk::BufferCreateInfo::default().size(size as u64).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
+            let buf = unsafe { d.create_buffer(&bci, None) }.map_err(|e| format!("vkCreateBuffer: {e:?}"))?;
+            res.buffers.push(buf);
+            let req = unsafe { d.get_buffer_memory_requirements(buf) };
+            let mt = self
+                .memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT)
+                .ok_or("no host-visible coherent memory type")?;
+            let mut flags = vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+            let mut mai = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(mt);
+            if bda {
+                mai = mai.push_next(&mut flags);
+            }
+            let mem = unsafe { d.allocate_memory(&mai, None) }.map_err(|e| format!("vkAllocateMemory: {e:?}"))?;
+            res.memories.push(mem);
+            unsafe { d.bind_buffer_memory(buf, mem, 0) }.map_err(|e| format!("vkBindBufferMemory: {e:?}"))?;
+            let ptr = unsafe { d.map_memory(mem, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
+                .map_err(|e| format!("vkMapMemory: {e:?}"))? as *mut u8;
+            unsafe {
+                std::ptr::write_bytes(ptr, 0, size);
+                std::ptr::copy_nonoverlapping(spec.data.as_ptr(), ptr, spec.data.len());
+            }
+            mapped.push(ptr);
+            sizes.push(size);
+        }
+
+        // --- push constants (with device addresses)
+        let mut pc = job.push_constants.clone();
+        for (i, spec) in job.buffers.iter().enumerate() {
+            if let BufferKind::DeviceAddress { push_constant_offset } = spec.kind {
+                let o = push_constant_offset as usize;
+                if pc.len() < o + 8 {
+                    pc.resize(o + 8, 0);
+                }
+                let addr = unsafe { d.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(res.buffers[i])) }
+                    + spec.descriptor_offset;
+                pc[o..o + 8].copy_from_slice(&addr.to_le_bytes());
+            }
+        }
+        while pc.len() % 4 != 0 {
+            pc.push(0);
+        }
+        if pc.len() as u32 > limits.max_push_constants_size {
+            return Err(format!("push constants: {} bytes > maxPushConstantsSize {}", pc.len(), limits.max_push_constants_size));
+        }
+
+        // --- descriptor set layouts: set -> binding -> (type, count)
+        let mut sets: BTreeMap<u32, BTreeMap<u32, (vk::DescriptorType, u32)>> = BTreeMap::new();
+        for (i, spec) in job.buffers.iter().enumerate() {
+            let ty = match spec.kind {
+                BufferKind::Storage => vk::DescriptorType::STORAGE_BUFFER,
+                BufferKind::Uniform => vk::DescriptorType::UNIFORM_BUFFER,
+                BufferKind::DeviceAddress { .. } => continue,
+            };
+            let e = sets.entry(spec.set).or_default().entry(spec.binding).or_insert((ty, 0));
+            if e.0 != ty {
+                return Err(format!("buffer {i}: set {} binding {} mixes descriptor types", spec.set, spec.binding));
+            }
+            e.1 = e.1.max(spec.array_element + 1);
+        }
+        let max_set = sets.keys().next_back().copied();
+        let mut set_layouts = Vec::new();
+        if let Some(max_set) = max_set {
+            for s in 0..=max_set {
+                let bindings: Vec<vk::DescriptorSetLayoutBinding> = sets
+                    .get(&s)
+                    .map(|m| {
+                        m.iter()
+                            .map(|(&b, &(ty, n))| {
+                                vk::DescriptorSetLayoutBinding::default()
+                                    .binding(b)
+                                    .descriptor_type(ty)
+                                    .descriptor_count(n)
+                                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let ci = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+                let l = unsafe { d.create_descriptor_set_layout(&ci, None) }.map_err(|e| format!("vkCreateDescriptorSetLayout: {e:?}"))?;
+                res.set_layouts.push(l);
+                set_layouts.push(l);
+            }
+        }
+        let pcr = [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).offset(0).size(pc.len() as u32)];
+        let mut plci = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
+        if !pc.is_empty() {
+            plci = plci.push_constant_ranges(&pcr);
+        }
+        let layout = unsafe { d.create_pipeline_layout(&plci, None) }.map_err(|e| format!("vkCreatePipelineLayout: {e:?}"))?;
+        res.pipeline_layout = layout;
+
+        // --- descriptor pool + sets
+        let (mut n_storage, mut n_uniform) = (0u32, 0u32);
+        for m in sets.values() {
+            for &(ty, n) in m.values() {
+                if ty == vk::DescriptorType::STORAGE_BUFFER {
+                    n_storage += n
+                } else {
+                    n_uniform += n
+                }
+            }
+        }
+        let mut descriptor_sets: BTreeMap<u32, vk::DescriptorSet> = BTreeMap::new();
+        if !sets.is_empty() {
+            let mut sizes_p = Vec::new();
+            if n_storage > 0 {
+                sizes_p.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: n_storage });
+            }
+            if n_uniform > 0 {
+                sizes_p.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_BUFFER, descriptor_count: n_uniform });
+            }
+            let dpci = vk::DescriptorPoolCreateInfo::default().max_sets(sets.len() as u32).pool_sizes(&sizes_p);
+            let pool = unsafe { d.create_descriptor_pool(&dpci, None) }.map_err(|e| format!("vkCreateDescriptorPool: {e:?}"))?;
+            res.descriptor_pool = pool;
+            for &s in sets.keys() {
+                let l = [set_layouts[s as usize]];
+                let ai = vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&l);
+                let ds = unsafe { d.allocate_descriptor_sets(&ai) }.map_err(|e| format!("vkAllocateDescriptorSets: {e:?}"))?;
+                descriptor_sets.insert(s, ds[0]);
+            }
+            let infos: Vec<(usize, [vk::DescriptorBufferInfo; 1])> = job
+                .buffers
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !matches!(s.kind, BufferKind::DeviceAddress { .. }))
+                .map(|(i, s)| {
+                    (
+                        i,
+                        [vk::DescriptorBufferInfo {
+                            buffer: res.buffers[i],
+                            offset: s.descriptor_offset,
+                            range: s.range.unwrap_or(vk::WHOLE_SIZE),
+                        }],
+                    )
+                })
+                .collect();
+            let writes: Vec<vk::WriteDescriptorSet> = infos
+                .iter()
+                .map(|(i, info)| {
+                    let s = &job.buffers[*i];
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(descriptor_sets[&s.set])
+                        .dst_binding(s.binding)
+                        .dst_array_element(s.array_element)
+                        .descriptor_type(if s.kind == BufferKind::Uniform {
+                            vk::DescriptorType::UNIFORM_BUFFER
+                        } else {
+                            vk::DescriptorType::STORAGE_BUFFER
+                        })
+                        .buffer_info(info)
+                })
+                .collect();
+            unsafe { d.update_descriptor_sets(&writes, &[]) };
+        }
+
+        // --- pipeline
+        let entry = CString::new(job.entry).map_err(|e| e.to_string())?;
+        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(&entry);
+        let cpci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
+        let pipeline = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &cpci, None) }
+            .map_err(|(_, e)| format!("vkCreateComputePipelines: {e:?}"))?[0];
+        res.pipeline = pipeline;
+
+        // --- command buffer
+        let cpi = vk::CommandPoolCreateInfo::default().queue_family_index(self.queue_family).flags(vk::CommandPoolCreateFlags::TRANSIENT);
+        let pool = unsafe { d.create_command_pool(&cpi, None) }.map_err(|e| format!("vkCreateCommandPool: {e:?}"))?;
+        res.command_pool = pool;
+        let cbai = vk::CommandBufferAllocateInfo::default().command_pool(pool).level(vk::CommandBufferLevel::PRIMARY).command_buffer_count(1);
+        let cb = unsafe { d.allocate_command_buffers(&cbai) }.map_err(|e| format!("vkAllocateCommandBuffers: {e:?}"))?[0];
+        unsafe {
+            d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT))
+                .map_err(|e| format!("vkBeginCommandBuffer: {e:?}"))?;
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
+            for (&s, &ds) in &descriptor_sets {
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, s, &[ds], &[]);
+            }
+            if !pc.is_empty() {
+                d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
+            }
+            d.cmd_dispatch(cb, job.groups[0], job.groups[1], job.groups[2]);
+            let barrier = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &barrier,
+                &[],
+                &[],
+            );
+            d.end_command_buffer(cb).map_err(|e| format!("vkEndCommandBuffer: {e:?}"))?;
+        }
+        let fence = unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.map_err(|e| format!("vkCreateFence: {e:?}"))?;
+        res.fence = fence;
+        let cbs = [cb];
+        let submit = [vk::SubmitInfo::default().command_buffers(&cbs)];
+        {
+            let q = self.queue();
+            unsafe { d.queue_submit(*q, &submit, fence) }.map_err(|e| format!("vkQueueSubmit: {e:?}"))?;
+        }
+        let timeout = Duration::from_secs(120).as_nanos() as u64;
+        unsafe { d.wait_for_fences(&[fence], true, timeout) }.map_err(|e| format!("vkWaitForFences: {e:?}"))?;
+
+        let out = mapped
+            .iter()
+            .zip(&sizes)
+            .zip(&job.buffers)
+            .map(|((&p, &size), spec)| {
+                let mut v = vec![0u8; size];
+                unsafe { std::ptr::copy_nonoverlapping(p, v.as_mut_ptr(), size) };
+                v.truncate(spec.data.len());
+                v
+            })
+            .collect();
+        Ok(out)
+    }
+}
+
+/// Everything one dispatch creates; destroyed in reverse order on drop.
+struct Resources<'a> {
+    device: &'a ash::Device,
+    buffers: Vec<vk::Buffer>,
+    memories: Vec<vk::DeviceMemory>,
+    set_layouts: Vec<vk::DescriptorSetLayout>,
+    pipeline_layout: vk::PipelineLayout,
+    descriptor_pool: vk::DescriptorPool,
+    pipeline: vk::Pipeline,
+    command_pool: vk::CommandPool,
+    fence: vk::Fence,
+}
+
+impl<'a> Resources<'a> {
+    fn default_for(device: &'a ash::Device) -> Self {
+        Resources {
+            device,
+            buffers: Vec::new(),
+            memories: Vec::new(),
+            set_layouts: Vec::new(),
+            pipeline_layout: vk::PipelineLayout::null(),
+            descriptor_pool: vk::DescriptorPool::null(),
+            pipeline: vk::Pipeline::null(),
+            command_pool: vk::CommandPool::null(),
+            fence: vk::Fence::null(),
+        }
+    }
+}
+
+impl Drop for Resources<'_> {
+    fn drop(&mut self) {
+        let d = self.device;
+        unsafe {
+            if self.fence != vk::Fence::null() {
+                // If the wait failed or timed out, make sure the GPU is done before freeing.
+                let _ = d.wait_for_fences(&[self.fence], true, u64::MAX);
+                d.destroy_fence(self.fence, None);
+            }
+            if self.command_pool != vk::CommandPool::null() {
+                d.destroy_command_pool(self.command_pool, None);
+            }
+            if self.pipeline != vk::Pipeline::null() {
+                d.destroy_pipeline(self.pipeline, None);
+            }
+            if self.descriptor_pool != vk::DescriptorPool::null() {
+                d.destroy_descriptor_pool(self.descriptor_pool, None);
+            }
+            if self.pipeline_layout != vk::PipelineLayout::null() {
+                d.destroy_pipeline_layout(self.pipeline_layout, None);
+            }
+            for &l in self.set_layouts.iter().rev() {
+                d.destroy_descriptor_set_layout(l, None);
+            }
+            for &b in self.buffers.iter().rev() {
+                d.destroy_buffer(b, None);
+            }
+            for &m in self.memories.iter().rev() {
+                d.free_memory(m, None);
+            }
+        }
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            self.device.destroy_device(None);
+            if let Some((du, m)) = self.debug_utils.take() {
+                du.destroy_debug_utils_messenger(m, None);
+            }
+            self.instance.destroy_instance(None);
+        }
+    }
+}
+
+/// A process-wide context with our layer, `VK_NV_raw_access_chains` and the feature enabled
+/// (no validation). Created on first use with the environment at that moment; never dropped.
+/// Panics if it cannot be created.
+pub fn shared_layer_context() -> &'static Context {
+    static CTX: OnceLock<Context> = OnceLock::new();
+    CTX.get_or_init(|| Context::new(&ContextOptions::raw_access_chains()).unwrap_or_else(|e| panic!("shared layer context: {e:?}")))
+}
+
+/// A process-wide context without any layer (lavapipe native). Never dropped.
+pub fn shared_native_context() -> &'static Context {
+    static CTX: OnceLock<Context> = OnceLock::new();
+    CTX.get_or_init(|| Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("shared native context: {e:?}")))
+}
+
+/// `shaderRawAccessChains`/extension presence as the plain driver reports them (instance
+/// without any layer, no device). `(extension listed, spec version)`.
+pub fn driver_has_extension(name: &str) -> Result<bool, String> {
+    let entry = entry()?;
+    let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
+    let info = vk::InstanceCreateInfo::default().application_info(&app);
+    let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| format!("vkCreateInstance: {e:?}"))?;
+    let r = (|| {
+        let (pd, _) = Context::pick_physical_device(&instance)?;
+        let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.map_err(|e| e.to_string())?;
+        Ok(exts.iter().any(|e| e.extension_name_as_c_str().map(|n| n.to_bytes() == name.as_bytes()).unwrap_or(false)))
+    })();
+    unsafe { instance.destroy_instance(None) };
+    r
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn f<T: Send + Sync>() {}
+    f::<Context>();
+}
+
+/// `CStr` helper for callers.
+pub fn cstr(s: &CStr) -> String {
+    s.to_string_lossy().into_owned()
+}

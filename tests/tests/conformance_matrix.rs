@@ -1,0 +1,164 @@
+//! Generated conformance matrix for `OpRawAccessChainNV` through `VK_LAYER_POLYFILL_extensions`
+//! on lavapipe. See `polyfill_e2e::matrix` for the dimensions, the reference model and the
+//! generator.
+//!
+//! - `generated_modules_validate`: every generated input module assembles and passes spirv-val
+//!   (validates the generator; no Vulkan).
+//! - `rewritten_modules_validate`: `shader_rewrite::rewrite` succeeds on every generated module
+//!   and its output passes spirv-val (no Vulkan).
+//! - `slice_covers_all_pairs`: the default slice uses every value of every dimension and every
+//!   pair of values that can occur together.
+//! - `conformance_matrix`: runs the cases through the layer and compares every byte.
+//!
+//! Environment:
+//! - `POLYFILL_FULL_SWEEP=1`: the full cartesian sweep instead of the default slice.
+//! - `POLYFILL_MATRIX_FILTER=<substring>`: only cases whose slug contains it (e.g. `store-per-element`).
+//! - `POLYFILL_MATRIX_THREADS=<n>` (default 2), `POLYFILL_MATRIX_VALIDATION=1` (Khronos
+//!   validation below the layer; slow).
+//! Failing cases print their full description and dump their assembly to
+//! `$TMPDIR/polyfill-matrix-failures/`.
+
+use polyfill_e2e::matrix::{cases, gen, run, Case};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+fn full_sweep() -> bool {
+    std::env::var("POLYFILL_FULL_SWEEP").is_ok_and(|v| v == "1")
+}
+
+fn threads() -> usize {
+    std::env::var("POLYFILL_MATRIX_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2)
+}
+
+fn selected() -> Vec<Case> {
+    let all = if full_sweep() { cases::full_sweep() } else { cases::slice() };
+    match std::env::var("POLYFILL_MATRIX_FILTER") {
+        Ok(f) if !f.is_empty() => {
+            let f = f.to_lowercase();
+            all.into_iter().filter(|c| c.slug().contains(&f)).collect()
+        }
+        _ => all,
+    }
+}
+
+fn mode() -> &'static str {
+    if full_sweep() {
+        "full sweep"
+    } else {
+        "default slice"
+    }
+}
+
+/// Runs `f` over `items` on a few threads; collects the error strings.
+fn par_map<T: Sync>(items: &[T], f: impl Fn(&T) -> Option<String> + Sync) -> Vec<String> {
+    let next = AtomicUsize::new(0);
+    let errs = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads() {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= items.len() {
+                    break;
+                }
+                if let Some(e) = f(&items[i]) {
+                    errs.lock().unwrap().push(e);
+                }
+            });
+        }
+    });
+    errs.into_inner().unwrap()
+}
+
+/// Prints the first few errors in full and a one-line summary of every error.
+fn report(errs: &[String]) {
+    for e in errs.iter().take(3) {
+        println!("{e}\n");
+    }
+    if errs.len() > 3 {
+        println!("all {} failures, one line each:", errs.len());
+        for e in errs {
+            let mut lines = e.lines();
+            let first = lines.next().unwrap_or_default();
+            let second = lines.next().unwrap_or_default().trim();
+            println!("  {first}\n      {}", second.chars().take(300).collect::<String>());
+        }
+    }
+}
+
+/// One plan per distinct shader text.
+fn distinct_plans(cs: &[Case]) -> Vec<gen::Plan> {
+    let mut seen = HashSet::new();
+    cs.iter().map(gen::plan).filter(|p| seen.insert(p.asm.clone())).collect()
+}
+
+#[test]
+fn generated_modules_validate() {
+    let cs = selected();
+    let plans = distinct_plans(&cs);
+    let errs = par_map(&plans, |p| run::assemble_and_validate(p).err().map(|e| format!("{}\n  {e}", p.case)));
+    println!("{}: {} cases, {} distinct modules, {} fail spirv-val", mode(), cs.len(), plans.len(), errs.len());
+    report(&errs);
+    assert!(errs.is_empty(), "{} generated modules fail assembly/validation (first shown above)", errs.len());
+}
+
+#[test]
+fn rewritten_modules_validate() {
+    let cs = selected();
+    let plans = distinct_plans(&cs);
+    let errs = par_map(&plans, |p| {
+        let words = match run::assemble_and_validate(p) {
+            Ok(w) => w,
+            Err(e) => return Some(format!("{}\n  generator: {e}", p.case)),
+        };
+        match run::check_rewrite(&words, &p.case) {
+            run::RewriteCheck::Valid => None,
+            run::RewriteCheck::RewriteError(e) => Some(format!("{}\n  rewrite error: {e}", p.case)),
+            run::RewriteCheck::Invalid(e) => Some(format!("{}\n  rewritten module invalid: {e}", p.case)),
+        }
+    });
+    println!("{}: {} modules rewritten, {} passed spirv-val", mode(), plans.len(), plans.len() - errs.len());
+    report(&errs);
+    assert!(errs.is_empty(), "{} of {} modules fail rewrite/validation (first shown above)", errs.len(), plans.len());
+}
+
+#[test]
+fn slice_covers_all_pairs() {
+    let s = cases::slice();
+    for c in &s {
+        assert!(c.is_valid(), "{c}");
+    }
+    let (vals, pairs) = cases::coverage(&s);
+    println!("default slice: {} cases; uncovered values {:?}; uncovered possible pairs {}", s.len(), vals, pairs.len());
+    assert!(vals.is_empty(), "values never used: {vals:?}");
+    assert!(pairs.is_empty(), "pairs never used: {pairs:?}");
+    // Every (robustness, addressing, op, type) combination that is valid is in the slice.
+    let mut four = HashSet::new();
+    for c in &s {
+        four.insert((c.robustness, c.addressing, c.op, c.ty));
+    }
+    assert_eq!(four.len(), 2 * 7 * (11 + 9 + 9), "4-way combinations");
+    let f = cases::full_sweep();
+    println!("full sweep: {} cases", f.len());
+    for c in &f {
+        assert!(c.is_valid(), "{c}");
+    }
+}
+
+#[test]
+fn conformance_matrix() {
+    let cs = selected();
+    let summary = run::run_cases(&cs, threads()).unwrap_or_else(|e| panic!("cannot create the Vulkan context: {e}"));
+    println!(
+        "conformance matrix ({}): {} cases run, {} passed, {} failed, {:.1} s",
+        mode(),
+        summary.run,
+        summary.passed,
+        summary.failures.len(),
+        summary.seconds
+    );
+    for f in &summary.failures {
+        println!("{f}\n");
+    }
+    assert_eq!(summary.passed, summary.run, "{} of {} cases failed (descriptions above)", summary.run - summary.passed, summary.run);
+}

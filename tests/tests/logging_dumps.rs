@@ -1,0 +1,50 @@
+//! Log file and shader dumps for a module the layer rewrites.
+
+use polyfill_e2e::child::{self, read_log};
+use polyfill_e2e::layer::env_var_name;
+use polyfill_e2e::tools::{self, bytes_to_words, has_capability, CAP_RAW_ACCESS_CHAINS_NV};
+use polyfill_e2e::{samples, Context, ContextOptions};
+
+#[test]
+fn rewritten_module_is_dumped_and_logged() {
+    const NAME: &str = "rewritten_module_is_dumped_and_logged";
+    if child::is_child(NAME) {
+        let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap();
+        let s = samples::structured(None);
+        let m = ctx.create_shader_module(&s.assemble().unwrap()).unwrap_or_else(|e| panic!("vkCreateShaderModule: {e}"));
+        ctx.destroy_shader_module(m);
+        let p = samples::plain();
+        let m = ctx.create_shader_module(&p.assemble().unwrap()).unwrap();
+        ctx.destroy_shader_module(m);
+        return;
+    }
+    let dir = child::temp_dir("dumps");
+    let dump = dir.join("dumps");
+    std::fs::create_dir_all(&dump).unwrap();
+    let log = dir.join("layer.log");
+    let out = child::spawn(
+        NAME,
+        &[
+            (&env_var_name("dump_shaders_dir"), dump.to_str().unwrap()),
+            (&env_var_name("log_file"), log.to_str().unwrap()),
+            (&env_var_name("log_level"), "info"),
+        ],
+        None,
+    );
+    let text = read_log(&log);
+    assert!(out.success(), "child failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
+    assert!(text.contains("[polyfill]"), "no log lines:\n{text}");
+
+    let mut names: Vec<String> = std::fs::read_dir(&dump).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "expected one before/after pair (plain module not dumped), got {names:?}");
+    let hash = names[0].strip_suffix(".after.spv").expect("<hash>.after.spv");
+    assert_eq!(names[1], format!("{hash}.before.spv"));
+
+    let original = samples::structured(None).assemble().unwrap();
+    let before = bytes_to_words(&std::fs::read(dump.join(&names[1])).unwrap());
+    assert_eq!(before, original, "before.spv is not the application's module");
+    let after = bytes_to_words(&std::fs::read(dump.join(&names[0])).unwrap());
+    assert!(!has_capability(&after, CAP_RAW_ACCESS_CHAINS_NV), "after.spv still declares RawAccessChainsNV");
+    tools::spirv_val(&after, "vulkan1.1").unwrap_or_else(|e| panic!("after.spv: {e}"));
+}

@@ -1,0 +1,70 @@
+//! OpRawAccessChainNV compute shaders on lavapipe through the layer, checked against the CPU.
+
+use polyfill_e2e::child;
+use polyfill_e2e::layer::env_var_name;
+use polyfill_e2e::samples::{self, Sample};
+use polyfill_e2e::vk::shared_layer_context;
+use polyfill_e2e::{Context, ContextOptions};
+
+fn run(s: Sample) {
+    let ctx = shared_layer_context();
+    if s.needs_16bit && !(ctx.features().shader_int16 && ctx.features().storage_buffer_16bit) {
+        eprintln!("{}: device lacks 16-bit storage; skipped", s.name);
+        return;
+    }
+    let words = s.assemble().unwrap();
+    let out = ctx.run_compute(&words, &s.job).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+    s.check(&out).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn byte_address_per_component() {
+    run(samples::byte_address(None));
+}
+
+#[test]
+fn structured_per_element_range_ends_mid_element() {
+    run(samples::structured(None));
+}
+
+#[test]
+fn float4_aligned16_per_element() {
+    run(samples::float4_aligned16());
+}
+
+#[test]
+fn sub_word_16bit_per_component() {
+    run(samples::sub_word_16bit(None));
+}
+
+#[test]
+fn module_creation_succeeds() {
+    let ctx = shared_layer_context();
+    for s in samples::raw_access_chain_samples(None) {
+        let m = ctx.create_shader_module(&s.assemble().unwrap()).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        ctx.destroy_shader_module(m);
+    }
+}
+
+/// `debug_oob_poison=0xAB`: out-of-bounds loads the *layer* catches read 0xABAB...
+#[test]
+fn oob_poison_is_observable() {
+    const NAME: &str = "oob_poison_is_observable";
+    if child::is_child(NAME) {
+        let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap();
+        let mut failures = Vec::new();
+        for s in [samples::byte_address(Some(0xAB)), samples::structured(Some(0xAB)), samples::sub_word_16bit(Some(0xAB))] {
+            match ctx.run_compute(&s.assemble().unwrap(), &s.job) {
+                Err(e) => failures.push(format!("{}: {e}", s.name)),
+                Ok(out) => {
+                    if let Err(e) = s.check(&out) {
+                        failures.push(e)
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        return;
+    }
+    child::spawn(NAME, &[(&env_var_name("debug_oob_poison"), "0xAB")], None).assert_success();
+}
