@@ -1,6 +1,6 @@
 //! Finds or adds types and constants, so passes never declare a non-aggregate type twice
 //! (SPIR-V spec 2.8: non-aggregate types must be unique), and emits instructions.
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::module::{decode_string, encode_string, op, Block, Inst, Module};
 
@@ -58,12 +58,25 @@ pub struct Builder<'m> {
     index: HashMap<u32, usize>,
     types: HashMap<Key, u32>,
     consts: HashMap<(u32, Vec<u32>), u32>,
+    /// u32 constants by value (the hot path: no allocation per lookup).
+    u32_consts: HashMap<u32, u32>,
+    /// (target, decoration) of every OpDecorate, for O(1) queries.
+    decorated: rustc_hash::FxHashSet<(u32, u32)>,
     glsl: Option<u32>,
 }
 
 impl<'m> Builder<'m> {
     pub fn new(m: &'m mut Module) -> Self {
-        let mut b = Builder { index: m.global_index(), types: HashMap::new(), consts: HashMap::new(), glsl: None, m };
+        let decorated = m.annotations.iter().filter(|a| a.op == op::DECORATE && a.ops.len() >= 2).map(|a| (a.ops[0], a.ops[1])).collect();
+        let mut b = Builder {
+            index: m.global_index(),
+            types: HashMap::default(),
+            consts: HashMap::default(),
+            u32_consts: HashMap::default(),
+            decorated,
+            glsl: None,
+            m,
+        };
         for i in &b.m.globals {
             let key = match i.op {
                 op::TYPE_VOID => Some(Key::Void),
@@ -150,7 +163,7 @@ impl<'m> Builder<'m> {
     pub fn t_runtime_array(&mut self, elem: u32, stride: u32) -> u32 {
         let id = self.id();
         self.add_global(Inst::new(op::TYPE_RUNTIME_ARRAY, 0, id, vec![elem]));
-        self.m.decorate(id, deco::ARRAY_STRIDE, &[stride]);
+        self.decorate(id, deco::ARRAY_STRIDE, &[stride]);
         id
     }
 
@@ -164,8 +177,13 @@ impl<'m> Builder<'m> {
         id
     }
     pub fn c_u32(&mut self, v: u32) -> u32 {
+        if let Some(&id) = self.u32_consts.get(&v) {
+            return id;
+        }
         let t = self.t_u32();
-        self.constant(t, &[v])
+        let id = self.constant(t, &[v]);
+        self.u32_consts.insert(v, id);
+        id
     }
     pub fn c_f32(&mut self, v: f32) -> u32 {
         let t = self.t_float(32);
@@ -222,7 +240,11 @@ impl<'m> Builder<'m> {
     }
 
     pub fn has_decoration(&self, id: u32, decoration: u32) -> bool {
-        self.m.annotations.iter().any(|a| a.op == op::DECORATE && a.ops.len() >= 2 && a.ops[0] == id && a.ops[1] == decoration)
+        self.decorated.contains(&(id, decoration))
+    }
+    pub fn decorate(&mut self, target: u32, decoration: u32, literals: &[u32]) {
+        self.decorated.insert((target, decoration));
+        self.m.decorate(target, decoration, literals);
     }
 }
 

@@ -14,7 +14,7 @@
 //! - 8/16-bit values are moved with width-only conversions (UConvert/SConvert/FConvert) and
 //!   UnpackHalf2x16/PackHalf2x16, the only operations SPV_KHR_16bit_storage allows on 16-bit
 //!   types without Int16/Float16 arithmetic.
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::builder::{deco, sc, Builder, Emitter, ScalarVec};
 use crate::module::op;
@@ -176,7 +176,7 @@ impl AliasViews {
             let st = b.t_struct(&[rta]);
             // A Uniform-class SSBO is a BufferBlock (SPIR-V 1.0 style); StorageBuffer wants Block.
             let block = if storage == sc::UNIFORM { deco::BUFFER_BLOCK } else { deco::BLOCK };
-            b.m.decorate(st, block, &[]);
+            b.decorate(st, block, &[]);
             b.m.member_decorate(st, 0, deco::OFFSET, &[0]);
             let sp = b.t_ptr(storage, st);
             let ep = b.t_ptr(storage, elem);
@@ -230,7 +230,7 @@ impl Backend {
             target,
             oob_poison,
             atomic_scope: if vulkan_memory_model { 5 } else { 1 },
-            views: HashMap::new(),
+            views: HashMap::default(),
             atomic_subword_stores: 0,
         }
     }
@@ -396,7 +396,7 @@ impl Ctx<'_> {
         let slot = self.views.slot(k);
         let p = e.op(b, op::ACCESS_CHAIN, self.views.elem_ptr[slot], vec![self.view_ptr(k), zero, idx]);
         if self.shape.nonuniform {
-            b.m.decorate(p, deco::NON_UNIFORM, &[]);
+            b.decorate(p, deco::NON_UNIFORM, &[]);
         }
         p
     }

@@ -1,7 +1,7 @@
 //! A small word-level SPIR-V IR: instructions keep their raw operand words, so everything the
 //! passes do not touch is written back exactly as it came in. rspirv's grammar tables say
 //! where an opcode keeps its result type and result id.
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::error::RewriteError;
 use rspirv::grammar::{OperandKind, INSTRUCTION_TABLE};
@@ -390,7 +390,7 @@ impl Module {
 
     /// Result type of every id defined anywhere (globals, parameters, function bodies).
     pub fn result_types(&self) -> HashMap<u32, u32> {
-        let mut map = HashMap::new();
+        let mut map = HashMap::default();
         for i in &self.globals {
             if i.id != 0 && i.ty != 0 {
                 map.insert(i.id, i.ty);

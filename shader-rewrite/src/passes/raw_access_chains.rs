@@ -10,7 +10,8 @@
 //!
 //! Byte addresses are `Offset + Stride × Index` in wrapping 32-bit arithmetic: what NVIDIA does
 //! and what vkd3d-proton's addressing-wrap tests expect (design.md §2).
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::builder::{deco, sc, Builder, Emitter};
 use crate::byte_address::{AccessShape, AliasKind, AliasViews, Backend, Robustness};
@@ -73,7 +74,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     let mut b = Builder::new(m);
 
     // Definitions of function-local ids.
-    let mut defs: HashMap<u32, Def> = HashMap::new();
+    let mut defs: HashMap<u32, Def> = HashMap::default();
     for (fi, f) in functions.iter().enumerate() {
         for (pi, p) in f.params.iter().enumerate() {
             defs.insert(p.id, Def::Param { f: fi, p: pi });
@@ -174,7 +175,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     let mut roots: BTreeSet<u32> = BTreeSet::new();
     let mut work: Vec<u32> = chains.values().filter(|c| c.storage != sc::PHYSICAL_STORAGE_BUFFER).map(|c| c.base).collect();
     // Calls per function id: (function index, call instruction positions).
-    let mut callers: HashMap<u32, Vec<(usize, usize, usize)>> = HashMap::new();
+    let mut callers: HashMap<u32, Vec<(usize, usize, usize)>> = HashMap::default();
     for (fi, f) in functions.iter().enumerate() {
         for (bi, blk) in f.blocks.iter().enumerate() {
             for (ii, inst) in blk.insts.iter().enumerate() {
@@ -229,7 +230,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     let minor = (b.m.header[1] >> 8) & 0xff;
     let interface_lists_all = (version, minor) >= (1, 4);
     let result_types = {
-        let mut t: HashMap<u32, u32> = HashMap::new();
+        let mut t: HashMap<u32, u32> = HashMap::default();
         for f in functions.iter() {
             for i in f.params.iter().chain(f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
                 if i.id != 0 {
@@ -240,8 +241,8 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         t
     };
     let type_of = |b: &Builder, id: u32| -> u32 { b.global(id).map(|g| g.ty).or_else(|| result_types.get(&id).copied()).unwrap_or(0) };
-    let mut shadow: HashMap<(u32, AliasKind), u32> = HashMap::new();
-    let mut shadow_ty_cache: HashMap<(u32, AliasKind), u32> = HashMap::new();
+    let mut shadow: HashMap<(u32, AliasKind), u32> = HashMap::default();
+    let mut shadow_ty_cache: HashMap<(u32, AliasKind), u32> = HashMap::default();
     for &id in &shadowed {
         let ty = type_of(&b, id);
         let (storage, _) = b.pointer(ty).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "raw access chain base is not a pointer"))?;
@@ -259,15 +260,18 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     // or descriptor-array chain and then follows the pointer through OpSelect/OpPhi/OpCopyObject
     // and function parameters as a u32 "length shadow".
     let need_len = access_list.iter().any(|a| a.robustness != Robustness::None);
-    let mut len_shadow: HashMap<u32, u32> = HashMap::new();
+    let mut len_shadow: HashMap<u32, u32> = HashMap::default();
     if need_len {
         for &id in shadowed.iter().filter(|id| !roots.contains(id)) {
             len_shadow.insert(id, b.id());
         }
     }
-    let chain_decos: BTreeSet<u32> = chains
-        .keys()
-        .flat_map(|&c| b.m.decorations_of(c).into_iter().map(|(d, _)| d))
+    let chain_decos: BTreeSet<u32> = b
+        .m
+        .annotations
+        .iter()
+        .filter(|a| a.op == op::DECORATE && chains.contains_key(&a.ops[0]))
+        .map(|a| a.ops[1])
         .filter(|d| !vulkan_mm && (*d == deco::COHERENT || *d == deco::VOLATILE))
         .collect();
     for &root in &roots {
@@ -283,15 +287,15 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                 // Same descriptor; memory qualifiers that only strengthen are kept. Restrict
                 // cannot hold for an alias (SPIR-V spec 2.18.2), Aliased is added below.
                 if matches!(*d, deco::DESCRIPTOR_SET | deco::BINDING | deco::COHERENT | deco::VOLATILE | deco::NON_WRITABLE | deco::NON_READABLE) {
-                    b.m.decorate(sid, *d, lits);
+                    b.decorate(sid, *d, lits);
                 }
             }
             for &d in &chain_decos {
                 if !decos.iter().any(|(x, _)| *x == d) {
-                    b.m.decorate(sid, d, &[]);
+                    b.decorate(sid, d, &[]);
                 }
             }
-            b.m.decorate(sid, deco::ALIASED, &[]);
+            b.decorate(sid, deco::ALIASED, &[]);
             stats.alias_variables += 1;
             // SPIR-V ≥ 1.4: the interface lists every global variable an entry point uses.
             if interface_lists_all {
@@ -305,7 +309,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     }
 
     // 6. Function parameters that carry shadows get one extra parameter per view.
-    let mut extra_params: HashMap<usize, Vec<(usize, Vec<Inst>)>> = HashMap::new();
+    let mut extra_params: HashMap<usize, Vec<(usize, Vec<Inst>)>> = HashMap::default();
     for &id in &shadowed {
         if let Some(Def::Param { f, p }) = defs.get(&id).copied() {
             let ty = type_of(&b, id);
@@ -341,7 +345,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     // 7. Rewrite bodies. Bounds checks split blocks: the first part keeps the label, the last
     //    part (with the original terminator) gets a new one, and OpPhi parents are renamed.
     let u32t = b.t_u32();
-    let mut elem_offsets: HashMap<u32, u32> = HashMap::new();
+    let mut elem_offsets: HashMap<u32, u32> = HashMap::default();
     // Root variables that are a single block get their length once per function, at the top of
     // the entry block (after its OpVariables, which must come first: SPIR-V spec 2.4).
     let struct_roots: Vec<u32> = roots
@@ -350,9 +354,9 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         .filter(|&r| b.pointer(b.global(r).unwrap().ty).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT)))
         .collect();
     for f in functions.iter_mut() {
-        let mut relabel: HashMap<u32, u32> = HashMap::new();
+        let mut relabel: HashMap<u32, u32> = HashMap::default();
         let mut new_blocks = Vec::with_capacity(f.blocks.len());
-        let mut root_len: HashMap<u32, u32> = HashMap::new();
+        let mut root_len: HashMap<u32, u32> = HashMap::default();
         if need_len && !f.blocks.is_empty() {
             let mut e = Emitter::new(0);
             for &r in &struct_roots {
@@ -366,17 +370,16 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         }
         let len_of = |id: u32| -> u32 { root_len.get(&id).or_else(|| len_shadow.get(&id)).copied().expect("length shadow") };
         for blk in std::mem::take(&mut f.blocks) {
-            let branches = blk.insts.iter().any(|i| {
-                access_shape(&b, &chains, i).ok().flatten().is_some_and(|s| Backend::branches(&s))
-            });
             let mut e = Emitter::new(blk.label);
             let mut insts = blk.insts;
-            if branches {
+            let mut shapes = insts.iter().map(|i| access_shape(&b, &chains, i)).collect::<Result<Vec<_>, _>>()?;
+            if shapes.iter().flatten().any(Backend::branches) {
                 if let Some(lm) = insts.iter().position(|i| i.op == op::LOOP_MERGE) {
                     insts = split_loop_header(&mut e, &mut b, insts, lm)?;
+                    shapes = insts.iter().map(|i| access_shape(&b, &chains, i)).collect::<Result<Vec<_>, _>>()?;
                 }
             }
-            for inst in insts {
+            for (inst, shape) in insts.into_iter().zip(shapes) {
                 match inst.op {
                     op::RAW_ACCESS_CHAIN_NV => {
                         let chain = &chains[&inst.id];
@@ -398,8 +401,8 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                         }
                         stats.raw_chains += 1;
                     }
-                    op::LOAD | op::STORE if access_shape(&b, &chains, &inst)?.is_some() => {
-                        let shape = access_shape(&b, &chains, &inst)?.unwrap();
+                    op::LOAD | op::STORE if shape.is_some() => {
+                        let shape = shape.unwrap();
                         let chain = &chains[&inst.ops[0]];
                         let views: Vec<u32> = backend.views[&shape.storage].kinds.iter().map(|k| shadow[&(chain.base, *k)]).collect();
                         let elem = matches!(shape.robustness, Robustness::PerElement { .. }).then(|| elem_offsets[&inst.ops[0]]);
@@ -448,7 +451,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                                     _ => unreachable!("shadow sources were checked in step 4"),
                                 };
                                 if b.has_decoration(id, deco::NON_UNIFORM) {
-                                    b.m.decorate(sid, deco::NON_UNIFORM, &[]);
+                                    b.decorate(sid, deco::NON_UNIFORM, &[]);
                                 }
                                 e.push(Inst::new(opcode, sty, sid, sops));
                             }
