@@ -205,12 +205,16 @@ impl<'m> Builder<'m> {
     pub fn scalar_vec(&self, ty: u32) -> Option<ScalarVec> {
         let t = self.global(ty)?;
         match t.op {
-            op::TYPE_INT => Some(ScalarVec { float: false, signed: t.ops[1] != 0, width: t.ops[0], n: 1, comp_ty: ty }),
-            op::TYPE_FLOAT => Some(ScalarVec { float: true, signed: false, width: t.ops[0], n: 1, comp_ty: ty }),
-            op::TYPE_VECTOR => {
+            op::TYPE_INT if t.ops.len() == 2 => Some(ScalarVec { float: false, signed: t.ops[1] != 0, width: t.ops[0], n: 1, comp_ty: ty }),
+            op::TYPE_FLOAT if !t.ops.is_empty() => Some(ScalarVec { float: true, signed: false, width: t.ops[0], n: 1, comp_ty: ty }),
+            op::TYPE_VECTOR if t.ops.len() == 2 => {
+                // One level only: a vector's component is a scalar (and a malformed module
+                // whose vector names itself must not recurse).
                 let (comp, n) = (t.ops[0], t.ops[1]);
-                let c = self.scalar_vec(comp)?;
-                Some(ScalarVec { n, ..c })
+                let c = self.global(comp).filter(|c| matches!(c.op, op::TYPE_INT | op::TYPE_FLOAT) && !c.ops.is_empty())?;
+                let (float, width) = (c.op == op::TYPE_FLOAT, c.ops[0]);
+                let signed = !float && c.ops.get(1).is_some_and(|&s| s != 0);
+                Some(ScalarVec { float, signed, width, n, comp_ty: comp })
             }
             _ => None,
         }

@@ -230,6 +230,8 @@ impl Module {
             return Err(RewriteError::malformed(3, format!("id bound {} is out of range", m.header[3])));
         }
         let mut at = HEADER_WORDS;
+        // Result ids must be unique (SPIR-V spec 2.2.1 "Id"): one bit per id below the bound.
+        let mut defined = vec![0u64; (m.header[3] as usize).div_ceil(64)];
         let mut func: Option<Function> = None;
         let mut block: Option<Block> = None;
         while at < words.len() {
@@ -249,6 +251,13 @@ impl Module {
             let id = if has_id { k += 1; words[k - 1] } else { 0 };
             if (has_ty && (ty == 0 || ty >= m.header[3])) || (has_id && (id == 0 || id >= m.header[3])) {
                 return Err(RewriteError::malformed(at, format!("opcode {opcode} has an id outside the bound")));
+            }
+            if has_id {
+                let (w, bit) = ((id / 64) as usize, 1u64 << (id % 64));
+                if defined[w] & bit != 0 {
+                    return Err(RewriteError::malformed(at, format!("id %{id} is defined twice")));
+                }
+                defined[w] |= bit;
             }
             let inst = Inst { op: opcode, ty, id, ops: words[k..at + count].to_vec() };
             at += count;

@@ -52,6 +52,28 @@ enum Def {
     Param { f: usize, p: usize },
 }
 
+/// Shadow pointer ids by (original pointer, view).
+struct Shadows(HashMap<(u32, AliasKind), u32>);
+
+impl Shadows {
+    fn get(&self, id: u32, k: AliasKind) -> Result<u32, RewriteError> {
+        self.0.get(&(id, k)).copied().ok_or_else(|| {
+            RewriteError::malformed(0, format!("pointer %{id} flows into a raw access chain base but is not a buffer pointer of the chain's storage class"))
+        })
+    }
+    fn all(&self, id: u32, views: &AliasViews) -> Result<Vec<u32>, RewriteError> {
+        views.kinds.iter().map(|&k| self.get(id, k)).collect()
+    }
+}
+
+fn views_of(backend: &Backend, storage: u32, id: u32) -> Result<&AliasViews, RewriteError> {
+    backend.views.get(&storage).ok_or_else(|| RewriteError::malformed(0, format!("pointer %{id} has storage class {storage}, unlike the raw access chains it reaches")))
+}
+
+fn pointer_of(b: &Builder, ty: u32, id: u32) -> Result<(u32, u32), RewriteError> {
+    b.pointer(ty).ok_or_else(|| RewriteError::malformed(0, format!("%{id} should be a pointer but its type %{ty} is not")))
+}
+
 fn describe(inst: &Inst) -> String {
     let name = match inst.op {
         op::RAW_ACCESS_CHAIN_NV => "OpRawAccessChainNV".to_string(),
@@ -179,7 +201,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     for (fi, f) in functions.iter().enumerate() {
         for (bi, blk) in f.blocks.iter().enumerate() {
             for (ii, inst) in blk.insts.iter().enumerate() {
-                if inst.op == op::FUNCTION_CALL {
+                if inst.op == op::FUNCTION_CALL && !inst.ops.is_empty() {
                     callers.entry(inst.ops[0]).or_default().push((fi, bi, ii));
                 }
             }
@@ -198,10 +220,16 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         }
         let def = *defs.get(&id).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "raw access chain base is never defined"))?;
         let inst = inst_at(def);
+        let short = |n: usize| inst.ops.len() < n || (inst.op == op::PHI && inst.ops.len() % 2 != 0);
+        if inst.op != op::FUNCTION_PARAMETER && short(match inst.op { op::SELECT => 3, _ => 1 }) {
+            return Err(RewriteError::malformed(0, format!("%{id} = opcode {} has too few operands", inst.op)));
+        }
         match (def, inst.op) {
             (Def::Param { f, p }, _) => {
                 for &(cf, cb, ci) in callers.get(&functions[f].def.id).map(|v| v.as_slice()).unwrap_or(&[]) {
-                    work.push(functions[cf].blocks[cb].insts[ci].ops[1 + p]);
+                    let call = &functions[cf].blocks[cb].insts[ci];
+                    let arg = *call.ops.get(1 + p).ok_or_else(|| RewriteError::malformed(0, format!("call of %{} has too few arguments", call.ops[0])))?;
+                    work.push(arg);
                 }
             }
             (_, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN) => {
@@ -241,7 +269,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         t
     };
     let type_of = |b: &Builder, id: u32| -> u32 { b.global(id).map(|g| g.ty).or_else(|| result_types.get(&id).copied()).unwrap_or(0) };
-    let mut shadow: HashMap<(u32, AliasKind), u32> = HashMap::default();
+    let mut shadow = Shadows(HashMap::default());
     let mut shadow_ty_cache: HashMap<(u32, AliasKind), u32> = HashMap::default();
     for &id in &shadowed {
         let ty = type_of(&b, id);
@@ -251,7 +279,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         })?;
         for k in kinds {
             let sid = b.id();
-            shadow.insert((id, k), sid);
+            shadow.0.insert((id, k), sid);
             shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
         }
     }
@@ -275,12 +303,12 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         .filter(|d| !vulkan_mm && (*d == deco::COHERENT || *d == deco::VOLATILE))
         .collect();
     for &root in &roots {
-        let var = b.global(root).unwrap().clone();
-        let (storage, pointee) = b.pointer(var.ty).unwrap();
+        let var = b.global(root).cloned().expect("roots are globals");
+        let (storage, pointee) = pointer_of(&b, var.ty, root)?;
         check_block(&b, pointee, storage, root)?;
         let decos = b.m.decorations_of(root);
-        for k in backend.views[&storage].kinds.clone() {
-            let sid = shadow[&(root, k)];
+        for k in views_of(&backend, storage, root)?.kinds.clone() {
+            let sid = shadow.get(root, k)?;
             let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, var.ty, k, root)?;
             b.add_global(Inst::new(op::VARIABLE, sty, sid, vec![storage]));
             for (d, lits) in &decos {
@@ -313,11 +341,11 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     for &id in &shadowed {
         if let Some(Def::Param { f, p }) = defs.get(&id).copied() {
             let ty = type_of(&b, id);
-            let (storage, _) = b.pointer(ty).unwrap();
+            let (storage, _) = pointer_of(&b, ty, id)?;
             let mut ps = vec![];
-            for k in backend.views[&storage].kinds.clone() {
+            for k in views_of(&backend, storage, id)?.kinds.clone() {
                 let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
-                ps.push(Inst::new(op::FUNCTION_PARAMETER, sty, shadow[&(id, k)], vec![]));
+                ps.push(Inst::new(op::FUNCTION_PARAMETER, sty, shadow.get(id, k)?, vec![]));
             }
             if let Some(&l) = len_shadow.get(&id) {
                 let u32t = b.t_u32();
@@ -351,7 +379,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     let struct_roots: Vec<u32> = roots
         .iter()
         .copied()
-        .filter(|&r| b.pointer(b.global(r).unwrap().ty).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT)))
+        .filter(|&r| b.global(r).and_then(|g| b.pointer(g.ty)).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT)))
         .collect();
     for f in functions.iter_mut() {
         let mut relabel: HashMap<u32, u32> = HashMap::default();
@@ -360,15 +388,19 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         if need_len && !f.blocks.is_empty() {
             let mut e = Emitter::new(0);
             for &r in &struct_roots {
-                let storage = b.pointer(b.global(r).unwrap().ty).unwrap().0;
-                let views: Vec<u32> = backend.views[&storage].kinds.iter().map(|k| shadow[&(r, *k)]).collect();
+                let storage = pointer_of(&b, b.global(r).map_or(0, |g| g.ty), r)?.0;
+                let views = shadow.all(r, views_of(&backend, storage, r)?)?;
                 root_len.insert(r, backend.byte_length(&mut e, &mut b, storage, &views));
             }
             let entry = &mut f.blocks[0].insts;
             let at = entry.iter().take_while(|i| i.op == op::VARIABLE || i.op == op::LINE || i.op == 317).count();
             entry.splice(at..at, e.take_insts());
         }
-        let len_of = |id: u32| -> u32 { root_len.get(&id).or_else(|| len_shadow.get(&id)).copied().expect("length shadow") };
+        let len_of = |id: u32| -> Result<u32, RewriteError> {
+            root_len.get(&id).or_else(|| len_shadow.get(&id)).copied().ok_or_else(|| {
+                RewriteError::unsupported(format!("%{id}"), "robust raw access chain on a whole descriptor array (Base must select one buffer)")
+            })
+        };
         for blk in std::mem::take(&mut f.blocks) {
             let mut e = Emitter::new(blk.label);
             let mut insts = blk.insts;
@@ -404,9 +436,14 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                     op::LOAD | op::STORE if shape.is_some() => {
                         let shape = shape.unwrap();
                         let chain = &chains[&inst.ops[0]];
-                        let views: Vec<u32> = backend.views[&shape.storage].kinds.iter().map(|k| shadow[&(chain.base, *k)]).collect();
-                        let elem = matches!(shape.robustness, Robustness::PerElement { .. }).then(|| elem_offsets[&inst.ops[0]]);
-                        let len = (shape.robustness != Robustness::None).then(|| len_of(chain.base));
+                        let views = shadow.all(chain.base, views_of(&backend, shape.storage, chain.base)?)?;
+                        let elem = match shape.robustness {
+                            Robustness::PerElement { .. } => Some(*elem_offsets.get(&inst.ops[0]).ok_or_else(|| {
+                                RewriteError::malformed(0, format!("{} comes before its OpRawAccessChainNV", describe(&inst)))
+                            })?),
+                            _ => None,
+                        };
+                        let len = if shape.robustness != Robustness::None { Some(len_of(chain.base)?) } else { None };
                         if inst.op == op::STORE {
                             backend.emit(&mut e, &mut b, &shape, &views, inst.ops[0], len, elem, Some(inst.ops[1]));
                             stats.stores += 1;
@@ -420,11 +457,11 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                         let mut inst = inst;
                         let mut extra = vec![];
                         for &p in &shadowed_params[&inst.ops[0]] {
-                            let arg = inst.ops[1 + p];
-                            let (storage, _) = b.pointer(type_of(&b, arg)).unwrap();
-                            extra.extend(backend.views[&storage].kinds.iter().map(|k| shadow[&(arg, *k)]));
+                            let arg = *inst.ops.get(1 + p).ok_or_else(|| RewriteError::malformed(0, format!("call of %{} has too few arguments", inst.ops[0])))?;
+                            let (storage, _) = pointer_of(&b, type_of(&b, arg), arg)?;
+                            extra.extend(shadow.all(arg, views_of(&backend, storage, arg)?)?);
                             if need_len {
-                                extra.push(len_of(arg));
+                                extra.push(len_of(arg)?);
                             }
                         }
                         inst.ops.extend(extra);
@@ -435,19 +472,19 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                         e.push(inst);
                         if id != 0 && shadowed.contains(&id) {
                             let ty = type_of(&b, id);
-                            let (storage, _) = b.pointer(ty).unwrap();
-                            for k in backend.views[&storage].kinds.clone() {
+                            let (storage, _) = pointer_of(&b, ty, id)?;
+                            for k in views_of(&backend, storage, id)?.kinds.clone() {
                                 let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
-                                let sid = shadow[&(id, k)];
+                                let sid = shadow.get(id, k)?;
                                 let sops: Vec<u32> = match opcode {
                                     op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN => {
-                                        let mut v = vec![shadow[&(ops[0], k)]];
+                                        let mut v = vec![shadow.get(ops[0], k)?];
                                         v.extend_from_slice(&ops[1..]);
                                         v
                                     }
-                                    op::COPY_OBJECT => vec![shadow[&(ops[0], k)]],
-                                    op::SELECT => vec![ops[0], shadow[&(ops[1], k)], shadow[&(ops[2], k)]],
-                                    op::PHI => ops.chunks(2).flat_map(|pair| [shadow[&(pair[0], k)], pair[1]]).collect(),
+                                    op::COPY_OBJECT => vec![shadow.get(ops[0], k)?],
+                                    op::SELECT => vec![ops[0], shadow.get(ops[1], k)?, shadow.get(ops[2], k)?],
+                                    op::PHI => ops.chunks(2).map(|pair| Ok([shadow.get(pair[0], k)?, pair[1]])).collect::<Result<Vec<_>, RewriteError>>()?.concat(),
                                     _ => unreachable!("shadow sources were checked in step 4"),
                                 };
                                 if b.has_decoration(id, deco::NON_UNIFORM) {
@@ -458,12 +495,12 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                             if let Some(&l) = len_shadow.get(&id) {
                                 let lops: Vec<u32> = match opcode {
                                     op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN => {
-                                        let views: Vec<u32> = backend.views[&storage].kinds.iter().map(|k| shadow[&(id, *k)]).collect();
+                                        let views = shadow.all(id, views_of(&backend, storage, id)?)?;
                                         vec![backend.byte_length(&mut e, &mut b, storage, &views)]
                                     }
-                                    op::COPY_OBJECT => vec![len_of(ops[0])],
-                                    op::SELECT => vec![ops[0], len_of(ops[1]), len_of(ops[2])],
-                                    op::PHI => ops.chunks(2).flat_map(|pair| [len_of(pair[0]), pair[1]]).collect(),
+                                    op::COPY_OBJECT => vec![len_of(ops[0])?],
+                                    op::SELECT => vec![ops[0], len_of(ops[1])?, len_of(ops[2])?],
+                                    op::PHI => ops.chunks(2).map(|pair| Ok([len_of(pair[0])?, pair[1]])).collect::<Result<Vec<_>, RewriteError>>()?.concat(),
                                     _ => unreachable!("shadow sources were checked in step 4"),
                                 };
                                 let lop = if opcode == op::ACCESS_CHAIN || opcode == op::IN_BOUNDS_ACCESS_CHAIN { op::COPY_OBJECT } else { opcode };
@@ -515,7 +552,7 @@ fn access_shape(b: &Builder, chains: &BTreeMap<u32, Chain>, inst: &Inst) -> Resu
     if chain.storage == sc::PHYSICAL_STORAGE_BUFFER {
         return Ok(None);
     }
-    let (_, pointee) = b.pointer(chain.ty).unwrap();
+    let (_, pointee) = pointer_of(b, chain.ty, inst.ops[0])?;
     let value = b.scalar_vec(pointee).filter(|v| matches!(v.width, 8 | 16 | 32 | 64) && (1..=4).contains(&v.n)).ok_or_else(|| {
         RewriteError::unsupported(describe(inst), "pointee is not a scalar or 2-4 component vector of 8/16/32/64-bit int or float")
     })?;
@@ -615,8 +652,9 @@ fn shadow_ty(
         return Ok(t);
     }
     let (storage, pointee) = b.pointer(ty).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "not a pointer"))?;
-    let views = &backend.views[&storage];
-    let alias = views.struct_ty[views.kinds.iter().position(|x| *x == k).unwrap()];
+    let views = views_of(backend, storage, id)?;
+    let slot = views.kinds.iter().position(|x| *x == k).expect("shadow views come from this storage class");
+    let alias = views.struct_ty[slot];
     let g = b.global(pointee).cloned().ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "pointee type not found"))?;
     let new_pointee = match g.op {
         op::TYPE_STRUCT => alias,
