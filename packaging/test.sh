@@ -17,9 +17,9 @@ unset VK_INSTANCE_LAYERS VK_LOADER_LAYERS_ENABLE VK_LAYER_SETTINGS_PATH || true
 
 start=$(date +%s)
 echo "[test] cargo build --release --workspace"
-cargo build --release --workspace --all-targets
+cargo build --release --workspace
 echo "[test] cargo test --release --workspace (POLYFILL_FULL_SWEEP=$POLYFILL_FULL_SWEEP)"
 status=0
-cargo test --release --workspace "$@" || status=$?
+cargo test --release --workspace --no-fail-fast "$@" || status=$?
 echo "[test] finished in $(( $(date +%s) - start ))s, exit status $status"
 exit $status

@@ -192,6 +192,7 @@ pub unsafe fn instance_of(pd: vk::PhysicalDevice) -> Option<Arc<InstanceData>> {
     // Defensive fallback for loaders whose physical-device handles carry their own dispatch
     // pointer: with a single instance there is only one candidate.
     if INSTANCES.len() == 1 {
+        crate::log_debug!("physical device {pd:?}: dispatch key unknown; using the only instance");
         return INSTANCES.iter().next().map(|e| e.value().clone());
     }
     None

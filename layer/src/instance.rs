@@ -4,6 +4,7 @@
 use crate::dispatch::{self, dispatch_key, load_instance, InstanceData, INSTANCES};
 use crate::ext::{self, Status};
 use crate::ffi_guard::guard;
+use crate::pnext;
 use crate::settings::{self, Settings, LAYER_NAME};
 use crate::vk_layer::{find_link_info, VkLayerInstanceCreateInfo};
 use crate::{log_debug, log_error};
@@ -206,21 +207,7 @@ unsafe fn features2(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceF
         return next(pd, p_features);
     }
     let ours: Vec<vk::StructureType> = emulated.iter().flat_map(|e| e.feature_struct_types().iter().copied()).collect();
-    let mut unlinked: Vec<(*mut vk::BaseOutStructure, *mut vk::BaseOutStructure)> = Vec::new();
-    let mut prev = p_features as *mut vk::BaseOutStructure;
-    while !(*prev).p_next.is_null() {
-        let node = (*prev).p_next;
-        if ours.contains(&(*node).s_type) {
-            (*prev).p_next = (*node).p_next;
-            unlinked.push((prev, node));
-        } else {
-            prev = node;
-        }
-    }
-    next(pd, p_features);
-    for (prev, node) in unlinked.iter().rev() {
-        (**prev).p_next = *node;
-    }
+    pnext::with_unlinked(p_features as *mut vk::BaseOutStructure, &ours, || next(pd, p_features));
     let mut at = p_features as *mut vk::BaseOutStructure;
     while !at.is_null() {
         for e in &emulated {

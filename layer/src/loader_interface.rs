@@ -98,7 +98,7 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
         }
         _ => {}
     }
-    let Some(inst) = instance_data(instance) else { return None };
+    let inst = instance_data(instance)?;
     let next = (inst.next_gipa)(instance, name.as_ptr());
     // Physical-device queries are hooked only when some extension may be emulated.
     let may_emulate = ext::ALL.iter().any(|e| ext::effective_mode(*e, &inst.settings) != Mode::Off);
@@ -133,7 +133,7 @@ unsafe fn get_device_proc_addr(device: vk::Device, name: &CStr) -> vk::PFN_vkVoi
     if name.to_bytes() == b"vkGetDeviceProcAddr" {
         return pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr);
     }
-    let Some(dev) = device_data(device) else { return None };
+    let dev = device_data(device)?;
     let next = (dev.next_gdpa)(device, name.as_ptr());
     if name.to_bytes() == b"vkDestroyDevice" {
         return pfn!(device::destroy_device as vk::PFN_vkDestroyDevice);
@@ -248,7 +248,10 @@ mod tests {
             );
             assert_eq!(count, 1);
             let mut d = vk::ExtensionProperties::default();
-            vkEnumerateDeviceExtensionProperties(vk::PhysicalDevice::null(), name.as_ptr(), &mut count, &mut d);
+            assert_eq!(
+                vkEnumerateDeviceExtensionProperties(vk::PhysicalDevice::null(), name.as_ptr(), &mut count, &mut d),
+                vk::Result::SUCCESS
+            );
             assert_eq!(d.extension_name_as_c_str().unwrap(), c"VK_NV_raw_access_chains");
             assert!(vkGetInstanceProcAddr(vk::Instance::null(), c"vkCreateInstance".as_ptr()).is_some());
             assert!(vkGetInstanceProcAddr(vk::Instance::null(), c"vkCmdDispatch".as_ptr()).is_none());

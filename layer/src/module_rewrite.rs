@@ -55,11 +55,11 @@ fn dump(dir: &Path, hash: &str, suffix: &str, words: &[u32]) {
 /// # Safety
 /// `code` must be readable for `size` bytes when non-null.
 unsafe fn words<'a>(code: *const c_void, size: usize) -> Option<Cow<'a, [u32]>> {
-    if code.is_null() || size == 0 || size % 4 != 0 {
+    if code.is_null() || size == 0 || !size.is_multiple_of(4) {
         return None;
     }
     let n = size / 4;
-    if (code as usize) % std::mem::align_of::<u32>() == 0 {
+    if (code as usize).is_multiple_of(std::mem::align_of::<u32>()) {
         Some(Cow::Borrowed(std::slice::from_raw_parts(code as *const u32, n)))
     } else {
         Some(Cow::Owned((0..n).map(|i| std::ptr::read_unaligned((code as *const u32).add(i))).collect()))

@@ -156,7 +156,35 @@ impl Chain {
     }
 }
 
+/// Calls `f` with every node of a type in `remove` temporarily unlinked from the chain that
+/// starts at `head` (whose own type is never removed), then relinks them exactly as they were.
+/// Used where the application's output chain must reach the driver without structures it does
+/// not know (VUID-VkPhysicalDeviceFeatures2-pNext-pNext) and come back complete.
+///
+/// # Safety
+/// `head` must be a valid, writable chain that nobody else touches during the call.
+pub unsafe fn with_unlinked<R>(head: *mut vk::BaseOutStructure<'static>, remove: &[vk::StructureType], f: impl FnOnce() -> R) -> R {
+    let mut unlinked: Vec<(*mut vk::BaseOutStructure, *mut vk::BaseOutStructure)> = Vec::new();
+    let mut prev = head;
+    while !prev.is_null() && !(*prev).p_next.is_null() {
+        let node = (*prev).p_next;
+        if remove.contains(&(*node).s_type) {
+            (*prev).p_next = (*node).p_next;
+            unlinked.push((prev, node));
+        } else {
+            prev = node;
+        }
+    }
+    let r = f();
+    // Reverse order restores runs of consecutive removed nodes correctly.
+    for (prev, node) in unlinked.iter().rev() {
+        (**prev).p_next = *node;
+    }
+    r
+}
+
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
 
@@ -237,6 +265,38 @@ mod tests {
         let second = unsafe { (*(head as *const vk::BaseInStructure)).p_next };
         assert_eq!(second as *const c_void, &unknown as *const _ as *const c_void);
         assert_eq!(unknown.payload, [1, 2, 3]);
+    }
+
+    #[test]
+    fn unlink_and_relink() {
+        let raw = vk::StructureType::PHYSICAL_DEVICE_RAW_ACCESS_CHAINS_FEATURES_NV;
+        let mut b = vk::PhysicalDeviceRawAccessChainsFeaturesNV::default();
+        let mut a = vk::PhysicalDeviceRawAccessChainsFeaturesNV::default();
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut v11 = vk::PhysicalDeviceVulkan11Features::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default();
+        // f2 -> a -> b -> v11 -> (raw? no) v12
+        f2.p_next = &mut a as *mut _ as *mut c_void;
+        a.p_next = &mut b as *mut _ as *mut c_void;
+        b.p_next = &mut v11 as *mut _ as *mut c_void;
+        v11.p_next = &mut v12 as *mut _ as *mut c_void;
+        let head = &mut f2 as *mut _ as *mut vk::BaseOutStructure;
+        let seen = unsafe {
+            with_unlinked(head, &[raw], || walk(head as *const c_void).map(|n| (*n).s_type).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            seen,
+            vec![
+                vk::StructureType::PHYSICAL_DEVICE_FEATURES_2,
+                vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES
+            ]
+        );
+        assert_eq!(f2.p_next, &mut a as *mut _ as *mut c_void);
+        assert_eq!(a.p_next, &mut b as *mut _ as *mut c_void);
+        assert_eq!(b.p_next, &mut v11 as *mut _ as *mut c_void);
+        assert_eq!(v11.p_next, &mut v12 as *mut _ as *mut c_void);
+        assert!(v12.p_next.is_null());
     }
 
     #[test]

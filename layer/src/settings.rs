@@ -225,12 +225,17 @@ pub fn parse_settings_file(text: &str) -> Vec<(String, String)> {
 /// VUL's lookup: `VK_LAYER_SETTINGS_PATH` names the file or its directory; else the working
 /// directory.
 pub fn settings_file_path() -> Option<PathBuf> {
-    match std::env::var_os("VK_LAYER_SETTINGS_PATH") {
+    resolve_settings_file(std::env::var_os("VK_LAYER_SETTINGS_PATH").as_deref(), std::env::current_dir().ok())
+}
+
+/// [`settings_file_path`] without the process environment.
+pub fn resolve_settings_file(env_value: Option<&std::ffi::OsStr>, cwd: Option<PathBuf>) -> Option<PathBuf> {
+    match env_value {
         Some(p) if !p.is_empty() => {
             let p = PathBuf::from(p);
             Some(if p.is_dir() { p.join(SETTINGS_FILE_NAME) } else { p })
         }
-        _ => std::env::current_dir().ok().map(|d| d.join(SETTINGS_FILE_NAME)),
+        _ => cwd.map(|d| d.join(SETTINGS_FILE_NAME)),
     }
 }
 
@@ -303,10 +308,11 @@ pub fn current() -> Arc<Settings> {
     if let Some(s) = CURRENT.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
         return s.clone();
     }
-    // SAFETY: a null chain.
-    let (s, warnings) = unsafe { Settings::load(std::ptr::null()) };
+    // SAFETY: a null chain. Warnings are not logged here: vkCreateInstance reads the same
+    // sources again and logs them once per instance.
+    let (s, _warnings) = unsafe { Settings::load(std::ptr::null()) };
     let s = Arc::new(s);
-    install(s.clone(), &warnings);
+    install(s.clone(), &[]);
     s
 }
 
@@ -364,6 +370,17 @@ mod tests {
             parse_settings_file(text),
             vec![("log_level".into(), "debug".into()), ("raw_access_chains".into(), "force".into())]
         );
+    }
+
+    #[test]
+    fn settings_file_lookup() {
+        let dir = std::env::temp_dir();
+        let cwd = Some(PathBuf::from("/some/cwd"));
+        assert_eq!(resolve_settings_file(Some(dir.as_os_str()), cwd.clone()), Some(dir.join(SETTINGS_FILE_NAME)));
+        let file = std::ffi::OsStr::new("/etc/custom_settings.txt");
+        assert_eq!(resolve_settings_file(Some(file), cwd.clone()), Some(PathBuf::from("/etc/custom_settings.txt")));
+        assert_eq!(resolve_settings_file(None, cwd.clone()), Some(PathBuf::from("/some/cwd/vk_layer_settings.txt")));
+        assert_eq!(resolve_settings_file(Some(std::ffi::OsStr::new("")), cwd), Some(PathBuf::from("/some/cwd/vk_layer_settings.txt")));
     }
 
     #[test]

@@ -91,19 +91,44 @@ pub fn spawn(test_name: &str, env: &[(&str, &str)], cwd: Option<&Path>) -> Child
     ChildOutput { test_name: test_name.to_string(), status: out.status, stdout, stderr }
 }
 
-/// A fresh empty directory under the system temp dir (not removed automatically, so failures
-/// can be inspected; they are small).
-pub fn temp_dir(tag: &str) -> PathBuf {
+/// A fresh empty directory `$TMPDIR/polyfill-e2e/<tag>-<pid>-<n>`, removed when dropped unless
+/// the thread is panicking (so a failing test leaves its logs and dumps for inspection; the
+/// path is in the panic message of most assertions). Derefs to `Path`.
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        } else {
+            eprintln!("(test files kept in {})", self.0.display());
+        }
+    }
+}
+
+/// See [`TempDir`].
+pub fn temp_dir(tag: &str) -> TempDir {
     static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!(
-        "polyfill-e2e-{tag}-{}-{}-{nanos}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
+    let dir = std::env::temp_dir().join("polyfill-e2e").join(format!("{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir
+    TempDir(dir)
 }
 
 /// Env var through which a parent passes `VkLayerSettingsCreateInfoEXT` entries to a child

@@ -102,9 +102,20 @@ pub fn library_path() -> PathBuf {
     try_library_path().unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The manifest JSON for a library at `library_path`.
+/// The repository's manifest template (`manifest/VkLayer_polyfill_extensions.json.in`, with
+/// `@LIBRARY_PATH@`), if this crate is built in-tree.
+pub fn manifest_template() -> Option<String> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.join("manifest").join("VkLayer_polyfill_extensions.json.in");
+    std::fs::read_to_string(p).ok().filter(|t| t.contains("@LIBRARY_PATH@"))
+}
+
+/// The manifest JSON for a library at `library_path`: the repository's template with the
+/// absolute library path, or a built-in minimal manifest if the template is not available.
 pub fn manifest_json(library_path: &Path) -> String {
     let lib = library_path.display().to_string().replace('\\', "\\\\").replace('"', "\\\"");
+    if let Some(t) = manifest_template() {
+        return t.replace("@LIBRARY_PATH@", &lib);
+    }
     format!(
         r#"{{
     "file_format_version": "1.2.0",
@@ -138,13 +149,28 @@ pub fn manifest_dir() -> PathBuf {
     try_manifest_dir().unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Like [`manifest_dir`] but returns the error.
+/// Like [`manifest_dir`] but returns the error. The directory is
+/// `$TMPDIR/polyfill-e2e-manifest-<hash of the library path>` (shared by all test processes
+/// for the same build; written atomically), so runs do not pile up directories.
 pub fn try_manifest_dir() -> Result<PathBuf, String> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     DIR.get_or_init(|| {
         let lib = try_library_path()?;
-        let dir = std::env::temp_dir().join(format!("polyfill-e2e-manifest-{}", std::process::id()));
-        write_manifest(&dir, &lib).map_err(|e| format!("cannot write manifest into {}: {e}", dir.display()))?;
+        // FNV-1a of the path: stable across processes and Rust versions.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in lib.to_string_lossy().bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+        let dir = std::env::temp_dir().join(format!("polyfill-e2e-manifest-{h:016x}"));
+        let err = |e: std::io::Error| format!("cannot write manifest into {}: {e}", dir.display());
+        std::fs::create_dir_all(&dir).map_err(err)?;
+        let file = dir.join(MANIFEST_FILE);
+        let json = manifest_json(&lib);
+        if std::fs::read_to_string(&file).ok().as_deref() != Some(json.as_str()) {
+            let tmp = dir.join(format!(".{MANIFEST_FILE}.{}", std::process::id()));
+            std::fs::write(&tmp, &json).map_err(err)?;
+            std::fs::rename(&tmp, &file).map_err(err)?;
+        }
         Ok(dir)
     })
     .clone()

@@ -17,7 +17,7 @@ pub mod vk;
 
 pub use ash;
 pub use tools::{spirv_as, spirv_dis, spirv_val};
-pub use vk::{BufferKind, BufferSpec, ComputeJob, Context, ContextOptions};
+pub use vk::{shared_layer_context, shared_native_context, BufferKind, BufferSpec, ComputeJob, Context, ContextOptions};
 
 /// Little helpers for building buffer contents.
 pub mod bytes {

@@ -240,11 +240,16 @@ fn cstrings(v: &[String]) -> Result<Vec<CString>, String> {
     v.iter().map(|s| CString::new(s.as_str()).map_err(|e| e.to_string())).collect()
 }
 
-/// The loader (cached per process).
+/// The loader (cached per process). The first call also registers our manifest directory in
+/// `VK_ADD_LAYER_PATH` (if the layer is built) before anything touches the loader, so the
+/// environment is not modified while another thread's loader reads it.
 pub fn entry() -> Result<ash::Entry, String> {
     static ENTRY: OnceLock<Result<ash::Entry, String>> = OnceLock::new();
     ENTRY
-        .get_or_init(|| unsafe { ash::Entry::load() }.map_err(|e| format!("cannot load libvulkan.so.1: {e} (install libvulkan1)")))
+        .get_or_init(|| {
+            let _ = layer::register_with_loader();
+            unsafe { ash::Entry::load() }.map_err(|e| format!("cannot load libvulkan.so.1: {e} (install libvulkan1)"))
+        })
         .clone()
 }
 

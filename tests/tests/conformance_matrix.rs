@@ -28,11 +28,18 @@ fn full_sweep() -> bool {
 }
 
 fn threads() -> usize {
-    std::env::var("POLYFILL_MATRIX_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2)
+    std::env::var("POLYFILL_MATRIX_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
 }
 
 fn selected() -> Vec<Case> {
-    let all = if full_sweep() { cases::full_sweep() } else { cases::slice() };
+    let all = if full_sweep() {
+        cases::full_sweep()
+    } else {
+        cases::slice()
+    };
     match std::env::var("POLYFILL_MATRIX_FILTER") {
         Ok(f) if !f.is_empty() => {
             let f = f.to_lowercase();
@@ -81,7 +88,10 @@ fn report(errs: &[String]) {
             let mut lines = e.lines();
             let first = lines.next().unwrap_or_default();
             let second = lines.next().unwrap_or_default().trim();
-            println!("  {first}\n      {}", second.chars().take(300).collect::<String>());
+            println!(
+                "  {first}\n      {}",
+                second.chars().take(300).collect::<String>()
+            );
         }
     }
 }
@@ -89,17 +99,34 @@ fn report(errs: &[String]) {
 /// One plan per distinct shader text.
 fn distinct_plans(cs: &[Case]) -> Vec<gen::Plan> {
     let mut seen = HashSet::new();
-    cs.iter().map(gen::plan).filter(|p| seen.insert(p.asm.clone())).collect()
+    cs.iter()
+        .map(gen::plan)
+        .filter(|p| seen.insert(p.asm.clone()))
+        .collect()
 }
 
 #[test]
 fn generated_modules_validate() {
     let cs = selected();
     let plans = distinct_plans(&cs);
-    let errs = par_map(&plans, |p| run::assemble_and_validate(p).err().map(|e| format!("{}\n  {e}", p.case)));
-    println!("{}: {} cases, {} distinct modules, {} fail spirv-val", mode(), cs.len(), plans.len(), errs.len());
+    let errs = par_map(&plans, |p| {
+        run::assemble_and_validate(p)
+            .err()
+            .map(|e| format!("{}\n  {e}", p.case))
+    });
+    println!(
+        "{}: {} cases, {} distinct modules, {} fail spirv-val",
+        mode(),
+        cs.len(),
+        plans.len(),
+        errs.len()
+    );
     report(&errs);
-    assert!(errs.is_empty(), "{} generated modules fail assembly/validation (first shown above)", errs.len());
+    assert!(
+        errs.is_empty(),
+        "{} generated modules fail assembly/validation (first shown above)",
+        errs.len()
+    );
 }
 
 #[test]
@@ -114,12 +141,24 @@ fn rewritten_modules_validate() {
         match run::check_rewrite(&words, &p.case) {
             run::RewriteCheck::Valid => None,
             run::RewriteCheck::RewriteError(e) => Some(format!("{}\n  rewrite error: {e}", p.case)),
-            run::RewriteCheck::Invalid(e) => Some(format!("{}\n  rewritten module invalid: {e}", p.case)),
+            run::RewriteCheck::Invalid(e) => {
+                Some(format!("{}\n  rewritten module invalid: {e}", p.case))
+            }
         }
     });
-    println!("{}: {} modules rewritten, {} passed spirv-val", mode(), plans.len(), plans.len() - errs.len());
+    println!(
+        "{}: {} modules rewritten, {} passed spirv-val",
+        mode(),
+        plans.len(),
+        plans.len() - errs.len()
+    );
     report(&errs);
-    assert!(errs.is_empty(), "{} of {} modules fail rewrite/validation (first shown above)", errs.len(), plans.len());
+    assert!(
+        errs.is_empty(),
+        "{} of {} modules fail rewrite/validation (first shown above)",
+        errs.len(),
+        plans.len()
+    );
 }
 
 #[test]
@@ -129,7 +168,12 @@ fn slice_covers_all_pairs() {
         assert!(c.is_valid(), "{c}");
     }
     let (vals, pairs) = cases::coverage(&s);
-    println!("default slice: {} cases; uncovered values {:?}; uncovered possible pairs {}", s.len(), vals, pairs.len());
+    println!(
+        "default slice: {} cases; uncovered values {:?}; uncovered possible pairs {}",
+        s.len(),
+        vals,
+        pairs.len()
+    );
     assert!(vals.is_empty(), "values never used: {vals:?}");
     assert!(pairs.is_empty(), "pairs never used: {pairs:?}");
     // Every (robustness, addressing, op, type) combination that is valid is in the slice.
@@ -138,6 +182,15 @@ fn slice_covers_all_pairs() {
         four.insert((c.robustness, c.addressing, c.op, c.ty));
     }
     assert_eq!(four.len(), 2 * 7 * (11 + 9 + 9), "4-way combinations");
+    let mut five = HashSet::new();
+    for c in &s {
+        five.insert((c.robustness, c.addressing, c.op, c.ty, c.comps));
+    }
+    assert_eq!(
+        five.len(),
+        4 * 2 * 7 * (11 + 9 + 9),
+        "5-way combinations (with comps)"
+    );
     let f = cases::full_sweep();
     println!("full sweep: {} cases", f.len());
     for c in &f {
@@ -148,7 +201,8 @@ fn slice_covers_all_pairs() {
 #[test]
 fn conformance_matrix() {
     let cs = selected();
-    let summary = run::run_cases(&cs, threads()).unwrap_or_else(|e| panic!("cannot create the Vulkan context: {e}"));
+    let summary = run::run_cases(&cs, threads())
+        .unwrap_or_else(|e| panic!("cannot create the Vulkan context: {e}"));
     println!(
         "conformance matrix ({}): {} cases run, {} passed, {} failed, {:.1} s",
         mode(),
@@ -160,5 +214,117 @@ fn conformance_matrix() {
     for f in &summary.failures {
         println!("{f}\n");
     }
-    assert_eq!(summary.passed, summary.run, "{} of {} cases failed (descriptions above)", summary.run - summary.passed, summary.run);
+    assert_eq!(
+        summary.passed,
+        summary.run,
+        "{} of {} cases failed (descriptions above)",
+        summary.run - summary.passed,
+        summary.run
+    );
+}
+
+/// Driver probe (no layer): `OpArrayLength` of a `NonUniform`-indexed runtime descriptor array
+/// element. The layer's bounds checks rely on it giving each invocation its own descriptor's
+/// length. Prints what the driver returns (informational: it never fails). Mesa 25.0 lavapipe
+/// returns the first lane's length for the whole 8-wide SIMD group, so the layer must not rely
+/// on it (e.g. a subgroup waterfall loop around the query).
+#[test]
+fn driver_probe_nonuniform_array_length() {
+    let asm = r#"
+OpCapability Shader
+OpCapability StorageBuffer8BitAccess
+OpCapability RuntimeDescriptorArray
+OpCapability ShaderNonUniform
+OpCapability StorageBufferArrayNonUniformIndexing
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid %arr %out
+OpExecutionMode %main LocalSize 32 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta8 ArrayStride 1
+OpMemberDecorate %B 0 Offset 0
+OpDecorate %B Block
+OpDecorate %rta32 ArrayStride 4
+OpMemberDecorate %O 0 Offset 0
+OpDecorate %O Block
+OpDecorate %arr DescriptorSet 0
+OpDecorate %arr Binding 0
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 2
+OpDecorate %sel NonUniform
+OpDecorate %p NonUniform
+OpDecorate %len NonUniform
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u8 = OpTypeInt 8 0
+%u32 = OpTypeInt 32 0
+%v3 = OpTypeVector %u32 3
+%pin3 = OpTypePointer Input %v3
+%pin = OpTypePointer Input %u32
+%gid = OpVariable %pin3 Input
+%rta8 = OpTypeRuntimeArray %u8
+%B = OpTypeStruct %rta8
+%rtaB = OpTypeRuntimeArray %B
+%pB = OpTypePointer StorageBuffer %B
+%parr = OpTypePointer StorageBuffer %rtaB
+%arr = OpVariable %parr StorageBuffer
+%rta32 = OpTypeRuntimeArray %u32
+%O = OpTypeStruct %rta32
+%pO = OpTypePointer StorageBuffer %O
+%out = OpVariable %pO StorageBuffer
+%pu = OpTypePointer StorageBuffer %u32
+%c0 = OpConstant %u32 0
+%c3 = OpConstant %u32 3
+%main = OpFunction %void None %fn
+%e = OpLabel
+%gp = OpAccessChain %pin %gid %c0
+%g = OpLoad %u32 %gp
+%sel = OpUMod %u32 %g %c3
+%p = OpAccessChain %pB %arr %sel
+%len = OpArrayLength %u32 %p 0
+%op = OpAccessChain %pu %out %c0 %g
+OpStore %op %len
+OpReturn
+OpFunctionEnd
+"#;
+    let words = polyfill_e2e::spirv_as(asm, "vulkan1.2").unwrap();
+    polyfill_e2e::spirv_val(&words, "vulkan1.2").unwrap();
+    let ctx = polyfill_e2e::Context::new(&polyfill_e2e::ContextOptions::native())
+        .expect("native context");
+    let lens = [44u64, 32, 20];
+    let mut buffers: Vec<polyfill_e2e::BufferSpec> = lens
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| {
+            polyfill_e2e::BufferSpec::storage(0, vec![0; 64])
+                .element(i as u32)
+                .window(0, Some(l))
+        })
+        .collect();
+    buffers.push(polyfill_e2e::BufferSpec::storage(2, vec![0; 128 * 4]));
+    let job = polyfill_e2e::ComputeJob {
+        buffers,
+        push_constants: vec![],
+        groups: [4, 1, 1],
+        entry: "main",
+    };
+    let out = ctx.run_compute(&words, &job).expect("dispatch");
+    let got = polyfill_e2e::bytes::to_u32s(&out[3]);
+    let wrong: Vec<(usize, u32, u64)> = got
+        .iter()
+        .enumerate()
+        .filter(|(g, &v)| v as u64 != lens[g % 3])
+        .map(|(g, &v)| (g, v, lens[g % 3]))
+        .collect();
+    if wrong.is_empty() {
+        println!("driver OK: OpArrayLength honours a NonUniform descriptor index");
+    } else {
+        // A driver bug, not ours: report it (the layer must not rely on this query).
+        println!(
+            "DRIVER BUG ({}): OpArrayLength of a NonUniform-indexed descriptor is wrong for {} of 128 invocations \
+             (gid, got, expected): {:?}",
+            ctx.device_name(),
+            wrong.len(),
+            &wrong[..wrong.len().min(16)]
+        );
+    }
 }

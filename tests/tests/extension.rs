@@ -64,7 +64,7 @@ fn device_with_extension_and_validation() {
 
 fn vulkaninfo(with_layer: bool) -> String {
     let mut cmd = Command::new("vulkaninfo");
-    for k in ["VK_INSTANCE_LAYERS", "VK_LOADER_LAYERS_ENABLE"] {
+    for k in ["VK_INSTANCE_LAYERS", "VK_LOADER_LAYERS_ENABLE", "VK_ADD_LAYER_PATH"] {
         cmd.env_remove(k);
     }
     if with_layer {
@@ -77,25 +77,95 @@ fn vulkaninfo(with_layer: bool) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The llvmpipe GPU section of vulkaninfo's output.
+/// The llvmpipe `GPUn:` section of vulkaninfo's output (not the layer list above it).
 fn llvmpipe_section(all: &str) -> String {
-    let start = all.find("GPU id : 0 (llvmpipe").or_else(|| all.find("llvmpipe")).expect("no llvmpipe in vulkaninfo output");
-    all[start..].to_string()
+    let mut sections: Vec<String> = Vec::new();
+    for line in all.lines() {
+        let is_header = line.starts_with("GPU") && line.trim_end().ends_with(':') && line[3..line.len() - 1].chars().all(|c| c.is_ascii_digit());
+        if is_header {
+            sections.push(String::new());
+        }
+        if let Some(s) = sections.last_mut() {
+            s.push_str(line);
+            s.push('\n');
+        }
+    }
+    sections.into_iter().find(|s| s.contains("llvmpipe")).expect("no llvmpipe GPU section in vulkaninfo output")
+}
+
+/// The `Device Extensions:` block of a GPU section.
+fn device_extension_block(gpu: &str) -> String {
+    let start = gpu.find("Device Extensions:").expect("no Device Extensions in vulkaninfo output");
+    let rest = &gpu[start..];
+    let end = rest.find("\n\n").unwrap_or(rest.len());
+    rest[..end].to_string()
 }
 
 #[test]
 fn vulkaninfo_shows_extension_and_feature() {
     let text = vulkaninfo(true);
     let gpu = llvmpipe_section(&text);
-    assert!(gpu.contains(RAW_ACCESS_CHAINS_EXT), "vulkaninfo with the layer does not list {RAW_ACCESS_CHAINS_EXT}");
-    // vulkaninfo prints feature structs it knows; Debian's 1.3.239 predates
-    // VkPhysicalDeviceRawAccessChainsFeaturesNV, newer ones print it.
-    if gpu.contains("shaderRawAccessChains") {
-        let line = gpu.lines().find(|l| l.contains("shaderRawAccessChains")).unwrap();
-        assert!(line.contains("true"), "{line}");
+    let exts = device_extension_block(&gpu);
+    let line = exts.lines().find(|l| l.contains(RAW_ACCESS_CHAINS_EXT));
+    assert!(line.is_some(), "vulkaninfo with the layer does not list {RAW_ACCESS_CHAINS_EXT}:\n{exts}");
+    assert!(line.unwrap().contains("revision 1"), "{line:?}");
+    // vulkaninfo prints the feature structs it knows; Debian's 1.3.239 predates
+    // VkPhysicalDeviceRawAccessChainsFeaturesNV (newer ones print it).
+    if let Some(l) = gpu.lines().find(|l| l.contains("shaderRawAccessChains")) {
+        assert!(l.contains("true"), "{l}");
     } else {
-        eprintln!("note: this vulkaninfo does not know VkPhysicalDeviceRawAccessChainsFeaturesNV; feature checked via the API instead");
+        eprintln!("note: this vulkaninfo does not know VkPhysicalDeviceRawAccessChainsFeaturesNV; the feature is checked via the API");
     }
     let without = vulkaninfo(false);
-    assert!(!llvmpipe_section(&without).contains(RAW_ACCESS_CHAINS_EXT), "listed without the layer");
+    let exts = device_extension_block(&llvmpipe_section(&without));
+    assert!(!exts.contains(RAW_ACCESS_CHAINS_EXT), "listed without the layer");
+}
+
+/// The repository's manifest template is what the tests load (so its JSON is exercised), and
+/// its `features.settings` list names exactly the documented settings keys.
+#[test]
+fn manifest_template_used_and_lists_settings() {
+    let t = layer::manifest_template().expect("manifest/VkLayer_polyfill_extensions.json.in with @LIBRARY_PATH@");
+    let json = std::fs::read_to_string(layer::manifest_dir().join(layer::MANIFEST_FILE)).unwrap();
+    assert_eq!(json, t.replace("@LIBRARY_PATH@", &layer::library_path().display().to_string()));
+    let mut keys: Vec<&str> = t.split("\"key\"").skip(1).filter_map(|s| s.split('"').nth(1)).collect();
+    keys.sort();
+    keys.dedup();
+    let mut want = vec![
+        "debug_inject_panic",
+        "debug_oob_poison",
+        "dump_shaders_dir",
+        "force_enable",
+        "log_file",
+        "log_level",
+        "raw_access_chains",
+    ];
+    want.sort();
+    for k in &want {
+        assert!(keys.contains(k), "manifest features.settings lacks {k} (has {keys:?})");
+    }
+}
+
+/// `packaging/make-manifest.sh <dir>` (relative `library_path`) works with the real loader.
+#[test]
+fn make_manifest_script_output_loads() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/make-manifest.sh");
+    if !script.exists() {
+        eprintln!("packaging/make-manifest.sh not present; skipped");
+        return;
+    }
+    let dir = polyfill_e2e::child::temp_dir("make-manifest");
+    std::fs::copy(layer::library_path(), dir.join(layer::LIBRARY_FILE)).unwrap();
+    let st = Command::new("bash").arg(&script).arg(&dir).output().unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let out = Command::new("vulkaninfo")
+        .env_remove("VK_LOADER_LAYERS_ENABLE")
+        .env("VK_ADD_LAYER_PATH", &dir)
+        .env("VK_INSTANCE_LAYERS", LAYER_NAME)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let exts = device_extension_block(&llvmpipe_section(&text));
+    assert!(exts.contains(RAW_ACCESS_CHAINS_EXT), "not listed with the make-manifest.sh manifest:\n{exts}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -48,3 +48,32 @@ fn rewritten_module_is_dumped_and_logged() {
     assert!(!has_capability(&after, CAP_RAW_ACCESS_CHAINS_NV), "after.spv still declares RawAccessChainsNV");
     tools::spirv_val(&after, "vulkan1.1").unwrap_or_else(|e| panic!("after.spv: {e}"));
 }
+
+/// A module that declares RawAccessChainsNV but cannot be rewritten (here: truncated, the last
+/// instruction cut short) gets an error result and a logged reason — never a crash, never a
+/// module handed to the driver. The device keeps working afterwards.
+#[test]
+fn unrewritable_module_fails_cleanly() {
+    const NAME: &str = "unrewritable_module_fails_cleanly";
+    if child::is_child(NAME) {
+        let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap();
+        let mut words = samples::structured(None).assemble().unwrap();
+        // Drop OpFunctionEnd, OpReturn and the last word of the final OpStore: the word stream
+        // ends inside an instruction.
+        words.truncate(words.len() - 3);
+        match ctx.create_shader_module(&words) {
+            Ok(_) => panic!("a truncated module was accepted"),
+            Err(e) => println!("CREATE-ERROR {e:?}"),
+        }
+        let s = samples::plain();
+        s.check(&ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap()).unwrap();
+        return;
+    }
+    let dir = child::temp_dir("unrewritable");
+    let log = dir.join("layer.log");
+    let out = child::spawn(NAME, &[(&env_var_name("log_file"), log.to_str().unwrap())], None);
+    let text = read_log(&log);
+    assert!(out.success(), "child failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("CREATE-ERROR"), "{}", out.stdout);
+    assert!(text.contains("[polyfill] ERROR"), "no error logged (default log_level is error):\n{text}");
+}

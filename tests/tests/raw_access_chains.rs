@@ -68,3 +68,25 @@ fn oob_poison_is_observable() {
     }
     child::spawn(NAME, &[(&env_var_name("debug_oob_poison"), "0xAB")], None).assert_success();
 }
+
+/// Control: without the layer, lavapipe cannot run these modules (so the tests above really
+/// exercise the layer). Runs in a child: the driver may abort on the unknown capability.
+#[test]
+fn driver_alone_rejects_raw_chains() {
+    const NAME: &str = "driver_alone_rejects_raw_chains";
+    if child::is_child(NAME) {
+        let ctx = Context::new(&ContextOptions::native()).unwrap();
+        let s = samples::structured(None);
+        match ctx.run_compute(&s.assemble().unwrap(), &s.job) {
+            Ok(out) => println!("NATIVE-RAN match={}", s.check(&out).is_ok()),
+            Err(e) => println!("NATIVE-ERROR {e}"),
+        }
+        return;
+    }
+    let out = child::spawn(NAME, &[], None);
+    assert!(
+        !out.success() || out.stdout.contains("NATIVE-ERROR") || out.stdout.contains("NATIVE-RAN match=false"),
+        "lavapipe ran a raw-access-chain module correctly without the layer?\n{}",
+        out.stdout
+    );
+}

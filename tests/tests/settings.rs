@@ -23,7 +23,7 @@ fn child_body() {
 }
 
 struct Case {
-    dir: PathBuf,
+    dir: child::TempDir,
     env_log: PathBuf,
     file_log: PathBuf,
     api_log: PathBuf,

@@ -61,7 +61,7 @@ fn run(validation: bool, verbose: bool) -> Result<bool, String> {
     );
     println!("  validation  : {}", if validation { "VK_LAYER_KHRONOS_validation below the layer" } else { "off (--validation)" });
     println!();
-    println!("  {:<18} {:>14} {:>11}  result", "shader", "vkCreateShaderModule", "dispatch");
+    println!("  {:<18} {:>20} {:>11}  result", "shader", "vkCreateShaderModule", "dispatch");
 
     let mut all_ok = true;
     for s in samples::raw_access_chain_samples(None) {

@@ -64,7 +64,9 @@ impl Addressing {
     /// Number of distinct target buffers the base can point into.
     pub fn target_count(self) -> usize {
         match self {
-            Addressing::DescArray | Addressing::DescArrayNonUniform | Addressing::DescArraySelect => 3,
+            Addressing::DescArray
+            | Addressing::DescArrayNonUniform
+            | Addressing::DescArraySelect => 3,
             _ => 1,
         }
     }
@@ -92,8 +94,15 @@ pub enum CompType {
     F64,
 }
 impl CompType {
-    pub const ALL: [CompType; 7] =
-        [CompType::I8, CompType::I16, CompType::I32, CompType::I64, CompType::F16, CompType::F32, CompType::F64];
+    pub const ALL: [CompType; 7] = [
+        CompType::I8,
+        CompType::I16,
+        CompType::I32,
+        CompType::I64,
+        CompType::F16,
+        CompType::F32,
+        CompType::F64,
+    ];
     pub fn bytes(self) -> u32 {
         match self {
             CompType::I8 => 1,
@@ -161,7 +170,13 @@ pub enum Deco {
     Volatile,
 }
 impl Deco {
-    pub const ALL: [Deco; 5] = [Deco::None, Deco::NonWritable, Deco::NonReadable, Deco::Coherent, Deco::Volatile];
+    pub const ALL: [Deco; 5] = [
+        Deco::None,
+        Deco::NonWritable,
+        Deco::NonReadable,
+        Deco::Coherent,
+        Deco::Volatile,
+    ];
 }
 
 /// Where Index and Offset come from.
@@ -216,7 +231,12 @@ pub enum RangeKind {
     Unaligned,
 }
 impl RangeKind {
-    pub const ALL: [RangeKind; 4] = [RangeKind::Whole, RangeKind::Elems, RangeKind::ElemsMinusScalar, RangeKind::Unaligned];
+    pub const ALL: [RangeKind; 4] = [
+        RangeKind::Whole,
+        RangeKind::Elems,
+        RangeKind::ElemsMinusScalar,
+        RangeKind::Unaligned,
+    ];
 }
 
 /// Workgroup size of every generated shader.

@@ -4,8 +4,9 @@
 //! components, alignment, stride, decoration, param source, SPIR-V version, range kind,
 //! descriptor offset, poison (secondary).
 //!
-//! - [`slice`]: every valid combination of robustness × addressing × op × component type
-//!   (the important dimensions, all 4-way combinations), with the secondary dimensions chosen
+//! - [`slice`]: every valid combination of robustness × addressing × op × component type ×
+//!   component count (the important dimensions, all 5-way combinations), with the other
+//!   dimensions chosen
 //!   greedily so that every pair of values of any two dimensions that can occur together does
 //!   occur (all-pairs), plus extra cases for pairs the greedy pass left out.
 //! - [`full_sweep`]: the cartesian product of op × robustness × addressing × component type ×
@@ -167,23 +168,32 @@ pub fn slice() -> Vec<Case> {
                     continue;
                 }
                 for &ty in &CompType::ALL {
-                    let mut best: Option<(usize, Case)> = None;
-                    for _ in 0..300 {
-                        let mut c = Case { op, robustness: r, addressing: a, ty, ..base_case() };
-                        randomize_secondary(&mut c, &mut rng);
-                        repair(&mut c);
-                        if !c.is_valid() {
-                            continue;
+                    for comps in 1..=4u32 {
+                        let mut best: Option<(usize, Case)> = None;
+                        for _ in 0..300 {
+                            let mut c = Case {
+                                op,
+                                robustness: r,
+                                addressing: a,
+                                ty,
+                                ..base_case()
+                            };
+                            randomize_secondary(&mut c, &mut rng);
+                            c.comps = comps;
+                            repair(&mut c);
+                            if !c.is_valid() {
+                                continue;
+                            }
+                            let gain = pairs_of(&c).iter().filter(|p| !covered.contains(p)).count();
+                            if best.as_ref().map_or(true, |(g, _)| gain > *g) {
+                                best = Some((gain, c));
+                            }
                         }
-                        let gain = pairs_of(&c).iter().filter(|p| !covered.contains(p)).count();
-                        if best.as_ref().map_or(true, |(g, _)| gain > *g) {
-                            best = Some((gain, c));
-                        }
+                        let (_, mut c) = best.expect("a valid completion exists");
+                        c.seed = seed_of(&c, out.len() as u64);
+                        covered.extend(pairs_of(&c));
+                        out.push(c);
                     }
-                    let (_, mut c) = best.expect("a valid completion exists");
-                    c.seed = seed_of(&c, out.len() as u64);
-                    covered.extend(pairs_of(&c));
-                    out.push(c);
                 }
             }
         }
@@ -305,7 +315,16 @@ pub fn full_sweep() -> Vec<Case> {
                                 if r == Robustness::PerElement && stride == StrideKind::Zero {
                                     continue;
                                 }
-                                let mut c = Case { op, robustness: r, addressing: a, ty, comps, align, stride, ..base_case() };
+                                let mut c = Case {
+                                    op,
+                                    robustness: r,
+                                    addressing: a,
+                                    ty,
+                                    comps,
+                                    align,
+                                    stride,
+                                    ..base_case()
+                                };
                                 // Rotate the secondary dimensions with co-prime periods.
                                 c.deco = Deco::ALL[k % 5];
                                 c.params = ParamSource::ALL[(k / 2) % 3];

@@ -65,7 +65,8 @@ pub struct PlanBuffer {
 impl PlanBuffer {
     /// Bytes of the bound range.
     pub fn bound_len(&self) -> u64 {
-        self.range.unwrap_or(self.data.len() as u64 - self.descriptor_offset)
+        self.range
+            .unwrap_or(self.data.len() as u64 - self.descriptor_offset)
     }
 }
 
@@ -130,12 +131,22 @@ impl Geom {
                 AlignKind::Misaligned => (esize, if n > 1 { c } else { 0 }),
             }
         };
-        Geom { c, n, esize, a, s, ext, shift }
+        Geom {
+            c,
+            n,
+            esize,
+            a,
+            s,
+            ext,
+            shift,
+        }
     }
     /// Valid in-element offsets for stride > 0: multiples of A with offset + esize ≤ S.
     fn inner_offsets(&self) -> Vec<u32> {
         assert!(self.s != 0);
-        (0..=self.s - self.esize).filter(|o| o % self.a == 0).collect()
+        (0..=self.s - self.esize)
+            .filter(|o| o % self.a == 0)
+            .collect()
     }
     /// Nominal size for `elems` elements.
     fn nominal(&self, elems: u32) -> u32 {
@@ -184,7 +195,14 @@ enum Kind {
 }
 
 fn mk(case: &Case, g: &Geom, index: u32, offset: u32) -> Access {
-    Access { stride: g.s, index, offset, comp_bytes: g.c, comps: g.n, robustness: case.robustness }
+    Access {
+        stride: g.s,
+        index,
+        offset,
+        comp_bytes: g.c,
+        comps: g.n,
+        robustness: case.robustness,
+    }
 }
 
 fn round_down(v: u32, a: u32) -> u32 {
@@ -237,7 +255,11 @@ fn pick_access(case: &Case, g: &Geom, len: u32, kind: Kind, rng: &mut Rng) -> Ac
                 }
             }
             Kind::Boundary => {
-                let last = if len >= g.esize { round_down(len - g.esize, a) } else { 0 };
+                let last = if len >= g.esize {
+                    round_down(len - g.esize, a)
+                } else {
+                    0
+                };
                 last + a * (1 + rng.below((g.esize.div_ceil(a) + 1) as u64) as u32)
             }
             Kind::Far => round_down(len + 1 + rng.below(1_000_000) as u32, a).max(round_up(len, a)),
@@ -275,11 +297,15 @@ struct WriteSet {
 }
 impl WriteSet {
     fn new(lens: &[u32]) -> Self {
-        WriteSet { written: lens.iter().map(|&l| vec![false; l as usize]).collect() }
+        WriteSet {
+            written: lens.iter().map(|&l| vec![false; l as usize]).collect(),
+        }
     }
     fn fits(&self, t: usize, acc: &Access) -> bool {
         let len = self.written[t].len() as u64;
-        acc.written_bytes(len).iter().all(|&b| !self.written[t][b as usize])
+        acc.written_bytes(len)
+            .iter()
+            .all(|&b| !self.written[t][b as usize])
     }
     fn add(&mut self, t: usize, acc: &Access) {
         let len = self.written[t].len() as u64;
@@ -299,7 +325,10 @@ struct PushParams {
 }
 impl PushParams {
     fn at(&self, gid: u32) -> (u32, u32) {
-        (self.i0.wrapping_add(gid.wrapping_mul(self.di)), self.o0.wrapping_add(gid.wrapping_mul(self.d_o)))
+        (
+            self.i0.wrapping_add(gid.wrapping_mul(self.di)),
+            self.o0.wrapping_add(gid.wrapping_mul(self.d_o)),
+        )
     }
 }
 
@@ -331,7 +360,9 @@ pub fn plan(case: &Case) -> Plan {
             _ => (BINDING_TARGET, t as u32),
         };
         let kind = if case.addressing.is_psb() {
-            BufKind::DeviceAddress { push_constant_offset: PC_ADDRESS_OFFSET }
+            BufKind::DeviceAddress {
+                push_constant_offset: PC_ADDRESS_OFFSET,
+            }
         } else {
             BufKind::Storage
         };
@@ -348,13 +379,20 @@ pub fn plan(case: &Case) -> Plan {
         });
     }
     for (t, len) in lens.iter().enumerate() {
-        notes.push(format!("target {t}: bound range {len} bytes at descriptor offset {desc_off}"));
+        notes.push(format!(
+            "target {t}: bound range {len} bytes at descriptor offset {desc_off}"
+        ));
     }
 
     // Per-invocation accesses.
     let target_of = |gid: u32| case.addressing.target_of(gid);
     let mut accesses: Vec<InvAccess> = Vec::new();
-    let mut push = PushParams { i0: 0, di: 0, o0: 0, d_o: 0 };
+    let mut push = PushParams {
+        i0: 0,
+        di: 0,
+        o0: 0,
+        d_o: 0,
+    };
     let mut const_params = (0u32, 0u32);
     match case.params {
         ParamSource::Buffer => {
@@ -363,7 +401,11 @@ pub fn plan(case: &Case) -> Plan {
             let mut perms: Vec<Vec<u32>> = lens
                 .iter()
                 .map(|&l| {
-                    let full = if g.s != 0 { l / g.s } else { (l.saturating_sub(g.shift + g.esize)) / g.ext + 1 };
+                    let full = if g.s != 0 {
+                        l / g.s
+                    } else {
+                        (l.saturating_sub(g.shift + g.esize)) / g.ext + 1
+                    };
                     let mut p: Vec<u32> = (0..full).collect();
                     rng.shuffle(&mut p);
                     p
@@ -384,7 +426,8 @@ pub fn plan(case: &Case) -> Plan {
                     for _ in 0..40 {
                         let kind = pick_kind(case, &mut rng);
                         let a = pick_access(case, &g, len, kind, &mut rng);
-                        if case.robustness == Robustness::None && !a.in_range_unchecked(len as u64) {
+                        if case.robustness == Robustness::None && !a.in_range_unchecked(len as u64)
+                        {
                             continue;
                         }
                         if case.op == Op::Store && !ws.fits(t, &a) {
@@ -394,7 +437,10 @@ pub fn plan(case: &Case) -> Plan {
                         break;
                     }
                     chosen.unwrap_or_else(|| {
-                        assert!(case.robustness != Robustness::None, "no in-bounds access found: {case}");
+                        assert!(
+                            case.robustness != Robustness::None,
+                            "no in-bounds access found: {case}"
+                        );
                         certainly_out(case, &g, len)
                     })
                 };
@@ -402,7 +448,11 @@ pub fn plan(case: &Case) -> Plan {
                     assert!(ws.fits(t, &acc), "store overlap: {case}");
                     ws.add(t, &acc);
                 }
-                accesses.push(InvAccess { gid, buffer: t, access: acc });
+                accesses.push(InvAccess {
+                    gid,
+                    buffer: t,
+                    access: acc,
+                });
             }
         }
         ParamSource::Push => {
@@ -413,25 +463,78 @@ pub fn plan(case: &Case) -> Plan {
                 if case.robustness != Robustness::None {
                     let w = ((1u64 << 32).div_ceil(g.s as u64)) as u32;
                     match rng.below(3) {
-                        0 => cands.push((PushParams { i0: w - INVOCATIONS / 2, di: 1, o0: o, d_o: 0 }, "index walks across 2^32/stride (wrap)")),
-                        1 => cands.push((PushParams { i0: 3, di: 1, o0: o, d_o: 0 }, "index 3.. walks past the end")),
-                        _ => cands.push((PushParams { i0: u32::MAX - 40, di: 1, o0: o, d_o: 0 }, "index walks across 2^32 (wrap of the index)")),
+                        0 => cands.push((
+                            PushParams {
+                                i0: w - INVOCATIONS / 2,
+                                di: 1,
+                                o0: o,
+                                d_o: 0,
+                            },
+                            "index walks across 2^32/stride (wrap)",
+                        )),
+                        1 => cands.push((
+                            PushParams {
+                                i0: 3,
+                                di: 1,
+                                o0: o,
+                                d_o: 0,
+                            },
+                            "index 3.. walks past the end",
+                        )),
+                        _ => cands.push((
+                            PushParams {
+                                i0: u32::MAX - 40,
+                                di: 1,
+                                o0: o,
+                                d_o: 0,
+                            },
+                            "index walks across 2^32 (wrap of the index)",
+                        )),
                     }
                 }
-                cands.push((PushParams { i0: 0, di: 1, o0: o, d_o: 0 }, "index = gid"));
+                cands.push((
+                    PushParams {
+                        i0: 0,
+                        di: 1,
+                        o0: o,
+                        d_o: 0,
+                    },
+                    "index = gid",
+                ));
             } else {
                 let i0 = rng.next_u32();
                 let di = rng.next_u32() | 1;
                 if case.robustness != Robustness::None {
                     match rng.below(2) {
                         0 => cands.push((
-                            PushParams { i0, di, o0: g.shift.wrapping_sub((INVOCATIONS / 2) * g.ext), d_o: g.ext },
+                            PushParams {
+                                i0,
+                                di,
+                                o0: g.shift.wrapping_sub((INVOCATIONS / 2) * g.ext),
+                                d_o: g.ext,
+                            },
                             "offset walks across 2^32 (wrap)",
                         )),
-                        _ => cands.push((PushParams { i0, di, o0: g.shift + g.ext, d_o: g.ext }, "offset walks past the end")),
+                        _ => cands.push((
+                            PushParams {
+                                i0,
+                                di,
+                                o0: g.shift + g.ext,
+                                d_o: g.ext,
+                            },
+                            "offset walks past the end",
+                        )),
                     }
                 }
-                cands.push((PushParams { i0, di, o0: g.shift, d_o: g.ext }, "offset = slot(gid)"));
+                cands.push((
+                    PushParams {
+                        i0,
+                        di,
+                        o0: g.shift,
+                        d_o: g.ext,
+                    },
+                    "offset = slot(gid)",
+                ));
             }
             let mut done = false;
             for (pp, what) in cands {
@@ -442,7 +545,8 @@ pub fn plan(case: &Case) -> Plan {
                     let t = target_of(gid);
                     let (i, o) = pp.at(gid);
                     let a = mk(case, &g, i, o);
-                    if case.robustness == Robustness::None && !a.in_range_unchecked(lens[t] as u64) {
+                    if case.robustness == Robustness::None && !a.in_range_unchecked(lens[t] as u64)
+                    {
                         ok = false;
                         break;
                     }
@@ -453,7 +557,11 @@ pub fn plan(case: &Case) -> Plan {
                         }
                         ws.add(t, &a);
                     }
-                    acc_list.push(InvAccess { gid, buffer: t, access: a });
+                    acc_list.push(InvAccess {
+                        gid,
+                        buffer: t,
+                        access: a,
+                    });
                 }
                 if ok {
                     push = pp;
@@ -482,7 +590,11 @@ pub fn plan(case: &Case) -> Plan {
             const_params = (a.index, a.offset);
             for gid in 0..INVOCATIONS {
                 let t = target_of(gid);
-                accesses.push(InvAccess { gid, buffer: t, access: a });
+                accesses.push(InvAccess {
+                    gid,
+                    buffer: t,
+                    access: a,
+                });
             }
             notes.push(format!("constant index {} offset {}", a.index, a.offset));
         }
@@ -544,7 +656,11 @@ pub fn plan(case: &Case) -> Plan {
         Op::Store => {
             let values = sanitize_floats(case, rng.bytes(INVOCATIONS as usize * esize));
             for ia in &accesses {
-                let src = if case.params == ParamSource::Const { 0 } else { ia.gid as usize * esize };
+                let src = if case.params == ParamSource::Const {
+                    0
+                } else {
+                    ia.gid as usize * esize
+                };
                 let value = values[src..src + esize].to_vec();
                 let b = &mut buffers[ia.buffer];
                 let off = b.descriptor_offset as usize;
@@ -655,7 +771,11 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
     let c3 = m.c_u32(3);
     let n = g.n;
     let ut = m.uint(bits);
-    let ct = if case.ty.is_float() { m.float(bits) } else { ut.clone() };
+    let ct = if case.ty.is_float() {
+        m.float(bits)
+    } else {
+        ut.clone()
+    };
     let et = m.vec(&ct, n);
     let uet = m.vec(&ut, n);
 
@@ -687,7 +807,9 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             }
             Base::Var(m.buffer_var("target", &p_tblock, "StorageBuffer", 0, BINDING_TARGET))
         }
-        Addressing::BufferBlock => Base::Var(m.buffer_var("target", &p_tblock, "Uniform", 0, BINDING_TARGET)),
+        Addressing::BufferBlock => {
+            Base::Var(m.buffer_var("target", &p_tblock, "Uniform", 0, BINDING_TARGET))
+        }
         Addressing::SelectPtr | Addressing::SelectNullPtr | Addressing::PhiPtr => {
             m.cap("VariablePointersStorageBuffer");
             // Variable pointers may only select among pointers into the same buffer (spirv-val:
@@ -712,7 +834,10 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             let tb = tblock.clone();
             let arr = m.def("TargetArray", |_| format!("OpTypeArray {tb} {c3}"));
             let parr = m.ptr("StorageBuffer", &arr);
-            Base::Array(m.buffer_var("targets", &parr, "StorageBuffer", 0, BINDING_TARGET), p_tblock.clone())
+            Base::Array(
+                m.buffer_var("targets", &parr, "StorageBuffer", 0, BINDING_TARGET),
+                p_tblock.clone(),
+            )
         }
         Addressing::DescArrayNonUniform => {
             m.cap("RuntimeDescriptorArray");
@@ -724,7 +849,10 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             let tb = tblock.clone();
             let arr = m.def("TargetRtArray", |_| format!("OpTypeRuntimeArray {tb}"));
             let parr = m.ptr("StorageBuffer", &arr);
-            Base::Array(m.buffer_var("targets", &parr, "StorageBuffer", 0, BINDING_TARGET), p_tblock.clone())
+            Base::Array(
+                m.buffer_var("targets", &parr, "StorageBuffer", 0, BINDING_TARGET),
+                p_tblock.clone(),
+            )
         }
         Addressing::Psb | Addressing::PsbScalar => Base::Psb,
     };
@@ -818,7 +946,10 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             let pv4 = m.ptr("StorageBuffer", &v4u);
             let pp = m.tmp("pp");
             let pv = m.tmp("pv");
-            b.push(format!("{pp} = OpAccessChain {pv4} {} {c0} {gid}", params_var.as_ref().unwrap()));
+            b.push(format!(
+                "{pp} = OpAccessChain {pv4} {} {c0} {gid}",
+                params_var.as_ref().unwrap()
+            ));
             b.push(format!("{pv} = OpLoad {v4u} {pp}"));
             b.push(format!("%idx = OpCompositeExtract {u32t} {pv} 0"));
             b.push(format!("%off = OpCompositeExtract {u32t} {pv} 1"));
@@ -828,7 +959,10 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             let pv4 = m.ptr("PushConstant", &v4u);
             let pp = m.tmp("pcp");
             let pv = m.tmp("pcv");
-            b.push(format!("{pp} = OpAccessChain {pv4} {} {c0}", pc_var.as_ref().unwrap()));
+            b.push(format!(
+                "{pp} = OpAccessChain {pv4} {} {c0}",
+                pc_var.as_ref().unwrap()
+            ));
             b.push(format!("{pv} = OpLoad {v4u} {pp}"));
             let names = ["%i0", "%di", "%o0", "%do"];
             for (k, nm) in names.iter().enumerate() {
@@ -859,7 +993,9 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             let p = m.tmp("vp");
             let v = m.tmp("vv");
             b.push(format!("{i} = OpIAdd {u32t} {vbase} {ck}"));
-            b.push(format!("{p} = OpAccessChain {io_elem_ptr} {io_var} {c0} {i}"));
+            b.push(format!(
+                "{p} = OpAccessChain {io_elem_ptr} {io_var} {c0} {i}"
+            ));
             b.push(format!("{v} = OpLoad {ut} {p}"));
             comps.push(v);
         }
@@ -867,7 +1003,10 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             comps[0].clone()
         } else {
             let t = m.tmp("uv");
-            b.push(format!("{t} = OpCompositeConstruct {uet} {}", comps.join(" ")));
+            b.push(format!(
+                "{t} = OpCompositeConstruct {uet} {}",
+                comps.join(" ")
+            ));
             t
         };
         if case.ty.is_float() {
@@ -881,16 +1020,28 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
     };
 
     // Condition for the two-way addressing modes: gid odd → second target.
-    let two_way = matches!(case.addressing, Addressing::SelectPtr | Addressing::PhiPtr | Addressing::DescArraySelect);
+    let two_way = matches!(
+        case.addressing,
+        Addressing::SelectPtr | Addressing::PhiPtr | Addressing::DescArraySelect
+    );
     if two_way {
         b.push(format!("%gbit = OpBitwiseAnd {u32t} {gid} {c1}"));
         b.push(format!("%odd = OpINotEqual {boolt} %gbit {c0}"));
     }
 
     let mut functions = Vec::new();
-    let emit_access = |m: &mut Asm, b: &mut Vec<String>, base: &str, idx: &str, off: &str, value: Option<&str>, nonuniform: bool| -> Option<String> {
+    let emit_access = |m: &mut Asm,
+                       b: &mut Vec<String>,
+                       base: &str,
+                       idx: &str,
+                       off: &str,
+                       value: Option<&str>,
+                       nonuniform: bool|
+     -> Option<String> {
         let rc = m.tmp("rc");
-        b.push(format!("{rc} = OpRawAccessChainNV {p_elem} {base} {stride_c} {idx} {off}{rob}"));
+        b.push(format!(
+            "{rc} = OpRawAccessChainNV {p_elem} {base} {stride_c} {idx} {off}{rob}"
+        ));
         deco_line(m, &rc);
         if nonuniform {
             m.deco(format!("OpDecorate {rc} NonUniform"));
@@ -928,7 +1079,11 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
                 fb.push(format!("%fval = OpFunctionParameter {et}"));
             }
             fb.push("%fentry = OpLabel".into());
-            let fv = if case.op == Op::Store { Some("%fval") } else { None };
+            let fv = if case.op == Op::Store {
+                Some("%fval")
+            } else {
+                None
+            };
             let r = emit_access(&mut m, &mut fb, "%fbase", "%fidx", "%foff", fv, false);
             match r {
                 Some(v) => fb.push(format!("OpReturnValue {v}")),
@@ -939,7 +1094,9 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             match &value {
                 Some(val) => {
                     let t = m.tmp("call");
-                    b.push(format!("{t} = OpFunctionCall {void} %access {v} {idx} {off} {val}"));
+                    b.push(format!(
+                        "{t} = OpFunctionCall {void} %access {v} {idx} {off} {val}"
+                    ));
                     None
                 }
                 None => {
@@ -976,7 +1133,10 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
         }
         (Base::Array(arr, pblk), Addressing::DescArray) => {
             let wp = m.tmp("wgp");
-            b.push(format!("{wp} = OpAccessChain {p_in_u32} {} {c0}", wgid_var.as_ref().unwrap()));
+            b.push(format!(
+                "{wp} = OpAccessChain {p_in_u32} {} {c0}",
+                wgid_var.as_ref().unwrap()
+            ));
             b.push(format!("%wg = OpLoad {u32t} {wp}"));
             b.push(format!("%sel = OpUMod {u32t} %wg {c3}"));
             b.push(format!("%base = OpAccessChain {pblk} {arr} %sel"));
@@ -1000,7 +1160,10 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             let at = addr_ty.clone().unwrap();
             let pat = m.ptr("PushConstant", &at);
             let ap = m.tmp("ap");
-            b.push(format!("{ap} = OpAccessChain {pat} {} {c1}", pc_var.as_ref().unwrap()));
+            b.push(format!(
+                "{ap} = OpAccessChain {pat} {} {c1}",
+                pc_var.as_ref().unwrap()
+            ));
             b.push(format!("%addr = OpLoad {at} {ap}"));
             if psb_scalar_bitcast {
                 b.push(format!("%base = OpBitcast {p_tblock} %addr"));
@@ -1033,7 +1196,9 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             let i = m.tmp("oi");
             let p = m.tmp("op");
             b.push(format!("{i} = OpIAdd {u32t} %obase {ck}"));
-            b.push(format!("{p} = OpAccessChain {io_elem_ptr} {io_var} {c0} {i}"));
+            b.push(format!(
+                "{p} = OpAccessChain {io_elem_ptr} {io_var} {c0} {i}"
+            ));
             b.push(format!("OpStore {p} {comp}"));
         }
     }

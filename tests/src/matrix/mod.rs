@@ -5,12 +5,16 @@
 //! - [`gen`]: a case → SPIR-V assembly + buffers + expected results ([`gen::plan`]).
 //! - [`cases`]: the default slice (all 4-way robustness × addressing × op × type combinations,
 //!   all pairs of all dimensions) and the full sweep.
+//! - [`corpus`]: the dxil-spirv corpus: buffers, cut ranges, expected results.
+//! - [`interp`]: a CPU interpreter of the dxil-spirv corpus shaders over the model.
 //! - [`run`]: validation, rewrite check, execution through the layer, byte-wise comparison.
 
 pub mod asm;
 pub mod case;
 pub mod cases;
+pub mod corpus;
 pub mod gen;
+pub mod interp;
 pub mod model;
 pub mod rng;
 pub mod run;

@@ -26,7 +26,11 @@ pub enum Robustness {
 }
 
 impl Robustness {
-    pub const ALL: [Robustness; 3] = [Robustness::None, Robustness::PerComponent, Robustness::PerElement];
+    pub const ALL: [Robustness; 3] = [
+        Robustness::None,
+        Robustness::PerComponent,
+        Robustness::PerElement,
+    ];
 
     /// The operand as SPIR-V assembly writes it (empty for none).
     pub fn asm_operand(self) -> &'static str {
@@ -66,7 +70,8 @@ impl Access {
 
     /// The byte address: `(Offset + Stride × Index) mod 2^32`.
     pub fn address(&self) -> u32 {
-        self.offset.wrapping_add(self.stride.wrapping_mul(self.index))
+        self.offset
+            .wrapping_add(self.stride.wrapping_mul(self.index))
     }
 
     /// Per component: `Some(byte address)` if the component is accessed, `None` if the
@@ -79,11 +84,16 @@ impl Access {
         match self.robustness {
             Robustness::None => (0..self.comps).map(|k| Some(each(k))).collect(),
             Robustness::PerElement => {
-                assert!(self.stride != 0, "RobustnessPerElementNV with stride 0 is invalid");
+                assert!(
+                    self.stride != 0,
+                    "RobustnessPerElementNV with stride 0 is invalid"
+                );
                 let s = self.stride as u64;
                 let si = self.stride.wrapping_mul(self.index) as u64;
                 let ok = len >= s && si <= len - s;
-                (0..self.comps).map(|k| if ok { Some(each(k)) } else { None }).collect()
+                (0..self.comps)
+                    .map(|k| if ok { Some(each(k)) } else { None })
+                    .collect()
             }
             Robustness::PerComponent => (0..self.comps)
                 .map(|k| {
@@ -123,7 +133,10 @@ impl Access {
 pub fn load(acc: &Access, range: &[u8], poison: Option<u8>) -> Vec<u8> {
     let len = range.len() as u64;
     if acc.robustness == Robustness::None {
-        assert!(acc.in_range_unchecked(len), "model: unchecked out-of-bounds load {acc:?} (len {len})");
+        assert!(
+            acc.in_range_unchecked(len),
+            "model: unchecked out-of-bounds load {acc:?} (len {len})"
+        );
     }
     let c = acc.comp_bytes as usize;
     let mut out = Vec::with_capacity(acc.elem_bytes() as usize);
@@ -141,7 +154,10 @@ pub fn store(acc: &Access, range: &mut [u8], value: &[u8]) {
     let len = range.len() as u64;
     assert_eq!(value.len(), acc.elem_bytes() as usize);
     if acc.robustness == Robustness::None {
-        assert!(acc.in_range_unchecked(len), "model: unchecked out-of-bounds store {acc:?} (len {len})");
+        assert!(
+            acc.in_range_unchecked(len),
+            "model: unchecked out-of-bounds store {acc:?} (len {len})"
+        );
     }
     let c = acc.comp_bytes as usize;
     for (k, a) in acc.component_addresses(len).into_iter().enumerate() {
@@ -156,7 +172,14 @@ mod tests {
     use super::*;
 
     fn acc(stride: u32, index: u32, offset: u32, c: u32, n: u32, r: Robustness) -> Access {
-        Access { stride, index, offset, comp_bytes: c, comps: n, robustness: r }
+        Access {
+            stride,
+            index,
+            offset,
+            comp_bytes: c,
+            comps: n,
+            robustness: r,
+        }
     }
 
     #[test]

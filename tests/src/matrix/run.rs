@@ -18,7 +18,8 @@ pub const POISON_SETTING: &str = "debug_oob_poison";
 /// Assembles the plan's shader and runs spirv-val on it.
 pub fn assemble_and_validate(plan: &Plan) -> Result<Vec<u32>, String> {
     let words = tools::spirv_as(&plan.asm, plan.target_env)?;
-    tools::spirv_val(&words, plan.target_env).map_err(|e| format!("generated module fails spirv-val: {e}"))?;
+    tools::spirv_val(&words, plan.target_env)
+        .map_err(|e| format!("generated module fails spirv-val: {e}"))?;
     Ok(words)
 }
 
@@ -43,7 +44,9 @@ pub fn check_rewrite(words: &[u32], case: &Case) -> RewriteCheck {
         Err(e) => RewriteCheck::RewriteError(format!("{e}")),
         Ok(r) => {
             if tools::has_capability(&r.words, tools::CAP_RAW_ACCESS_CHAINS_NV) {
-                return RewriteCheck::Invalid("rewritten module still declares RawAccessChainsNV".into());
+                return RewriteCheck::Invalid(
+                    "rewritten module still declares RawAccessChainsNV".into(),
+                );
             }
             match tools::spirv_val(&r.words, case.version.target_env()) {
                 Ok(()) => RewriteCheck::Valid,
@@ -77,7 +80,11 @@ pub fn job(plan: &Plan) -> ComputeJob {
                 array_element: b.array_element,
                 kind: match b.kind {
                     BufKind::Storage => BufferKind::Storage,
-                    BufKind::DeviceAddress { push_constant_offset } => BufferKind::DeviceAddress { push_constant_offset },
+                    BufKind::DeviceAddress {
+                        push_constant_offset,
+                    } => BufferKind::DeviceAddress {
+                        push_constant_offset,
+                    },
                 },
                 data: b.data.clone(),
                 descriptor_offset: b.descriptor_offset,
@@ -97,7 +104,12 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
     let esize = plan.case.elem_bytes() as usize;
     for (bi, (b, g)) in plan.buffers.iter().zip(got).enumerate() {
         if b.expected.len() != g.len() {
-            out.push(format!("buffer {bi} ({:?}): size {} expected {}", b.role, g.len(), b.expected.len()));
+            out.push(format!(
+                "buffer {bi} ({:?}): size {} expected {}",
+                b.role,
+                g.len(),
+                b.expected.len()
+            ));
             continue;
         }
         let bad: Vec<usize> = (0..g.len()).filter(|&i| g[i] != b.expected[i]).collect();
@@ -122,7 +134,12 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
             }
         }
         for &(s0, e0) in runs.iter().take(12) {
-            let _ = write!(s, "\n    bytes {s0}..{e0}: expected {:02x?} got {:02x?}", &b.expected[s0..e0.min(s0 + 32)], &g[s0..e0.min(s0 + 32)]);
+            let _ = write!(
+                s,
+                "\n    bytes {s0}..{e0}: expected {:02x?} got {:02x?}",
+                &b.expected[s0..e0.min(s0 + 32)],
+                &g[s0..e0.min(s0 + 32)]
+            );
             match b.role {
                 Role::Output => {
                     for gid in (s0 / esize)..=((e0 - 1) / esize) {
@@ -149,7 +166,15 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
                     let mut shown = 0;
                     for ia in plan.accesses.iter().filter(|a| a.buffer == bi) {
                         let nominal = ia.access.address() as i64;
-                        let touches = ia.access.component_addresses(len).iter().flatten().any(|&a| (a as i64) < rel_e && a as i64 + ia.access.comp_bytes as i64 > rel_s);
+                        let touches =
+                            ia.access
+                                .component_addresses(len)
+                                .iter()
+                                .flatten()
+                                .any(|&a| {
+                                    (a as i64) < rel_e
+                                        && a as i64 + ia.access.comp_bytes as i64 > rel_s
+                                });
                         let near = nominal < rel_e && nominal + esize as i64 > rel_s;
                         if (touches || near) && shown < 4 {
                             shown += 1;
@@ -199,10 +224,15 @@ pub struct CaseResult {
 pub fn run_case(ctx: &Context, case: &Case) -> CaseResult {
     let plan = super::gen::plan(case);
     let fail = |msg: String| {
-        let dumped = dump_asm(&plan).map(|p| format!("\n  asm: {}", p.display())).unwrap_or_default();
+        let dumped = dump_asm(&plan)
+            .map(|p| format!("\n  asm: {}", p.display()))
+            .unwrap_or_default();
         CaseResult {
             case: *case,
-            failure: Some(format!("FAIL {case}\n  notes: {}{dumped}\n  {msg}", plan.notes.join("; "))),
+            failure: Some(format!(
+                "FAIL {case}\n  notes: {}{dumped}\n  {msg}",
+                plan.notes.join("; ")
+            )),
         }
     };
     let words = match assemble_and_validate(&plan) {
@@ -211,7 +241,9 @@ pub fn run_case(ctx: &Context, case: &Case) -> CaseResult {
     };
     match check_rewrite(&words, case) {
         RewriteCheck::Valid => {}
-        RewriteCheck::RewriteError(e) => return fail(format!("shader_rewrite::rewrite failed: {e}")),
+        RewriteCheck::RewriteError(e) => {
+            return fail(format!("shader_rewrite::rewrite failed: {e}"))
+        }
         RewriteCheck::Invalid(e) => return fail(format!("rewritten module is invalid: {e}")),
     }
     ctx.clear_validation_messages();
@@ -226,7 +258,10 @@ pub fn run_case(ctx: &Context, case: &Case) -> CaseResult {
         }
     }
     if problems.is_empty() {
-        CaseResult { case: *case, failure: None }
+        CaseResult {
+            case: *case,
+            failure: None,
+        }
     } else {
         fail(problems.join("\n  "))
     }
@@ -246,8 +281,16 @@ pub fn run_cases(cases: &[Case], threads: usize) -> Result<Summary, String> {
     let start = Instant::now();
     let need_plain = cases.iter().any(|c| !c.poison);
     let need_poison = cases.iter().any(|c| c.poison);
-    let plain = if need_plain { Some(Context::new(&context_options(false))?) } else { None };
-    let poisoned = if need_poison { Some(Context::new(&context_options(true))?) } else { None };
+    let plain = if need_plain {
+        Some(Context::new(&context_options(false))?)
+    } else {
+        None
+    };
+    let poisoned = if need_poison {
+        Some(Context::new(&context_options(true))?)
+    } else {
+        None
+    };
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
@@ -259,29 +302,41 @@ pub fn run_cases(cases: &[Case], threads: usize) -> Result<Summary, String> {
                     break;
                 }
                 let c = &cases[i];
-                let ctx = if c.poison { poisoned.as_ref().unwrap() } else { plain.as_ref().unwrap() };
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(ctx, c))).unwrap_or_else(|p| {
-                    let msg = p
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    CaseResult { case: *c, failure: Some(format!("FAIL {c}\n  panic: {msg}")) }
-                });
-                if let Some(f) = &r.failure {
-                    eprintln!("{f}\n");
-                }
+                let ctx = if c.poison {
+                    poisoned.as_ref().unwrap()
+                } else {
+                    plain.as_ref().unwrap()
+                };
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(ctx, c)))
+                    .unwrap_or_else(|p| {
+                        let msg = p
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        CaseResult {
+                            case: *c,
+                            failure: Some(format!("FAIL {c}\n  panic: {msg}")),
+                        }
+                    });
                 results.lock().unwrap().push(r);
                 let d = done.fetch_add(1, Ordering::SeqCst) + 1;
                 if d % 100 == 0 {
-                    eprintln!("[matrix] {d}/{} cases, {:.0} s", cases.len(), start.elapsed().as_secs_f64());
+                    eprintln!(
+                        "[matrix] {d}/{} cases, {:.0} s",
+                        cases.len(),
+                        start.elapsed().as_secs_f64()
+                    );
                 }
             });
         }
     });
     let results = results.into_inner().unwrap();
     let passed = results.iter().filter(|r| r.failure.is_none()).count();
-    let mut failures: Vec<(Case, String)> = results.into_iter().filter_map(|r| r.failure.map(|f| (r.case, f))).collect();
+    let mut failures: Vec<(Case, String)> = results
+        .into_iter()
+        .filter_map(|r| r.failure.map(|f| (r.case, f)))
+        .collect();
     failures.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(Summary {
         run: cases.len(),

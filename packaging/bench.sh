@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Performance benchmarks. Builds the workspace in release mode (the end-to-end benches load
+# target/release/libVkLayer_polyfill_extensions.so through the real Vulkan loader), then runs:
+#   1. cargo bench -p shader-rewrite --bench rewrite      (criterion: rewrite time per module)
+#   2. cargo bench -p polyfill-e2e   --bench kernels      (emulated vs hand-written kernels on lavapipe)
+#   3. cargo bench -p polyfill-e2e   --bench passthrough  (layer cost on modules/commands it does not touch)
+# Every figure is printed; nothing is asserted (the e2e benches print ratios beside their targets).
+# Each e2e bench interleaves the compared cases in one process, so ratios hold under background
+# load, but absolute times do not: run on an otherwise idle machine for meaningful numbers.
+#
+#   BENCH_ONLY="rewrite kernels passthrough"   run a subset
+#   KERNELS_* / PASSTHROUGH_* variables        see tests/benches/{kernels,passthrough}.rs
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if ! command -v cargo >/dev/null 2>&1; then . "$HOME/.cargo/env"; fi
+
+# Settings from the caller's environment would change what the layer does.
+for v in $(env | sed -n 's/^\(VK_POLYFILL_EXTENSIONS_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+unset VK_INSTANCE_LAYERS VK_LOADER_LAYERS_ENABLE VK_LAYER_SETTINGS_PATH || true
+
+only="${BENCH_ONLY:-rewrite kernels passthrough}"
+want() { [[ " $only " == *" $1 "* ]]; }
+
+echo "[bench] $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "[bench] cargo build --release -p vk-layer-polyfill-extensions -p shader-rewrite"
+cargo build --release -p vk-layer-polyfill-extensions -p shader-rewrite
+
+status=0
+run() {
+    echo
+    echo "[bench] $*"
+    local start=$(date +%s)
+    "$@" || { echo "[bench] FAILED ($?): $*"; status=1; }
+    echo "[bench] ($(( $(date +%s) - start ))s)"
+}
+want rewrite && run cargo bench -p shader-rewrite --bench rewrite
+want kernels && run cargo bench -p polyfill-e2e --bench kernels
+want passthrough && run cargo bench -p polyfill-e2e --bench passthrough
+echo
+echo "[bench] done, exit status $status"
+exit $status

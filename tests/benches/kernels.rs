@@ -1,0 +1,660 @@
+//! Emulated `OpRawAccessChainNV` kernels vs the same kernels hand-written in core SPIR-V, on
+//! lavapipe, through `VK_LAYER_POLYFILL_extensions` (one context with the layer and
+//! `VK_NV_raw_access_chains` enabled, so the layer rewrites the A kernels and passes the B
+//! kernels through untouched).
+//!
+//! Kernel (1<<20 invocations, 64 per workgroup): `out[i] = in[i] * 2 + 1` on a float4 per
+//! invocation.
+//! - A (emulated): `in`/`out` are `uint[]` blocks; the float4 is reached by
+//!   `OpRawAccessChainNV` (`Aligned 16`): structured stride 16 with no robustness or
+//!   `RobustnessPerElementNV`, or byte address (stride 0, offset 16*i) with
+//!   `RobustnessPerComponentNV`.
+//! - B (hand-written): `vec4[]` blocks (ArrayStride 16) and `OpAccessChain`; "check" adds the
+//!   explicit bounds checks by hand: `v = i < in.length() ? in[i] : vec4(0)` and
+//!   `if (i < out.length()) out[i] = ...` (OpArrayLength). For A's per-component variant the
+//!   hand-written reference is this same per-element check (a per-component check by hand
+//!   would be 4 separate checks, which nobody writes for a 16-byte aligned vec4).
+//!
+//! Only the dispatch is timed: each pipeline's command buffer is recorded once (timestamp,
+//! bind, dispatch, barrier, timestamp) and then submitted + waited on repeatedly. All five
+//! pipelines run once per round, in an order that rotates every round, so A and B are measured
+//! side by side. Figures: GPU timestamps (lavapipe writes them around the dispatch) and the
+//! wall time of vkQueueSubmit + vkWaitForFences. Targets are printed, never asserted.
+//!
+//! Run: `cargo build --release -p vk-layer-polyfill-extensions &&
+//!       cargo bench -p polyfill-e2e --bench kernels`
+//! Env: `KERNELS_REPS` (rounds, default 201), `KERNELS_LOG2_INVOCATIONS` (default 20),
+//!      `KERNELS_DUMP_DIR` (write the A/B modules as .spv there).
+
+use polyfill_e2e::ash::vk;
+use polyfill_e2e::{bytes, spirv_as, Context, ContextOptions};
+use std::ffi::CString;
+use std::time::{Duration, Instant};
+
+const WORKGROUP: u32 = 64;
+
+// ---------------------------------------------------------------------------------------------
+// Shaders
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Emulated {
+    None,
+    PerElement,
+    PerComponent,
+}
+
+const A_COMMON: &str = r#"
+OpCapability Shader
+OpCapability RawAccessChainsNV
+OpExtension "SPV_NV_raw_access_chains"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta ArrayStride 4
+OpMemberDecorate %blk 0 Offset 0
+OpDecorate %blk Block
+OpDecorate %in DescriptorSet 0
+OpDecorate %in Binding 0
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%f32 = OpTypeFloat 32
+%v3 = OpTypeVector %u32 3
+%v4f = OpTypeVector %f32 4
+%rta = OpTypeRuntimeArray %u32
+%blk = OpTypeStruct %rta
+%pblk = OpTypePointer StorageBuffer %blk
+%in = OpVariable %pblk StorageBuffer
+%out = OpVariable %pblk StorageBuffer
+%pv3in = OpTypePointer Input %v3
+%gid = OpVariable %pv3in Input
+%pin = OpTypePointer Input %u32
+%pv4 = OpTypePointer StorageBuffer %v4f
+%c0 = OpConstant %u32 0
+%c4 = OpConstant %u32 4
+%c16 = OpConstant %u32 16
+%f1 = OpConstant %f32 1
+%f2 = OpConstant %f32 2
+%k1 = OpConstantComposite %v4f %f1 %f1 %f1 %f1
+%k2 = OpConstantComposite %v4f %f2 %f2 %f2 %f2
+%main = OpFunction %void None %fn
+%l = OpLabel
+%px = OpAccessChain %pin %gid %c0
+%i = OpLoad %u32 %px
+"#;
+
+fn kernel_a(v: Emulated) -> String {
+    let chains = match v {
+        Emulated::None => "%p = OpRawAccessChainNV %pv4 %in %c16 %i %c0\n\
+                           %q = OpRawAccessChainNV %pv4 %out %c16 %i %c0\n"
+            .to_string(),
+        Emulated::PerElement => "%p = OpRawAccessChainNV %pv4 %in %c16 %i %c0 RobustnessPerElementNV\n\
+                                 %q = OpRawAccessChainNV %pv4 %out %c16 %i %c0 RobustnessPerElementNV\n"
+            .to_string(),
+        Emulated::PerComponent => "%off = OpShiftLeftLogical %u32 %i %c4\n\
+                                   %p = OpRawAccessChainNV %pv4 %in %c0 %c0 %off RobustnessPerComponentNV\n\
+                                   %q = OpRawAccessChainNV %pv4 %out %c0 %c0 %off RobustnessPerComponentNV\n"
+            .to_string(),
+    };
+    format!(
+        "{A_COMMON}{chains}\
+         %v = OpLoad %v4f %p Aligned 16\n\
+         %m = OpFMul %v4f %v %k2\n\
+         %w = OpFAdd %v4f %m %k1\n\
+         OpStore %q %w Aligned 16\n\
+         OpReturn\n\
+         OpFunctionEnd\n"
+    )
+}
+
+const B_COMMON: &str = r#"
+OpCapability Shader
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta ArrayStride 16
+OpMemberDecorate %blk 0 Offset 0
+OpDecorate %blk Block
+OpDecorate %in DescriptorSet 0
+OpDecorate %in Binding 0
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%bool = OpTypeBool
+%u32 = OpTypeInt 32 0
+%f32 = OpTypeFloat 32
+%v3 = OpTypeVector %u32 3
+%v4f = OpTypeVector %f32 4
+%rta = OpTypeRuntimeArray %v4f
+%blk = OpTypeStruct %rta
+%pblk = OpTypePointer StorageBuffer %blk
+%in = OpVariable %pblk StorageBuffer
+%out = OpVariable %pblk StorageBuffer
+%pv3in = OpTypePointer Input %v3
+%gid = OpVariable %pv3in Input
+%pin = OpTypePointer Input %u32
+%pv4 = OpTypePointer StorageBuffer %v4f
+%c0 = OpConstant %u32 0
+%f0 = OpConstant %f32 0
+%f1 = OpConstant %f32 1
+%f2 = OpConstant %f32 2
+%k0 = OpConstantComposite %v4f %f0 %f0 %f0 %f0
+%k1 = OpConstantComposite %v4f %f1 %f1 %f1 %f1
+%k2 = OpConstantComposite %v4f %f2 %f2 %f2 %f2
+%main = OpFunction %void None %fn
+%l = OpLabel
+%px = OpAccessChain %pin %gid %c0
+%i = OpLoad %u32 %px
+"#;
+
+fn kernel_b(check: bool) -> String {
+    let body = if check {
+        r#"%lin = OpArrayLength %u32 %in 0
+%okin = OpULessThan %bool %i %lin
+OpSelectionMerge %m1 None
+OpBranchConditional %okin %t1 %m1
+%t1 = OpLabel
+%p = OpAccessChain %pv4 %in %c0 %i
+%v = OpLoad %v4f %p
+OpBranch %m1
+%m1 = OpLabel
+%vv = OpPhi %v4f %v %t1 %k0 %l
+%m = OpFMul %v4f %vv %k2
+%w = OpFAdd %v4f %m %k1
+%lout = OpArrayLength %u32 %out 0
+%okout = OpULessThan %bool %i %lout
+OpSelectionMerge %m2 None
+OpBranchConditional %okout %t2 %m2
+%t2 = OpLabel
+%q = OpAccessChain %pv4 %out %c0 %i
+OpStore %q %w
+OpBranch %m2
+%m2 = OpLabel
+OpReturn
+OpFunctionEnd
+"#
+    } else {
+        r#"%p = OpAccessChain %pv4 %in %c0 %i
+%v = OpLoad %v4f %p
+%m = OpFMul %v4f %v %k2
+%w = OpFAdd %v4f %m %k1
+%q = OpAccessChain %pv4 %out %c0 %i
+OpStore %q %w
+OpReturn
+OpFunctionEnd
+"#
+    };
+    format!("{B_COMMON}{body}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = s.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vulkan plumbing (raw ash on the harness context)
+
+fn check(r: Result<impl Sized, vk::Result>, what: &str) {
+    if let Err(e) = r {
+        fail(&format!("{what}: {e:?}"));
+    }
+}
+fn fail(msg: &str) -> ! {
+    eprintln!("kernels bench: {msg}");
+    std::process::exit(1);
+}
+fn ok<T>(r: Result<T, vk::Result>, what: &str) -> T {
+    r.unwrap_or_else(|e| fail(&format!("{what}: {e:?}")))
+}
+
+struct HostBuffer {
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    ptr: *mut u8,
+    size: usize,
+}
+
+impl HostBuffer {
+    fn new(ctx: &Context, size: usize) -> HostBuffer {
+        let d = ctx.device();
+        let bci = vk::BufferCreateInfo::default()
+            .size(size as u64)
+            .usage(vk::BufferUsageFlags::STORAGE_BUFFER)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let buffer = ok(unsafe { d.create_buffer(&bci, None) }, "vkCreateBuffer");
+        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
+        let props = unsafe { ctx.instance().get_physical_device_memory_properties(ctx.physical_device()) };
+        let want = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+        let mt = (0..props.memory_type_count)
+            .find(|&i| req.memory_type_bits & (1 << i) != 0 && props.memory_types[i as usize].property_flags.contains(want))
+            .unwrap_or_else(|| fail("no host-visible coherent memory type"));
+        let mai = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(mt);
+        let memory = ok(unsafe { d.allocate_memory(&mai, None) }, "vkAllocateMemory");
+        check(unsafe { d.bind_buffer_memory(buffer, memory, 0) }, "vkBindBufferMemory");
+        let ptr = ok(unsafe { d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }, "vkMapMemory") as *mut u8;
+        HostBuffer { buffer, memory, ptr, size }
+    }
+    fn write(&self, data: &[u8]) {
+        assert!(data.len() <= self.size);
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, data.len()) };
+    }
+    fn fill(&self, byte: u8) {
+        unsafe { std::ptr::write_bytes(self.ptr, byte, self.size) };
+    }
+    fn read(&self) -> Vec<u8> {
+        let mut v = vec![0u8; self.size];
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr, v.as_mut_ptr(), self.size) };
+        v
+    }
+    fn destroy(&self, ctx: &Context) {
+        let d = ctx.device();
+        unsafe {
+            d.unmap_memory(self.memory);
+            d.destroy_buffer(self.buffer, None);
+            d.free_memory(self.memory, None);
+        }
+    }
+}
+
+/// One pipeline with its pre-recorded command buffer (timestamps around one dispatch).
+struct Job {
+    name: String,
+    module: vk::ShaderModule,
+    pipeline: vk::Pipeline,
+    cmd: vk::CommandBuffer,
+    queries: vk::QueryPool,
+    /// Which output buffer it writes (0 = A's, 1 = B's).
+    out: usize,
+    ts_ms: Vec<f64>,
+    wall_ms: Vec<f64>,
+    create_ms: f64,
+}
+
+struct Rig<'a> {
+    ctx: &'a Context,
+    set_layout: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+    pool: vk::DescriptorPool,
+    sets: [vk::DescriptorSet; 2],
+    cmd_pool: vk::CommandPool,
+    fence: vk::Fence,
+    timestamps: bool,
+    ts_period_ns: f64,
+    ts_mask: u64,
+    groups: u32,
+}
+
+impl<'a> Rig<'a> {
+    fn new(ctx: &'a Context, input: &HostBuffer, outs: [&HostBuffer; 2], groups: u32) -> Rig<'a> {
+        let d = ctx.device();
+        let bindings = [0u32, 1].map(|b| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        });
+        let set_layout = ok(
+            unsafe { d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None) },
+            "vkCreateDescriptorSetLayout",
+        );
+        let sl = [set_layout];
+        let layout =
+            ok(unsafe { d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sl), None) }, "vkCreatePipelineLayout");
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 4 }];
+        let pool = ok(
+            unsafe { d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(2).pool_sizes(&sizes), None) },
+            "vkCreateDescriptorPool",
+        );
+        let sls = [set_layout, set_layout];
+        let v = ok(
+            unsafe { d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sls)) },
+            "vkAllocateDescriptorSets",
+        );
+        let sets = [v[0], v[1]];
+        for (k, out) in outs.iter().enumerate() {
+            let ii = [vk::DescriptorBufferInfo { buffer: input.buffer, offset: 0, range: vk::WHOLE_SIZE }];
+            let oi = [vk::DescriptorBufferInfo { buffer: out.buffer, offset: 0, range: vk::WHOLE_SIZE }];
+            let w = [
+                vk::WriteDescriptorSet::default()
+                    .dst_set(sets[k])
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(&ii),
+                vk::WriteDescriptorSet::default()
+                    .dst_set(sets[k])
+                    .dst_binding(1)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(&oi),
+            ];
+            unsafe { d.update_descriptor_sets(&w, &[]) };
+        }
+        let cmd_pool = ok(
+            unsafe { d.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(ctx.queue_family()), None) },
+            "vkCreateCommandPool",
+        );
+        let fence = ok(unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }, "vkCreateFence");
+        let families = unsafe { ctx.instance().get_physical_device_queue_family_properties(ctx.physical_device()) };
+        let bits = families[ctx.queue_family() as usize].timestamp_valid_bits;
+        let ts_mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        Rig {
+            ctx,
+            set_layout,
+            layout,
+            pool,
+            sets,
+            cmd_pool,
+            fence,
+            timestamps: bits > 0 && ctx.limits().timestamp_period > 0.0,
+            ts_period_ns: ctx.limits().timestamp_period as f64,
+            ts_mask,
+            groups,
+        }
+    }
+
+    fn job(&self, name: &str, words: &[u32], out: usize) -> Job {
+        let d = self.ctx.device();
+        let t = Instant::now();
+        let module = self.ctx.create_shader_module(words).unwrap_or_else(|e| fail(&format!("{name}: vkCreateShaderModule: {e:?}")));
+        let entry = CString::new("main").unwrap();
+        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(&entry);
+        let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
+        let pipeline = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }
+            .map_err(|(_, e)| e)
+            .unwrap_or_else(|e| fail(&format!("{name}: vkCreateComputePipelines: {e:?}")))[0];
+        let create_ms = t.elapsed().as_secs_f64() * 1e3;
+        let queries = ok(
+            unsafe {
+                d.create_query_pool(&vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2), None)
+            },
+            "vkCreateQueryPool",
+        );
+        let cmd = ok(
+            unsafe {
+                d.allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default()
+                        .command_pool(self.cmd_pool)
+                        .level(vk::CommandBufferLevel::PRIMARY)
+                        .command_buffer_count(1),
+                )
+            },
+            "vkAllocateCommandBuffers",
+        )[0];
+        unsafe {
+            check(d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()), "vkBeginCommandBuffer");
+            if self.timestamps {
+                d.cmd_reset_query_pool(cmd, queries, 0, 2);
+                d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, queries, 0);
+            }
+            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
+            d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, self.layout, 0, &[self.sets[out]], &[]);
+            d.cmd_dispatch(cmd, self.groups, 1, 1);
+            if self.timestamps {
+                d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, queries, 1);
+            }
+            let barrier = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
+            d.cmd_pipeline_barrier(
+                cmd,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &barrier,
+                &[],
+                &[],
+            );
+            check(d.end_command_buffer(cmd), "vkEndCommandBuffer");
+        }
+        Job { name: name.to_string(), module, pipeline, cmd, queries, out, ts_ms: vec![], wall_ms: vec![], create_ms }
+    }
+
+    /// Submits the job's command buffer and waits. Returns (timestamp ms, wall ms).
+    fn run(&self, job: &Job) -> (f64, f64) {
+        let d = self.ctx.device();
+        let cbs = [job.cmd];
+        let submit = [vk::SubmitInfo::default().command_buffers(&cbs)];
+        let t = Instant::now();
+        {
+            let q = self.ctx.queue();
+            check(unsafe { d.queue_submit(*q, &submit, self.fence) }, "vkQueueSubmit");
+        }
+        check(unsafe { d.wait_for_fences(&[self.fence], true, Duration::from_secs(120).as_nanos() as u64) }, "vkWaitForFences");
+        let wall = t.elapsed().as_secs_f64() * 1e3;
+        check(unsafe { d.reset_fences(&[self.fence]) }, "vkResetFences");
+        let ts = if self.timestamps {
+            let mut v = [0u64; 2];
+            check(
+                unsafe { d.get_query_pool_results(job.queries, 0, &mut v, vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT) },
+                "vkGetQueryPoolResults",
+            );
+            ((v[1].wrapping_sub(v[0])) & self.ts_mask) as f64 * self.ts_period_ns / 1e6
+        } else {
+            f64::NAN
+        };
+        (ts, wall)
+    }
+
+    fn destroy_job(&self, job: &Job) {
+        let d = self.ctx.device();
+        unsafe {
+            d.free_command_buffers(self.cmd_pool, &[job.cmd]);
+            d.destroy_query_pool(job.queries, None);
+            d.destroy_pipeline(job.pipeline, None);
+        }
+        self.ctx.destroy_shader_module(job.module);
+    }
+
+    fn destroy(&self) {
+        let d = self.ctx.device();
+        unsafe {
+            let _ = d.device_wait_idle();
+            d.destroy_fence(self.fence, None);
+            d.destroy_command_pool(self.cmd_pool, None);
+            d.destroy_descriptor_pool(self.pool, None);
+            d.destroy_pipeline_layout(self.layout, None);
+            d.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+    }
+}
+
+/// The 1-minute load average (the benches share the machine with whatever else runs).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next().map(str::to_string)).unwrap_or_else(|| "?".into())
+}
+
+fn env_num(name: &str, default: u32) -> u32 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing to parse.
+    let reps = env_num("KERNELS_REPS", 201).max(1) as usize;
+    let log2 = env_num("KERNELS_LOG2_INVOCATIONS", 20).clamp(6, 24);
+    let n = 1usize << log2; // invocations = float4 elements
+    let groups = (n as u32) / WORKGROUP;
+
+    let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap_or_else(|e| fail(&format!("context with the layer: {e}")));
+    println!("== kernels: emulated OpRawAccessChainNV vs hand-written core SPIR-V ==");
+    println!(
+        "device: {} | context: layer + VK_NV_raw_access_chains | {} invocations ({} workgroups of {WORKGROUP}), {} MiB in + {} MiB out | {reps} rounds",
+        ctx.device_name(),
+        n,
+        groups,
+        n * 16 >> 20,
+        n * 16 >> 20
+    );
+    if ctx.query_raw_access_chains_feature() && !polyfill_e2e::vk::driver_has_extension("VK_NV_raw_access_chains").unwrap_or(false) {
+        println!("driver lacks VK_NV_raw_access_chains: the layer emulates it (A kernels are rewritten)");
+    } else if polyfill_e2e::vk::driver_has_extension("VK_NV_raw_access_chains").unwrap_or(false) {
+        println!("WARNING: the driver itself exposes VK_NV_raw_access_chains; the layer may not rewrite the A kernels");
+    }
+
+    // Inputs: finite floats, no denormals, exact in a*2+1.
+    let vals: Vec<f32> = (0..n * 4).map(|k| ((k % 65_521) as f32) * 0.25 - 4096.0).collect();
+    let input_bytes = bytes::from_f32s(&vals);
+    let expected: Vec<u8> = bytes::from_f32s(&vals.iter().map(|a| a * 2.0 + 1.0).collect::<Vec<_>>());
+    let input = HostBuffer::new(&ctx, n * 16);
+    input.write(&input_bytes);
+    let out_a = HostBuffer::new(&ctx, n * 16);
+    let out_b = HostBuffer::new(&ctx, n * 16);
+    let rig = Rig::new(&ctx, &input, [&out_a, &out_b], groups);
+    if !rig.timestamps {
+        println!("timestamps unsupported on this queue: only wall times");
+    }
+
+    // Modules.
+    let sources: Vec<(&str, String, usize)> = vec![
+        ("A none", kernel_a(Emulated::None), 0),
+        ("A per-element", kernel_a(Emulated::PerElement), 0),
+        ("A per-component", kernel_a(Emulated::PerComponent), 0),
+        ("B no check", kernel_b(false), 1),
+        ("B check", kernel_b(true), 1),
+    ];
+    let dump_dir = std::env::var_os("KERNELS_DUMP_DIR").map(std::path::PathBuf::from);
+    let mut jobs: Vec<Job> = Vec::new();
+    for (name, src, out) in &sources {
+        let words = spirv_as(src, "vulkan1.1").unwrap_or_else(|e| fail(&format!("{name}: {e}")));
+        if let Some(dir) = &dump_dir {
+            let _ = std::fs::create_dir_all(dir);
+            let file = dir.join(format!("{}.spv", name.replace(' ', "_")));
+            if let Err(e) = std::fs::write(&file, polyfill_e2e::tools::words_to_bytes(&words)) {
+                eprintln!("cannot write {}: {e}", file.display());
+            }
+        }
+        jobs.push(rig.job(name, &words, *out));
+    }
+
+    // Correctness: every A variant and its B counterpart write identical bytes (and the CPU's).
+    let outs = [&out_a, &out_b];
+    let pairs = [(0usize, 3usize), (1, 4), (2, 4)];
+    for &(a, b) in &pairs {
+        let mut results = Vec::new();
+        for &j in &[a, b] {
+            outs[jobs[j].out].fill(0xCD);
+            rig.run(&jobs[j]);
+            results.push(outs[jobs[j].out].read());
+        }
+        if let Some(at) = bytes::first_difference(&results[0], &results[1]) {
+            fail(&format!(
+                "outputs differ: {} vs {} at byte {at} ({} bytes differ)",
+                jobs[a].name,
+                jobs[b].name,
+                results[0].iter().zip(&results[1]).filter(|(x, y)| x != y).count()
+            ));
+        }
+        if let Some(at) = bytes::first_difference(&results[0], &expected) {
+            fail(&format!("{}: output differs from the CPU reference at byte {at}", jobs[a].name));
+        }
+    }
+    println!("correctness: A and B outputs are byte-identical for all 3 pairs (and match the CPU)");
+
+    // Warm-up, then interleaved rounds (order rotates every round).
+    for j in &jobs {
+        rig.run(j);
+    }
+    let load_before = loadavg();
+    let started = Instant::now();
+    for r in 0..reps {
+        for k in 0..jobs.len() {
+            let j = (k + r) % jobs.len();
+            let (ts, wall) = rig.run(&jobs[j]);
+            jobs[j].ts_ms.push(ts);
+            jobs[j].wall_ms.push(wall);
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+
+    println!();
+    println!("per pipeline ({reps} runs each; ms; create = vkCreateShaderModule + vkCreateComputePipelines, once, includes the layer's rewrite):");
+    println!("  {:<16} {:>9} {:>9} {:>9}   {:>9} {:>9} {:>9}   {:>9}", "pipeline", "ts med", "ts min", "ts max", "wall med", "wall min", "wall max", "create");
+    for j in &jobs {
+        println!(
+            "  {:<16} {:>9.3} {:>9.3} {:>9.3}   {:>9.3} {:>9.3} {:>9.3}   {:>9.2}",
+            j.name,
+            median(&j.ts_ms),
+            min(&j.ts_ms),
+            max(&j.ts_ms),
+            median(&j.wall_ms),
+            min(&j.wall_ms),
+            max(&j.wall_ms),
+            j.create_ms
+        );
+    }
+
+    let rows = [
+        ("none", 0usize, 3usize, 1.05, "B no check"),
+        ("per-element", 1, 4, 1.15, "B check (OpArrayLength, per element)"),
+        ("per-component", 2, 4, 1.15, "B check (per-element check stands in for per-component)"),
+    ];
+    let ratio_table = |label: &str, pick: &dyn Fn(&Job) -> &Vec<f64>| {
+        println!();
+        println!("{label}: emulated (A) vs hand-written (B), medians in ms [min..max]");
+        println!(
+            "  {:<14} {:>26} {:>26} {:>7} {:>7} {:>7} {:>7} {:>8}  reference",
+            "variant", "emulated A", "hand-written B", "ratio", "paired", "min/min", "target", "A/Bnochk"
+        );
+        for &(v, a, b, target, what) in &rows {
+            let (ja, jb, jn) = (&jobs[a], &jobs[b], &jobs[3]);
+            let (ma, mb, mn) = (median(pick(ja)), median(pick(jb)), median(pick(jn)));
+            let ratio = ma / mb;
+            // Same-round ratios (A and B ran back to back in each round).
+            let paired: Vec<f64> = pick(ja).iter().zip(pick(jb)).map(|(x, y)| x / y).collect();
+            println!(
+                "  {:<14} {:>8.3} [{:>6.3}..{:>7.3}] {:>8.3} [{:>6.3}..{:>7.3}] {:>7.3} {:>7.3} {:>7.3} {:>7} {:>8.3}  {}{}",
+                v,
+                ma,
+                min(pick(ja)),
+                max(pick(ja)),
+                mb,
+                min(pick(jb)),
+                max(pick(jb)),
+                ratio,
+                median(&paired),
+                min(pick(ja)) / min(pick(jb)),
+                format!("<={target:.2}"),
+                ma / mn,
+                what,
+                if ratio > target { "  (ABOVE TARGET)" } else { "" }
+            );
+        }
+    };
+    if rig.timestamps {
+        ratio_table("dispatch time from GPU timestamps", &|j: &Job| &j.ts_ms);
+    }
+    ratio_table("wall time of vkQueueSubmit + vkWaitForFences", &|j: &Job| &j.wall_ms);
+    println!();
+    println!("ratio = median(A)/median(B); paired = median over rounds of A/B in the same round; min/min = fastest A / fastest B;");
+    println!("A/Bnochk = median(A)/median(B no check): what the robustness costs against an unchecked hand-written kernel.");
+    println!("timed rounds took {elapsed:.1}s (load average before: {load_before}, after: {}); targets are printed, never asserted", loadavg());
+
+    for j in &jobs {
+        rig.destroy_job(j);
+    }
+    rig.destroy();
+    input.destroy(&ctx);
+    out_a.destroy(&ctx);
+    out_b.destroy(&ctx);
+}

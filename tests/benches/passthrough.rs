@@ -1,0 +1,435 @@
+//! What `VK_LAYER_POLYFILL_extensions` costs where it has nothing to do, on lavapipe: three
+//! contexts in one process, measured in interleaved batches (the order rotates every batch):
+//!
+//! - `native`: no layer;
+//! - `layer`: the layer enabled, no extension requested (`ContextOptions::with_layer()`): no
+//!   emulation is active, so the layer hands out the driver's own entry points;
+//! - `layer+ext`: the layer with `VK_NV_raw_access_chains` enabled
+//!   (`ContextOptions::raw_access_chains()`): the layer's vkCreateShaderModule /
+//!   vkCreateComputePipelines hooks are installed and scan every module (which needs nothing and
+//!   is passed down untouched).
+//!
+//! Measured: vkCreateShaderModule on plain compute modules of about 2, 8 and 20 KB (no raw
+//! access chains), vkCreateComputePipelines (lavapipe compiles with LLVM, so fewer), and the
+//! command-recording rate (10k × vkCmdBindPipeline + vkCmdBindDescriptorSets + vkCmdDispatch
+//! between vkBeginCommandBuffer and vkEndCommandBuffer). Ratios are printed beside the targets
+//! (create: layer/native time ≤ 1.02; recording: layer/native rate ≥ 0.99), never asserted.
+//!
+//! Run: `cargo build --release -p vk-layer-polyfill-extensions &&
+//!       cargo bench -p polyfill-e2e --bench passthrough`
+//! Env: `PASSTHROUGH_BATCHES` (default 30), `PASSTHROUGH_MODULES` (creates per batch, 2000),
+//!      `PASSTHROUGH_PIPELINES` (pipelines per batch, 20), `PASSTHROUGH_RECORDS` (recordings per
+//!      batch, 10), `PASSTHROUGH_DISPATCHES` (per recording, 10000), `PASSTHROUGH_DUMP_DIR`
+//!      (write the modules there as .spv).
+
+use polyfill_e2e::ash::vk;
+use polyfill_e2e::{layer, spirv_as, Context, ContextOptions};
+use std::ffi::CStr;
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn fail(msg: &str) -> ! {
+    eprintln!("passthrough bench: {msg}");
+    std::process::exit(1);
+}
+fn ok<T>(r: Result<T, vk::Result>, what: &str) -> T {
+    r.unwrap_or_else(|e| fail(&format!("{what}: {e:?}")))
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = s.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+fn env_num(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next().map(str::to_string)).unwrap_or_else(|| "?".into())
+}
+
+/// A plain compute module (no raw access chains): `out[i] = sum_k in[i + k] * k` over `steps`
+/// terms, bindings 0 (in) and 1 (out). About 116 bytes per step plus ~700 bytes.
+fn plain_module(steps: usize) -> String {
+    let mut s = String::from(
+        r#"OpCapability Shader
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta ArrayStride 4
+OpMemberDecorate %blk 0 Offset 0
+OpDecorate %blk Block
+OpDecorate %in DescriptorSet 0
+OpDecorate %in Binding 0
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%v3 = OpTypeVector %u32 3
+%rta = OpTypeRuntimeArray %u32
+%blk = OpTypeStruct %rta
+%pblk = OpTypePointer StorageBuffer %blk
+%in = OpVariable %pblk StorageBuffer
+%out = OpVariable %pblk StorageBuffer
+%pv3 = OpTypePointer Input %v3
+%gid = OpVariable %pv3 Input
+%pin = OpTypePointer Input %u32
+%pu = OpTypePointer StorageBuffer %u32
+%c0 = OpConstant %u32 0
+"#,
+    );
+    for k in 1..=steps {
+        s += &format!("%c{k} = OpConstant %u32 {}\n", k * 7 + 3);
+    }
+    s += "%main = OpFunction %void None %fn\n%l = OpLabel\n%px = OpAccessChain %pin %gid %c0\n%i = OpLoad %u32 %px\n%acc0 = OpCopyObject %u32 %c0\n";
+    for k in 1..=steps {
+        let p = k - 1;
+        s += &format!(
+            "%i{k} = OpIAdd %u32 %i %c{k}\n%p{k} = OpAccessChain %pu %in %c0 %i{k}\n%ld{k} = OpLoad %u32 %p{k}\n\
+             %m{k} = OpIMul %u32 %ld{k} %c{k}\n%acc{k} = OpIAdd %u32 %acc{p} %m{k}\n"
+        );
+    }
+    s += &format!("%po = OpAccessChain %pu %out %c0 %i\nOpStore %po %acc{steps}\nOpReturn\nOpFunctionEnd\n");
+    s
+}
+
+/// The shared object holding `addr` (dladdr).
+fn object_of(addr: usize) -> Option<PathBuf> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) };
+    if r == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    let p = PathBuf::from(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned());
+    Some(p.canonicalize().unwrap_or(p))
+}
+
+/// Per-context objects for the pipeline and recording benches.
+struct Rig {
+    set_layout: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+    dpool: vk::DescriptorPool,
+    set: vk::DescriptorSet,
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    module: vk::ShaderModule,
+    pipeline: vk::Pipeline,
+    cmd_pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+}
+
+impl Rig {
+    fn new(ctx: &Context, words: &[u32]) -> Rig {
+        let d = ctx.device();
+        let bindings = [0u32, 1].map(|b| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        });
+        let set_layout = ok(
+            unsafe { d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None) },
+            "vkCreateDescriptorSetLayout",
+        );
+        let sl = [set_layout];
+        let layout =
+            ok(unsafe { d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sl), None) }, "vkCreatePipelineLayout");
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 }];
+        let dpool = ok(
+            unsafe { d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None) },
+            "vkCreateDescriptorPool",
+        );
+        let set = ok(
+            unsafe { d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(dpool).set_layouts(&sl)) },
+            "vkAllocateDescriptorSets",
+        )[0];
+        // One small buffer behind both bindings, so the bound set is fully written.
+        let buffer = ok(
+            unsafe {
+                d.create_buffer(&vk::BufferCreateInfo::default().size(4096).usage(vk::BufferUsageFlags::STORAGE_BUFFER), None)
+            },
+            "vkCreateBuffer",
+        );
+        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
+        let mt = req.memory_type_bits.trailing_zeros();
+        let memory = ok(
+            unsafe { d.allocate_memory(&vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(mt), None) },
+            "vkAllocateMemory",
+        );
+        ok(unsafe { d.bind_buffer_memory(buffer, memory, 0) }, "vkBindBufferMemory");
+        let bi = [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }];
+        let w = [0u32, 1].map(|b| {
+            vk::WriteDescriptorSet::default().dst_set(set).dst_binding(b).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).buffer_info(&bi)
+        });
+        unsafe { d.update_descriptor_sets(&w, &[]) };
+        let module = ctx.create_shader_module(words).unwrap_or_else(|e| fail(&format!("vkCreateShaderModule: {e:?}")));
+        let rig = Rig {
+            set_layout,
+            layout,
+            dpool,
+            set,
+            buffer,
+            memory,
+            module,
+            pipeline: vk::Pipeline::null(),
+            cmd_pool: vk::CommandPool::null(),
+            cmd: vk::CommandBuffer::null(),
+        };
+        let pipeline = rig.create_pipeline(ctx);
+        let cmd_pool = ok(
+            unsafe { d.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(ctx.queue_family()), None) },
+            "vkCreateCommandPool",
+        );
+        let cmd = ok(
+            unsafe {
+                d.allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default().command_pool(cmd_pool).level(vk::CommandBufferLevel::PRIMARY).command_buffer_count(1),
+                )
+            },
+            "vkAllocateCommandBuffers",
+        )[0];
+        Rig { pipeline, cmd_pool, cmd, ..rig }
+    }
+
+    fn create_pipeline(&self, ctx: &Context) -> vk::Pipeline {
+        let entry = c"main";
+        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(self.module).name(entry);
+        let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
+        unsafe { ctx.device().create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }
+            .map_err(|(_, e)| e)
+            .unwrap_or_else(|e| fail(&format!("vkCreateComputePipelines: {e:?}")))[0]
+    }
+
+    /// Records `n` × (bind pipeline, bind set, dispatch); returns the seconds from
+    /// vkBeginCommandBuffer to vkEndCommandBuffer (the pool reset is not timed).
+    fn record(&self, ctx: &Context, n: usize) -> f64 {
+        let d = ctx.device();
+        ok(unsafe { d.reset_command_pool(self.cmd_pool, vk::CommandPoolResetFlags::empty()) }, "vkResetCommandPool");
+        let sets = [self.set];
+        let t = Instant::now();
+        unsafe {
+            ok(
+                d.begin_command_buffer(self.cmd, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT)),
+                "vkBeginCommandBuffer",
+            );
+            for k in 0..n {
+                d.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, self.pipeline);
+                d.cmd_bind_descriptor_sets(self.cmd, vk::PipelineBindPoint::COMPUTE, self.layout, 0, &sets, &[]);
+                d.cmd_dispatch(self.cmd, 1 + (k as u32 & 3), 1, 1);
+            }
+            ok(d.end_command_buffer(self.cmd), "vkEndCommandBuffer");
+        }
+        t.elapsed().as_secs_f64()
+    }
+
+    fn destroy(&self, ctx: &Context) {
+        let d = ctx.device();
+        unsafe {
+            let _ = d.device_wait_idle();
+            d.destroy_command_pool(self.cmd_pool, None);
+            d.destroy_pipeline(self.pipeline, None);
+            d.destroy_shader_module(self.module, None);
+            d.destroy_descriptor_pool(self.dpool, None);
+            d.destroy_pipeline_layout(self.layout, None);
+            d.destroy_descriptor_set_layout(self.set_layout, None);
+            d.destroy_buffer(self.buffer, None);
+            d.free_memory(self.memory, None);
+        }
+    }
+}
+
+/// Runs `batches` rounds; in each, `f(ctx_index)` once per context in a rotating order.
+/// Returns per-context samples.
+fn interleave(batches: usize, n_ctx: usize, mut f: impl FnMut(usize) -> f64) -> Vec<Vec<f64>> {
+    let mut out = vec![Vec::with_capacity(batches); n_ctx];
+    for b in 0..batches {
+        for k in 0..n_ctx {
+            let c = (k + b) % n_ctx;
+            out[c].push(f(c));
+        }
+    }
+    out
+}
+
+struct Row {
+    what: String,
+    unit: &'static str,
+    samples: Vec<Vec<f64>>,
+    /// true: higher is better (rates): ratio = layer/native rate; false: ratio = layer/native time.
+    rate: bool,
+    target: &'static str,
+    within: fn(f64) -> bool,
+}
+
+fn main() {
+    let batches = env_num("PASSTHROUGH_BATCHES", 30).max(1);
+    let n_modules = env_num("PASSTHROUGH_MODULES", 2000).max(1);
+    let n_pipelines = env_num("PASSTHROUGH_PIPELINES", 20).max(1);
+    let n_records = env_num("PASSTHROUGH_RECORDS", 10).max(1);
+    let n_dispatches = env_num("PASSTHROUGH_DISPATCHES", 10_000).max(1);
+
+    let names = ["native", "layer", "layer+ext"];
+    let ctxs: Vec<Context> = [ContextOptions::native(), ContextOptions::with_layer(), ContextOptions::raw_access_chains()]
+        .iter()
+        .zip(names)
+        .map(|(o, n)| Context::new(o).unwrap_or_else(|e| fail(&format!("{n} context: {e}"))))
+        .collect();
+    println!("== passthrough: cost of the layer where it has nothing to do ==");
+    println!(
+        "device: {} | contexts: native (no layer), layer (layer, no extension), layer+ext (layer + VK_NV_raw_access_chains) | {batches} interleaved batches",
+        ctxs[0].device_name()
+    );
+    let lib = layer::try_library_path().ok();
+    for (ctx, n) in ctxs.iter().zip(names) {
+        let f = ctx.get_device_proc_addr("vkCreateShaderModule").map(|f| f as usize).and_then(object_of);
+        let ours = lib.is_some() && f == lib;
+        println!("  {n:<10} vkCreateShaderModule -> {}", if ours { "the layer's hook".to_string() } else { format!("{:?}", f.unwrap_or_default()) });
+    }
+
+    // Modules of about 2, 8 and 20 KB.
+    let mut modules: Vec<(String, Vec<u32>)> = Vec::new();
+    for steps in [12usize, 64, 170] {
+        let words = spirv_as(&plain_module(steps), "vulkan1.1").unwrap_or_else(|e| fail(&e));
+        if let Some(dir) = std::env::var_os("PASSTHROUGH_DUMP_DIR") {
+            let file = PathBuf::from(dir).join(format!("plain_{steps}.spv"));
+            let _ = std::fs::write(&file, polyfill_e2e::tools::words_to_bytes(&words));
+        }
+        modules.push((format!("{:.1} KB", words.len() as f64 * 4.0 / 1024.0), words));
+    }
+    let load_before = loadavg();
+    let started = Instant::now();
+    let mut rows: Vec<Row> = Vec::new();
+
+    // 1. vkCreateShaderModule: time `n_modules` creates; destroy them untimed.
+    for (label, words) in &modules {
+        let info = vk::ShaderModuleCreateInfo::default().code(words);
+        let mut handles = Vec::with_capacity(n_modules);
+        // Warm-up.
+        for ctx in &ctxs {
+            for _ in 0..100 {
+                let m = ok(unsafe { ctx.device().create_shader_module(&info, None) }, "vkCreateShaderModule");
+                unsafe { ctx.device().destroy_shader_module(m, None) };
+            }
+        }
+        let samples = interleave(batches, ctxs.len(), |c| {
+            let d = ctxs[c].device();
+            let t = Instant::now();
+            for _ in 0..n_modules {
+                handles.push(ok(unsafe { d.create_shader_module(&info, None) }, "vkCreateShaderModule"));
+            }
+            let us = t.elapsed().as_secs_f64() * 1e6 / n_modules as f64;
+            for m in handles.drain(..) {
+                unsafe { d.destroy_shader_module(m, None) };
+            }
+            us
+        });
+        rows.push(Row {
+            what: format!("vkCreateShaderModule {label} ({n_modules}/batch)"),
+            unit: "us/call",
+            samples,
+            rate: false,
+            target: "<=1.02",
+            within: |r| r <= 1.02,
+        });
+    }
+
+    // 2. vkCreateComputePipelines on the ~8 KB module.
+    let rigs: Vec<Rig> = ctxs.iter().map(|c| Rig::new(c, &modules[1].1)).collect();
+    {
+        let mut pipes = Vec::with_capacity(n_pipelines);
+        let samples = interleave(batches, ctxs.len(), |c| {
+            let t = Instant::now();
+            for _ in 0..n_pipelines {
+                pipes.push(rigs[c].create_pipeline(&ctxs[c]));
+            }
+            let ms = t.elapsed().as_secs_f64() * 1e3 / n_pipelines as f64;
+            for p in pipes.drain(..) {
+                unsafe { ctxs[c].device().destroy_pipeline(p, None) };
+            }
+            ms
+        });
+        rows.push(Row {
+            what: format!("vkCreateComputePipelines {} ({n_pipelines}/batch)", modules[1].0),
+            unit: "ms/call",
+            samples,
+            rate: false,
+            target: "<=1.02",
+            within: |r| r <= 1.02,
+        });
+    }
+
+    // 3. Command recording rate.
+    {
+        for (r, c) in rigs.iter().zip(&ctxs) {
+            r.record(c, n_dispatches); // warm-up (pool growth)
+        }
+        let samples = interleave(batches, ctxs.len(), |c| {
+            let mut best = Vec::with_capacity(n_records);
+            for _ in 0..n_records {
+                best.push(rigs[c].record(&ctxs[c], n_dispatches));
+            }
+            // Commands (3 per dispatch) per microsecond, median of this batch's recordings.
+            (3 * n_dispatches) as f64 / (median(&best) * 1e6)
+        });
+        rows.push(Row {
+            what: format!("recording {n_dispatches}x(BindPipeline+BindDescriptorSets+Dispatch) ({n_records}/batch)"),
+            unit: "Mcmd/s",
+            samples,
+            rate: true,
+            target: ">=0.99",
+            within: |r| r >= 0.99,
+        });
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+
+    println!();
+    println!("medians per context [min..max] over {batches} batches; ratio = layer / native (time for create, rate for recording)");
+    for row in &rows {
+        println!();
+        println!("{} [{}]", row.what, row.unit);
+        for (k, n) in names.iter().enumerate() {
+            let s = &row.samples[k];
+            print!("  {n:<10} {:>10.3} [{:>9.3}..{:>9.3}]", median(s), min(s), max(s));
+            if k > 0 {
+                let ratio = median(s) / median(&row.samples[0]);
+                // Same-batch pairs.
+                let paired: Vec<f64> = s.iter().zip(&row.samples[0]).map(|(a, b)| a / b).collect();
+                let best = if row.rate { max(s) / max(&row.samples[0]) } else { min(s) / min(&row.samples[0]) };
+                print!(
+                    "   ratio {ratio:.3} (paired {:.3}, best/best {best:.3}) target {}{}",
+                    median(&paired),
+                    row.target,
+                    if (row.within)(ratio) { "" } else { "  (OUTSIDE TARGET)" }
+                );
+            }
+            println!();
+        }
+    }
+    println!();
+    println!(
+        "took {elapsed:.1}s (load average before: {load_before}, after: {}); paired = median of same-batch ratios; targets are printed, never asserted",
+        loadavg()
+    );
+
+    for (r, c) in rigs.iter().zip(&ctxs) {
+        r.destroy(c);
+    }
+    drop(ctxs);
+}
