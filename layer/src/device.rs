@@ -158,6 +158,9 @@ unsafe fn create_device_impl(
                 emulate_raw_access_chains: false,
                 oob_poison: inst.settings.debug_oob_poison,
             };
+            // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform
+            // descriptor index (seen on Mesa 25.0): the rewriter works around it.
+            o.target.nonuniform_array_length_broken = phys.name.starts_with("llvmpipe");
             for p in &active {
                 p.ext.enable_in_options(&mut o);
             }

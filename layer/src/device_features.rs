@@ -67,6 +67,7 @@ pub unsafe fn supported(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Phys
         int8: want_i8 && i8.shader_int8 != 0,
         int16: f2.features.shader_int16 != 0,
         int64: f2.features.shader_int64 != 0,
+        nonuniform_array_length_broken: false, // a driver quirk, decided in device.rs
     }
 }
 

@@ -188,7 +188,7 @@ impl AliasViews {
         }
         v
     }
-    fn slot(&self, k: AliasKind) -> usize {
+    pub fn slot(&self, k: AliasKind) -> usize {
         self.kinds.iter().position(|x| *x == k).expect("alias view planned but not declared")
     }
 }
@@ -360,13 +360,22 @@ impl Backend {
     /// The byte length of the bound range, from the exact 8-bit view when there is one, else
     /// the word view (rounded down to whole words). `views` as in [`Backend::emit`].
     pub fn byte_length(&self, e: &mut Emitter, b: &mut Builder, storage: u32, view_ptrs: &[u32]) -> u32 {
-        let views = &self.views[&storage];
+        let ptr = view_ptrs[self.views[&storage].slot(self.length_view(storage))];
+        self.length_of_view(e, b, storage, ptr)
+    }
+
+    /// The view whose OpArrayLength gives the byte length: U8 when declared, else U32.
+    pub fn length_view(&self, storage: u32) -> AliasKind {
+        if self.views[&storage].kinds.contains(&AliasKind::U8) { AliasKind::U8 } else { AliasKind::U32 }
+    }
+
+    /// Byte length from a pointer to the alias struct of [`Backend::length_view`].
+    pub fn length_of_view(&self, e: &mut Emitter, b: &mut Builder, storage: u32, ptr: u32) -> u32 {
         let u32t = b.t_u32();
-        let at = |k| view_ptrs[views.slot(k)];
-        if views.kinds.contains(&AliasKind::U8) {
-            e.op(b, op::ARRAY_LENGTH, u32t, vec![at(AliasKind::U8), 0])
+        if self.length_view(storage) == AliasKind::U8 {
+            e.op(b, op::ARRAY_LENGTH, u32t, vec![ptr, 0])
         } else {
-            let words = e.op(b, op::ARRAY_LENGTH, u32t, vec![at(AliasKind::U32), 0]);
+            let words = e.op(b, op::ARRAY_LENGTH, u32t, vec![ptr, 0]);
             let two = b.c_u32(2);
             e.op(b, op::SHIFT_LEFT_LOGICAL, u32t, vec![words, two])
         }

@@ -19,6 +19,12 @@ pub struct Target {
     pub int16: bool,
     /// shaderInt64
     pub int64: bool,
+    /// Driver quirk (lavapipe, Mesa 25.0): OpArrayLength on a descriptor chosen by a
+    /// non-uniform index returns the first invocation's length for the whole subgroup, even
+    /// with NonUniform decorations. The lowering then takes such lengths in a subgroup
+    /// "waterfall" loop (broadcast-first index → uniform OpArrayLength), which needs subgroup
+    /// ballot support in every shader stage.
+    pub nonuniform_array_length_broken: bool,
 }
 
 impl Target {
@@ -32,6 +38,7 @@ impl Target {
             int8: true,
             int16: true,
             int64: true,
+            nonuniform_array_length_broken: false,
         }
     }
     /// Only what Vulkan 1.0 guarantees.
@@ -44,6 +51,7 @@ impl Target {
             int8: false,
             int16: false,
             int64: false,
+            nonuniform_array_length_broken: false,
         }
     }
 }

@@ -138,6 +138,14 @@ OpStore %p %v Aligned 16";
     let (words, _) = rewrite_valid(&text, "vulkan1.1", &all());
     let dis = common::disassemble(&words);
     assert!(dis.matches("NonUniform").count() >= 6, "NonUniform lost:\n{dis}");
+    // With the lavapipe array-length quirk: a subgroup waterfall loop, still valid, in
+    // SPIR-V 1.3 (GroupNonUniform) and 1.0 (SPV_KHR_shader_ballot) modules.
+    let quirk = Options { target: Target { nonuniform_array_length_broken: true, ..Target::all() }, ..all() };
+    let (words, _) = rewrite_valid(&text, "vulkan1.1", &quirk);
+    assert!(common::disassemble(&words).contains("OpGroupNonUniformBroadcastFirst"));
+    let old = text.replace("OpExtension \"SPV_EXT_descriptor_indexing\"", "OpExtension \"SPV_EXT_descriptor_indexing\"\nOpExtension \"SPV_KHR_storage_buffer_storage_class\"");
+    let (words, _) = rewrite_valid(&old, "vulkan1.0", &quirk);
+    assert!(common::disassemble(&words).contains("OpSubgroupFirstInvocationKHR"));
 }
 
 #[test]

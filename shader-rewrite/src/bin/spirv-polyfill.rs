@@ -15,7 +15,10 @@ options for rewrite:
   --target all|core       start from every optional feature (default) or Vulkan 1.0 core
   --no-8bit-storage       target lacks storageBuffer8BitAccess / uniformAndStorageBuffer8BitAccess
   --no-16bit-storage      target lacks storageBuffer16BitAccess / uniformAndStorageBuffer16BitAccess
-  --oob-poison BYTE       out-of-bounds loads caught by emulated robustness return BYTE (debug aid)";
+  --oob-poison BYTE       out-of-bounds loads caught by emulated robustness return BYTE (debug aid)
+  --quirk-nonuniform-array-length
+                          target returns one OpArrayLength per subgroup for non-uniform
+                          descriptor indices (lavapipe): take such lengths in a waterfall loop";
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {
@@ -61,6 +64,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
                 options.target.storage_buffer_16bit = false;
                 options.target.uniform_and_storage_buffer_16bit = false;
             }
+            "--quirk-nonuniform-array-length" => options.target.nonuniform_array_length_broken = true,
             "--oob-poison" => options.oob_poison = Some(parse_byte(it.next().ok_or("--oob-poison needs a byte")?)?),
             "-h" | "--help" => return Err(USAGE.into()),
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}")),

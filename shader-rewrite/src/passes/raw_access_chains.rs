@@ -195,6 +195,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     // 4. Which pointer ids need shadows: chain bases, followed back to their variables.
     let mut shadowed: BTreeSet<u32> = BTreeSet::new();
     let mut roots: BTreeSet<u32> = BTreeSet::new();
+    let mut nulls: BTreeSet<u32> = BTreeSet::new();
     let mut work: Vec<u32> = chains.values().filter(|c| c.storage != sc::PHYSICAL_STORAGE_BUFFER).map(|c| c.base).collect();
     // Calls per function id: (function index, call instruction positions).
     let mut callers: HashMap<u32, Vec<(usize, usize, usize)>> = HashMap::default();
@@ -212,10 +213,13 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
             continue;
         }
         if let Some(g) = b.global(id) {
-            if g.op != op::VARIABLE {
-                return Err(RewriteError::unsupported(format!("%{id}"), "raw access chain base is a global that is not a variable"));
-            }
-            roots.insert(id);
+            match g.op {
+                op::VARIABLE => roots.insert(id),
+                // A null pointer (variable pointers may select one): its shadows are null too,
+                // and its range is empty.
+                op::CONSTANT_NULL => nulls.insert(id),
+                _ => return Err(RewriteError::unsupported(format!("%{id}"), "raw access chain base is a global that is neither a variable nor a null pointer")),
+            };
             continue;
         }
         let def = *defs.get(&id).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "raw access chain base is never defined"))?;
@@ -290,7 +294,7 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     let need_len = access_list.iter().any(|a| a.robustness != Robustness::None);
     let mut len_shadow: HashMap<u32, u32> = HashMap::default();
     if need_len {
-        for &id in shadowed.iter().filter(|id| !roots.contains(id)) {
+        for &id in shadowed.iter().filter(|id| !roots.contains(id) && !nulls.contains(id)) {
             len_shadow.insert(id, b.id());
         }
     }
@@ -336,6 +340,16 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         }
     }
 
+    for &null in &nulls {
+        let ty = type_of(&b, null);
+        let (storage, _) = pointer_of(&b, ty, null)?;
+        for k in views_of(&backend, storage, null)?.kinds.clone() {
+            let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, null)?;
+            let sid = shadow.get(null, k)?;
+            b.add_global(Inst::new(op::CONSTANT_NULL, sty, sid, vec![]));
+        }
+    }
+
     // 6. Function parameters that carry shadows get one extra parameter per view.
     let mut extra_params: HashMap<usize, Vec<(usize, Vec<Inst>)>> = HashMap::default();
     for &id in &shadowed {
@@ -370,6 +384,12 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         .map(|(&fi, list)| (functions[fi].def.id, list.iter().map(|(p, _)| *p).collect()))
         .collect();
 
+    // Lengths of NonUniform descriptor-array elements on drivers with the array-length quirk.
+    let quirk = options.target.nonuniform_array_length_broken;
+    let waterfall = |b: &Builder, id: u32, ops: &[u32]| -> bool {
+        quirk && ops.len() == 2 && (b.has_decoration(id, deco::NON_UNIFORM) || b.has_decoration(ops[1], deco::NON_UNIFORM))
+    };
+
     // 7. Rewrite bodies. Bounds checks split blocks: the first part keeps the label, the last
     //    part (with the original terminator) gets a new one, and OpPhi parents are renamed.
     let u32t = b.t_u32();
@@ -385,6 +405,11 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         let mut relabel: HashMap<u32, u32> = HashMap::default();
         let mut new_blocks = Vec::with_capacity(f.blocks.len());
         let mut root_len: HashMap<u32, u32> = HashMap::default();
+        if need_len {
+            for &null in &nulls {
+                root_len.insert(null, b.c_u32(0));
+            }
+        }
         if need_len && !f.blocks.is_empty() {
             let mut e = Emitter::new(0);
             for &r in &struct_roots {
@@ -405,7 +430,8 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
             let mut e = Emitter::new(blk.label);
             let mut insts = blk.insts;
             let mut shapes = insts.iter().map(|i| access_shape(&b, &chains, i)).collect::<Result<Vec<_>, _>>()?;
-            if shapes.iter().flatten().any(Backend::branches) {
+            let loops = insts.iter().any(|i| len_shadow.contains_key(&i.id) && waterfall(&b, i.id, &i.ops));
+            if loops || shapes.iter().flatten().any(Backend::branches) {
                 if let Some(lm) = insts.iter().position(|i| i.op == op::LOOP_MERGE) {
                     insts = split_loop_header(&mut e, &mut b, insts, lm)?;
                     shapes = insts.iter().map(|i| access_shape(&b, &chains, i)).collect::<Result<Vec<_>, _>>()?;
@@ -494,6 +520,12 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
                             }
                             if let Some(&l) = len_shadow.get(&id) {
                                 let lops: Vec<u32> = match opcode {
+                                    op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN if waterfall(&b, id, &ops) => {
+                                        let k = backend.length_view(storage);
+                                        let array = shadow.get(ops[0], k)?;
+                                        let elem_ty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
+                                        vec![waterfall_length(&mut e, &mut b, &backend, storage, array, elem_ty, ops[1])]
+                                    }
                                     op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN => {
                                         let views = shadow.all(id, views_of(&backend, storage, id)?)?;
                                         vec![backend.byte_length(&mut e, &mut b, storage, &views)]
@@ -720,4 +752,38 @@ fn split_loop_header(e: &mut Emitter, b: &mut Builder, mut insts: Vec<Inst>, lm:
     let body = b.id();
     e.terminate(Inst::new(op::BRANCH, 0, 0, vec![body]), body);
     Ok(rest)
+}
+
+/// The byte length of `array[index]` for a non-uniform `index`, one distinct index at a time:
+/// a loop that takes the subgroup's first active index, lets the invocations holding it take a
+/// uniform OpArrayLength and leave, and repeats for the rest (a "waterfall" loop). Works
+/// around drivers that evaluate OpArrayLength once per subgroup (Target::nonuniform_array_length_broken).
+fn waterfall_length(e: &mut Emitter, b: &mut Builder, backend: &Backend, storage: u32, array: u32, elem_ty: u32, index: u32) -> u32 {
+    let u32t = b.t_u32();
+    let bool_t = b.t_bool();
+    let (header, body, then, cont, merge) = (b.id(), b.id(), b.id(), b.id(), b.id());
+    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![header]), header);
+    e.stmt(op::LOOP_MERGE, vec![merge, cont, 0]);
+    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![body]), body);
+    let first = if b.m.version() >= (1, 3) {
+        // OpGroupNonUniformBroadcastFirst (SPIR-V 1.3), Execution scope Subgroup (3).
+        b.m.add_capability(61); // GroupNonUniform
+        b.m.add_capability(64); // GroupNonUniformBallot
+        let subgroup = b.c_u32(3);
+        e.op(b, 338, u32t, vec![subgroup, index])
+    } else {
+        // OpSubgroupFirstInvocationKHR (SPV_KHR_shader_ballot) before SPIR-V 1.3.
+        b.m.add_capability(4423); // SubgroupBallotKHR
+        b.m.add_extension("SPV_KHR_shader_ballot");
+        e.op(b, 4422, u32t, vec![index])
+    };
+    let mine = e.op(b, 170 /* OpIEqual */, bool_t, vec![index, first]);
+    // Not a selection header: one target is the loop's continue target (SPIR-V spec 2.11).
+    e.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, vec![mine, then, cont]), then);
+    let ptr = e.op(b, op::ACCESS_CHAIN, elem_ty, vec![array, first]);
+    let len = backend.length_of_view(e, b, storage, ptr);
+    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![merge]), cont);
+    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![header]), merge);
+    // `then` is the only way into `merge`, so `len` dominates everything after the loop.
+    len
 }
