@@ -4,7 +4,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::error::RewriteError;
-use rspirv::grammar::{OperandKind, INSTRUCTION_TABLE};
+use rspirv::grammar::{OperandKind, OperandQuantifier, INSTRUCTION_TABLE};
 use std::sync::OnceLock;
 
 pub const MAGIC: u32 = 0x0723_0203;
@@ -110,28 +110,37 @@ impl Inst {
     pub fn new(op: u32, ty: u32, id: u32, ops: Vec<u32>) -> Self {
         Inst { op, ty, id, ops }
     }
-    /// (has result type, has result id) for `op`, from a table built once from rspirv's
-    /// grammar (its own lookup is a linear search).
-    fn has_ty(op: u32) -> Result<(bool, bool), ()> {
-        static LAYOUT: OnceLock<Vec<u8>> = OnceLock::new();
+    /// (has result type, has result id, minimum operand words after them) for `op`, from a
+    /// table built once from rspirv's grammar (its own lookup is a linear search). Enforcing
+    /// the minimum at parse time makes every fixed-position operand access in the passes safe.
+    fn layout(op: u32) -> Option<(bool, bool, usize)> {
+        static LAYOUT: OnceLock<Vec<(u8, u8)>> = OnceLock::new();
         let table = LAYOUT.get_or_init(|| {
-            let mut t = vec![0u8; 1 << 16];
+            let mut t = vec![(0u8, 0u8); 1 << 16];
             for inst in INSTRUCTION_TABLE.iter() {
                 let mut bits = 1u8; // known opcode
-                for operand in inst.operands.iter().take(2) {
+                let mut min = 0u8;
+                for operand in inst.operands.iter() {
                     match operand.kind {
                         OperandKind::IdResultType => bits |= 2,
                         OperandKind::IdResult => bits |= 4,
+                        kind if operand.quantifier == OperandQuantifier::One => {
+                            let pair = matches!(
+                                kind,
+                                OperandKind::PairLiteralIntegerIdRef | OperandKind::PairIdRefLiteralInteger | OperandKind::PairIdRefIdRef
+                            );
+                            min += if pair { 2 } else { 1 };
+                        }
                         _ => {}
                     }
                 }
-                t[inst.opcode as u32 as usize] = bits;
+                t[inst.opcode as u32 as usize] = (bits, min);
             }
             t
         });
-        match table.get(op as usize).copied().unwrap_or(0) {
-            0 => Err(()),
-            bits => Ok((bits & 2 != 0, bits & 4 != 0)),
+        match table.get(op as usize).copied().unwrap_or((0, 0)) {
+            (0, _) => None,
+            (bits, min) => Some((bits & 2 != 0, bits & 4 != 0, min as usize)),
         }
     }
     fn encode(&self, out: &mut Vec<u32>) {
@@ -240,11 +249,11 @@ impl Module {
             if count == 0 || at + count > words.len() {
                 return Err(RewriteError::malformed(at, format!("instruction with opcode {opcode} has a bad word count {count}")));
             }
-            let (has_ty, has_id) = Inst::has_ty(opcode)
-                .map_err(|_| RewriteError::malformed(at, format!("unknown opcode {opcode}")))?;
+            let (has_ty, has_id, min_ops) =
+                Inst::layout(opcode).ok_or_else(|| RewriteError::malformed(at, format!("unknown opcode {opcode}")))?;
             let fixed = has_ty as usize + has_id as usize;
-            if count < 1 + fixed {
-                return Err(RewriteError::malformed(at, format!("opcode {opcode} is too short")));
+            if count < 1 + fixed + min_ops {
+                return Err(RewriteError::malformed(at, format!("opcode {opcode} has {count} words, fewer than its required operands")));
             }
             let mut k = at + 1;
             let ty = if has_ty { k += 1; words[k - 1] } else { 0 };

@@ -4,6 +4,10 @@
 //! lavapipe with the results a CPU interpreter over the reference model predicts — with whole
 //! buffers and with ranges cut inside elements (length not a multiple of 4, also at a descriptor
 //! offset), where the per-element / per-component robustness checks decide what is written.
+//!
+//! `POLYFILL_MATRIX_VALIDATION=1` runs with Khronos validation below the layer. The corpus is
+//! found in the repository; `corpus_copy_matches_shared` checks it against
+//! `$POLYFILL_SHARED_DIR` or `<repo>/../shared` when present.
 
 use polyfill_e2e::matrix::corpus::{self, Config};
 use polyfill_e2e::tools;
@@ -96,7 +100,8 @@ fn corpus_assembles_validates_and_rewrites() {
 fn corpus_executes_through_layer() {
     let mods = corpus::modules().unwrap();
     assert_eq!(mods.len(), corpus::MODULES);
-    let ctx = polyfill_e2e::Context::new(&polyfill_e2e::ContextOptions::raw_access_chains())
+    // POLYFILL_MATRIX_VALIDATION=1 adds Khronos validation below the layer.
+    let ctx = polyfill_e2e::Context::new(&polyfill_e2e::matrix::run::context_options(false))
         .unwrap_or_else(|e| panic!("cannot create the Vulkan context with the layer: {e}"));
     let mut runs = 0;
     let mut failures = Vec::new();
@@ -120,10 +125,18 @@ fn corpus_executes_through_layer() {
                 plan.stats.1,
                 plan.overlapped.len()
             );
+            ctx.clear_validation_messages();
             match ctx.run_compute(&words, &plan.job()) {
                 Err(e) => failures.push(format!("{desc}: execution failed: {e}")),
                 Ok(got) => {
-                    let problems = plan.compare(&got);
+                    let mut problems = plan.compare(&got);
+                    if ctx.options().validation {
+                        problems.extend(
+                            ctx.validation_errors()
+                                .into_iter()
+                                .map(|e| format!("validation error: {e}")),
+                        );
+                    }
                     if problems.is_empty() {
                         println!("ok   {desc}");
                     } else {
