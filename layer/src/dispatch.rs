@@ -166,8 +166,11 @@ pub struct DeviceData {
     pub keep_alive: Mutex<Vec<KeepAlive>>,
 }
 
-pub static INSTANCES: Lazy<DashMap<DispatchKey, Arc<InstanceData>>> = Lazy::new(DashMap::new);
-pub static DEVICES: Lazy<DashMap<DispatchKey, Arc<DeviceData>>> = Lazy::new(DashMap::new);
+/// Keys are dispatch-table pointers: FxHash is enough and much cheaper than SipHash on the
+/// per-call lookup of every hook.
+type Map<V> = DashMap<DispatchKey, V, std::hash::BuildHasherDefault<rustc_hash::FxHasher>>;
+pub static INSTANCES: Lazy<Map<Arc<InstanceData>>> = Lazy::new(Map::default);
+pub static DEVICES: Lazy<Map<Arc<DeviceData>>> = Lazy::new(Map::default);
 
 /// # Safety
 /// `instance` must be a live instance handle.

@@ -15,6 +15,7 @@ use crate::log::Level;
 use ash::vk;
 use std::ffi::{c_void, CStr};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 pub const LAYER_NAME: &str = "VK_LAYER_POLYFILL_extensions";
@@ -303,6 +304,16 @@ unsafe fn setting_value(s: &vk::LayerSettingEXT) -> Option<String> {
 /// The settings of the most recently created instance (before any: environment + file only).
 /// Used by hooks that have no instance at hand (panic injection, global log config).
 static CURRENT: RwLock<Option<Arc<Settings>>> = RwLock::new(None);
+/// Whether the installed settings name a hook for `debug_inject_panic`, and whether any are
+/// installed yet: the hot-path check in every hook is two relaxed loads, no lock.
+static PANIC_INJECTION: AtomicBool = AtomicBool::new(false);
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// True when `debug_inject_panic` may name a hook: settings with it were installed, or none
+/// were yet (then the caller must look, since the environment may name one).
+pub fn panic_injection_armed() -> bool {
+    PANIC_INJECTION.load(Ordering::Relaxed) || !INSTALLED.load(Ordering::Relaxed)
+}
 
 pub fn current() -> Arc<Settings> {
     if let Some(s) = CURRENT.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
@@ -322,7 +333,9 @@ pub fn install(s: Arc<Settings>, warnings: &[String]) {
     for w in warnings {
         crate::log_warn!("{w}");
     }
+    PANIC_INJECTION.store(s.debug_inject_panic.is_some(), Ordering::Relaxed);
     *CURRENT.write().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    INSTALLED.store(true, Ordering::Relaxed);
 }
 
 #[cfg(test)]

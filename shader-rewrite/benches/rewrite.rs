@@ -37,7 +37,7 @@ fn large(n: usize) -> Vec<u32> {
     for k in 0..n {
         let robust = ["", "RobustnessPerComponentNV", "RobustnessPerElementNV"][k % 3];
         body += &format!(
-            "%p{k} = OpRawAccessChainNV %pv4 %buf %c16 %i %c0 {robust}\n%v{k} = OpLoad %v4 %p{k} Aligned 16\n%q{k} = OpRawAccessChainNV %pv4 %buf %c16 %i %c0 {robust}\nOpStore %q{k} %v{k} Aligned 16\n"
+            "%p{k} = OpRawAccessChainNV %pv4 %buf %c16 %i %c0 {robust}\n%ld{k} = OpLoad %v4 %p{k} Aligned 16\n%q{k} = OpRawAccessChainNV %pv4 %buf %c16 %i %c0 {robust}\nOpStore %q{k} %ld{k} Aligned 16\n"
         );
     }
     assemble(&format!(

