@@ -461,6 +461,9 @@ impl Context {
             shader_int16: b(f.shader_int16),
             shader_int64: b(f.shader_int64),
             shader_float64: b(f.shader_float64),
+            // Fixed-size descriptor arrays indexed dynamically (capability
+            // StorageBufferArrayDynamicIndexing in the matrix and corpus modules).
+            shader_storage_buffer_array_dynamic_indexing: b(options.enable_optional_features && sup.shader_storage_buffer_array_dynamic_indexing == vk::TRUE),
             ..Default::default()
         };
         let mut e11 = vk::PhysicalDeviceVulkan11Features {
