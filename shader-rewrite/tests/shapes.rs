@@ -371,3 +371,50 @@ fn modules_without_raw_chains_pass_through_identical() {
     assert_eq!(out.words, words);
     assert!(out.stats.is_empty());
 }
+
+#[test]
+fn several_entry_points_share_aliases() {
+    // Two compute entry points in a SPIR-V 1.5 module: each interface lists the alias
+    // variables of the buffers it uses.
+    let text = module("", "", "%p = OpRawAccessChainNV %pu %buf %c0 %c0 %i RobustnessPerComponentNV\n%v = OpLoad %u32 %p Aligned 4\nOpStore %p %v Aligned 4", "
+%second = OpFunction %void None %fn
+%se = OpLabel
+%g2 = OpLoad %v3u %gid
+%j = OpCompositeExtract %u32 %g2 1
+%q = OpRawAccessChainNV %pv4f %buf2 %c16 %j %c0 RobustnessPerElementNV
+%w = OpLoad %v4f %q Aligned 16
+OpStore %q %w Aligned 16
+OpReturn
+OpFunctionEnd")
+    .replace("OpEntryPoint GLCompute %main \"main\" %gid", "OpEntryPoint GLCompute %main \"main\" %gid %buf\nOpEntryPoint GLCompute %second \"second\" %gid %buf2")
+    .replace("OpExecutionMode %main LocalSize 1 1 1", "OpExecutionMode %main LocalSize 1 1 1\nOpExecutionMode %second LocalSize 1 1 1");
+    let (words, s) = rewrite_valid(&text, "vulkan1.2", &all());
+    assert_eq!(s.raw_chains, 2);
+    let dis = common::disassemble(&words);
+    for ep in dis.lines().filter(|l| l.contains("OpEntryPoint")) {
+        assert!(ep.split_whitespace().count() > 6, "aliases missing from {ep}");
+    }
+}
+
+#[test]
+fn memory_operands_other_than_aligned_are_kept() {
+    // Volatile | Nontemporal on a load, Volatile on a store: kept on every emitted access.
+    let body = "%p = OpRawAccessChainNV %pv4f %buf %c16 %i %c0 RobustnessPerElementNV
+%v = OpLoad %v4f %p Volatile|Aligned|Nontemporal 4
+OpStore %p %v Volatile|Aligned 16";
+    let (words, _) = rewrite_valid(&module("", "", body, ""), "vulkan1.1", &all());
+    let dis = common::disassemble(&words);
+    assert!(dis.lines().filter(|l| l.contains("OpLoad") && l.contains("Volatile|Nontemporal")).count() >= 4, "{dis}");
+    assert!(dis.lines().any(|l| l.contains("OpStore") && l.contains("Volatile")), "{dis}");
+    // Vulkan memory model: MakePointerAvailable/Visible with their scope operands.
+    // (QueueFamily scope: Device scope would need VulkanMemoryModelDeviceScope.)
+    let vmm = module("OpCapability VulkanMemoryModel\n", "%dev = OpConstant %u32 5\n", "%p = OpRawAccessChainNV %pu %buf %c0 %c0 %i RobustnessPerComponentNV
+%v = OpLoad %u32 %p Aligned|MakePointerVisible|NonPrivatePointer 4 %dev
+OpStore %p %v Aligned|MakePointerAvailable|NonPrivatePointer 4 %dev", "")
+    .replace("OpMemoryModel Logical GLSL450", "OpMemoryModel Logical Vulkan")
+    .replace("%main \"main\" %gid", "%main \"main\" %gid %buf");
+    let (words, _) = rewrite_valid(&vmm, "vulkan1.2", &all());
+    let dis = common::disassemble(&words);
+    assert!(dis.contains("MakePointerVisible|NonPrivatePointer %"), "{dis}");
+    assert!(dis.contains("MakePointerAvailable|NonPrivatePointer %"), "{dis}");
+}

@@ -411,8 +411,22 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
             }
         }
         if need_len && !f.blocks.is_empty() {
+            // Only roots this function reaches: another entry point's interface may not list them.
+            let used: BTreeSet<u32> = f
+                .blocks
+                .iter()
+                .flat_map(|blk| blk.insts.iter())
+                .flat_map(|i| match i.op {
+                    op::RAW_ACCESS_CHAIN_NV if chains.contains_key(&i.id) => vec![i.ops[0]],
+                    op::FUNCTION_CALL if shadowed_params.contains_key(&i.ops[0]) => {
+                        shadowed_params[&i.ops[0]].iter().filter_map(|&p| i.ops.get(1 + p).copied()).collect()
+                    }
+                    _ if shadowed.contains(&i.id) => pointer_operands(i).into_iter().map(|(_, id)| id).collect(),
+                    _ => vec![],
+                })
+                .collect();
             let mut e = Emitter::new(0);
-            for &r in &struct_roots {
+            for &r in struct_roots.iter().filter(|r| used.contains(r)) {
                 let storage = pointer_of(&b, b.global(r).map_or(0, |g| g.ty), r)?.0;
                 let views = shadow.all(r, views_of(&backend, storage, r)?)?;
                 root_len.insert(r, backend.byte_length(&mut e, &mut b, storage, &views));
