@@ -20,6 +20,16 @@ use crate::module::{op, Inst, Module};
 use crate::stats::Stats;
 use crate::target::Options;
 
+mod chains;
+mod control_flow;
+mod physical;
+mod shadows;
+
+use chains::{access_shape, describe, pointer_operands, Chain};
+use control_flow::{split_loop_header, waterfall_length};
+use physical::physical_address;
+use shadows::{check_block, pointer_of, shadow_ty, views_of, Shadows};
+
 const CAP_RAW_ACCESS_CHAINS: u32 = 5414;
 const CAP_STORAGE_BUFFER_16: u32 = 4433;
 const CAP_UNIFORM_16: u32 = 4434;
@@ -32,56 +42,11 @@ const ROBUST_PER_ELEMENT: u32 = 0x2;
 /// Memory operand bits (SPIR-V spec 3.26).
 const MEM_ALIGNED: u32 = 0x2;
 
-/// One OpRawAccessChainNV.
-#[derive(Debug, Clone)]
-struct Chain {
-    ty: u32,
-    base: u32,
-    stride: u32,
-    index: u32,
-    offset: u32,
-    robustness: Robustness,
-    storage: u32,
-    nonuniform: bool,
-}
-
 /// Where a function-local id is defined.
 #[derive(Debug, Clone, Copy)]
 enum Def {
     Inst { f: usize, b: usize, i: usize },
     Param { f: usize, p: usize },
-}
-
-/// Shadow pointer ids by (original pointer, view).
-struct Shadows(HashMap<(u32, AliasKind), u32>);
-
-impl Shadows {
-    fn get(&self, id: u32, k: AliasKind) -> Result<u32, RewriteError> {
-        self.0.get(&(id, k)).copied().ok_or_else(|| {
-            RewriteError::malformed(0, format!("pointer %{id} flows into a raw access chain base but is not a buffer pointer of the chain's storage class"))
-        })
-    }
-    fn all(&self, id: u32, views: &AliasViews) -> Result<Vec<u32>, RewriteError> {
-        views.kinds.iter().map(|&k| self.get(id, k)).collect()
-    }
-}
-
-fn views_of(backend: &Backend, storage: u32, id: u32) -> Result<&AliasViews, RewriteError> {
-    backend.views.get(&storage).ok_or_else(|| RewriteError::malformed(0, format!("pointer %{id} has storage class {storage}, unlike the raw access chains it reaches")))
-}
-
-fn pointer_of(b: &Builder, ty: u32, id: u32) -> Result<(u32, u32), RewriteError> {
-    b.pointer(ty).ok_or_else(|| RewriteError::malformed(0, format!("%{id} should be a pointer but its type %{ty} is not")))
-}
-
-fn describe(inst: &Inst) -> String {
-    let name = match inst.op {
-        op::RAW_ACCESS_CHAIN_NV => "OpRawAccessChainNV".to_string(),
-        op::LOAD => "OpLoad".to_string(),
-        op::STORE => "OpStore".to_string(),
-        other => format!("opcode {other}"),
-    };
-    if inst.id != 0 { format!("%{} = {}", inst.id, name) } else { format!("{} %{}", name, inst.ops.first().copied().unwrap_or(0)) }
 }
 
 pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
@@ -586,218 +551,8 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
     Ok(())
 }
 
-/// The access shape of an OpLoad/OpStore through a (non-physical) chain; None for other
-/// instructions.
-fn access_shape(b: &Builder, chains: &BTreeMap<u32, Chain>, inst: &Inst) -> Result<Option<AccessShape>, RewriteError> {
-    let (store, mem_start) = match inst.op {
-        op::LOAD => (false, 1),
-        op::STORE => (true, 2),
-        _ => return Ok(None),
-    };
-    let Some(chain) = inst.ops.first().and_then(|p| chains.get(p)) else { return Ok(None) };
-    if chain.storage == sc::PHYSICAL_STORAGE_BUFFER {
-        return Ok(None);
-    }
-    let (_, pointee) = pointer_of(b, chain.ty, inst.ops[0])?;
-    let value = b.scalar_vec(pointee).filter(|v| matches!(v.width, 8 | 16 | 32 | 64) && (1..=4).contains(&v.n)).ok_or_else(|| {
-        RewriteError::unsupported(describe(inst), "pointee is not a scalar or 2-4 component vector of 8/16/32/64-bit int or float")
-    })?;
-    let (mask, aligned, rest) = split_memory_operands(inst.ops.get(mem_start..).unwrap_or(&[]));
-    let comp = value.width / 8;
-    let align = aligned.unwrap_or(comp); // required by the spec; tolerate its absence as component alignment
-    if align == 0 || !align.is_power_of_two() {
-        return Err(RewriteError::unsupported(describe(inst), format!("Aligned {align} is not a power of two")));
-    }
-    if align < comp {
-        return Err(RewriteError::unsupported(
-            describe(inst),
-            format!("Aligned {align} is smaller than the component size {comp} (the spec requires at least the component size)"),
-        ));
-    }
-    let mut mem_ops = vec![];
-    if mask & !MEM_ALIGNED != 0 {
-        mem_ops.push(mask & !MEM_ALIGNED);
-        mem_ops.extend_from_slice(&rest);
-    }
-    Ok(Some(AccessShape {
-        store,
-        storage: chain.storage,
-        value_ty: pointee,
-        value,
-        align: align.min(16),
-        robustness: chain.robustness,
-        mem_ops,
-        nonuniform: chain.nonuniform,
-    }))
-}
-
-/// Splits memory operands into (mask, Aligned literal, the remaining operand words).
-fn split_memory_operands(ops: &[u32]) -> (u32, Option<u32>, Vec<u32>) {
-    let Some(&mask) = ops.first() else { return (0, None, vec![]) };
-    if mask & MEM_ALIGNED != 0 {
-        (mask, ops.get(1).copied(), ops.get(2..).unwrap_or(&[]).to_vec())
-    } else {
-        (mask, None, ops[1..].to_vec())
-    }
-}
-
-/// (operand position, id) of the operands of `inst` that can hold a pointer. Only opcodes whose
-/// operand layout is all ids (or known) are listed, so a literal is never mistaken for an id.
-fn pointer_operands(inst: &Inst) -> Vec<(usize, u32)> {
-    let all = |from: usize| inst.ops.iter().enumerate().skip(from).map(|(p, &id)| (p, id)).collect::<Vec<_>>();
-    match inst.op {
-        op::LOAD | op::COPY_OBJECT | op::ARRAY_LENGTH | op::CONVERT_PTR_TO_U | op::BITCAST => all(0).into_iter().take(1).collect(),
-        op::STORE => all(0).into_iter().take(2).collect(),
-        op::SELECT => all(1).into_iter().take(2).collect(),
-        op::PHI => all(0).into_iter().step_by(2).collect(),
-        op::FUNCTION_CALL | op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::RAW_ACCESS_CHAIN_NV => all(0).into_iter().take(1).chain(if inst.op == op::FUNCTION_CALL { all(1) } else { vec![] }).collect(),
-        // OpCopyMemory / OpCopyMemorySized: target and source.
-        63 | 64 => all(0).into_iter().take(2).collect(),
-        // Atomics (OpAtomicLoad..OpAtomicXor, flag ops, float min/max/add): the pointer comes first.
-        227..=242 | 318 | 319 | 5614 | 5615 | 6035 => all(0).into_iter().take(1).collect(),
-        // OpPtrEqual, OpPtrNotEqual, OpPtrDiff.
-        401..=403 => all(0).into_iter().take(2).collect(),
-        _ => vec![],
-    }
-}
-
 fn add_cap(b: &mut Builder, cap: u32, extension: &str) {
     b.m.add_capability(cap);
     b.m.add_extension(extension);
 }
 
-/// The pointee of a raw chain's root variable must be a Block (StorageBuffer) or BufferBlock
-/// (Uniform) struct, or a descriptor array of them (SPV_NV_raw_access_chains, Base).
-fn check_block(b: &Builder, pointee: u32, storage: u32, root: u32) -> Result<(), RewriteError> {
-    let mut t = pointee;
-    if let Some(g) = b.global(t).filter(|g| g.op == op::TYPE_ARRAY || g.op == op::TYPE_RUNTIME_ARRAY) {
-        t = g.ops[0];
-    }
-    let want = if storage == sc::UNIFORM { deco::BUFFER_BLOCK } else { deco::BLOCK };
-    let is_struct = b.global(t).is_some_and(|g| g.op == op::TYPE_STRUCT);
-    if !is_struct || !b.has_decoration(t, want) {
-        return Err(RewriteError::unsupported(
-            format!("%{root} = OpVariable"),
-            format!("raw access chain base variable must point to a {} struct or an array of them", if storage == sc::UNIFORM { "BufferBlock" } else { "Block" }),
-        ));
-    }
-    Ok(())
-}
-
-/// Type of the shadow of a pointer of type `ty` for view `k`: the same pointer shape with the
-/// block replaced by the alias struct (arrays of blocks become arrays of alias structs).
-fn shadow_ty(
-    b: &mut Builder,
-    backend: &Backend,
-    cache: &mut HashMap<(u32, AliasKind), u32>,
-    ty: u32,
-    k: AliasKind,
-    id: u32,
-) -> Result<u32, RewriteError> {
-    if let Some(&t) = cache.get(&(ty, k)) {
-        return Ok(t);
-    }
-    let (storage, pointee) = b.pointer(ty).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "not a pointer"))?;
-    let views = views_of(backend, storage, id)?;
-    let slot = views.kinds.iter().position(|x| *x == k).expect("shadow views come from this storage class");
-    let alias = views.struct_ty[slot];
-    let g = b.global(pointee).cloned().ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "pointee type not found"))?;
-    let new_pointee = match g.op {
-        op::TYPE_STRUCT => alias,
-        op::TYPE_ARRAY => {
-            let nid = b.id();
-            b.add_global(Inst::new(op::TYPE_ARRAY, 0, nid, vec![alias, g.ops[1]]))
-        }
-        op::TYPE_RUNTIME_ARRAY => {
-            let nid = b.id();
-            b.add_global(Inst::new(op::TYPE_RUNTIME_ARRAY, 0, nid, vec![alias]))
-        }
-        _ => return Err(RewriteError::unsupported(format!("%{id}"), "raw access chain base does not point to a block or an array of blocks")),
-    };
-    let t = b.t_ptr(storage, new_pointee);
-    cache.insert((ty, k), t);
-    Ok(t)
-}
-
-/// `result = base + addr` for a PhysicalStorageBuffer base, through a uvec2 bitcast and an
-/// add with carry (SPV_KHR_physical_storage_buffer allows OpBitcast between a physical pointer
-/// and a vector of two 32-bit integers; no Int64 needed).
-fn physical_address(e: &mut Emitter, b: &mut Builder, chain: &Chain, addr: u32, result: u32) {
-    let u32t = b.t_u32();
-    let uv2 = b.t_vec(u32t, 2);
-    let v = e.op(b, op::BITCAST, uv2, vec![chain.base]);
-    let lo = e.op(b, op::COMPOSITE_EXTRACT, u32t, vec![v, 0]);
-    let hi = e.op(b, op::COMPOSITE_EXTRACT, u32t, vec![v, 1]);
-    let carry_ty = b.t_struct(&[u32t, u32t]);
-    let sum = e.op(b, op::I_ADD_CARRY, carry_ty, vec![lo, addr]);
-    let new_lo = e.op(b, op::COMPOSITE_EXTRACT, u32t, vec![sum, 0]);
-    let carry = e.op(b, op::COMPOSITE_EXTRACT, u32t, vec![sum, 1]);
-    let new_hi = e.op(b, op::I_ADD, u32t, vec![hi, carry]);
-    let nv = e.op(b, op::COMPOSITE_CONSTRUCT, uv2, vec![new_lo, new_hi]);
-    e.push(Inst::new(op::BITCAST, chain.ty, result, vec![nv]));
-}
-
-/// A loop header whose body needs bounds-check branches: its OpLoopMerge must stay right before
-/// its terminator (SPIR-V spec 2.11), so the header keeps its OpPhis and the OpLoopMerge and
-/// branches to a new block that holds the rest. The returned instructions go into that block.
-fn split_loop_header(e: &mut Emitter, b: &mut Builder, mut insts: Vec<Inst>, lm: usize) -> Result<Vec<Inst>, RewriteError> {
-    let merge = insts.remove(lm);
-    let (merge_block, continue_target) = (merge.ops[0], merge.ops[1]);
-    let term = insts.last().expect("a block ends with a terminator");
-    let exits_loop = |t: &u32| *t == merge_block || *t == continue_target;
-    let ok = match term.op {
-        op::BRANCH => true,
-        // Moved out of the header, a conditional branch must be a break/continue.
-        op::BRANCH_CONDITIONAL => term.ops[1..3].iter().any(exits_loop),
-        _ => false,
-    };
-    if !ok {
-        return Err(RewriteError::unsupported(
-            format!("OpLoopMerge %{merge_block} %{continue_target}"),
-            "a loop header that branches into its body two ways and also needs bounds checks",
-        ));
-    }
-    let phis = insts.iter().take_while(|i| i.op == op::PHI).count();
-    let rest = insts.split_off(phis);
-    for phi in insts {
-        e.push(phi);
-    }
-    e.push(merge);
-    let body = b.id();
-    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![body]), body);
-    Ok(rest)
-}
-
-/// The byte length of `array[index]` for a non-uniform `index`, one distinct index at a time:
-/// a loop that takes the subgroup's first active index, lets the invocations holding it take a
-/// uniform OpArrayLength and leave, and repeats for the rest (a "waterfall" loop). Works
-/// around drivers that evaluate OpArrayLength once per subgroup (Target::nonuniform_array_length_broken).
-fn waterfall_length(e: &mut Emitter, b: &mut Builder, backend: &Backend, storage: u32, array: u32, elem_ty: u32, index: u32) -> u32 {
-    let u32t = b.t_u32();
-    let bool_t = b.t_bool();
-    let (header, body, then, cont, merge) = (b.id(), b.id(), b.id(), b.id(), b.id());
-    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![header]), header);
-    e.stmt(op::LOOP_MERGE, vec![merge, cont, 0]);
-    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![body]), body);
-    let first = if b.m.version() >= (1, 3) {
-        // OpGroupNonUniformBroadcastFirst (SPIR-V 1.3), Execution scope Subgroup (3).
-        b.m.add_capability(61); // GroupNonUniform
-        b.m.add_capability(64); // GroupNonUniformBallot
-        let subgroup = b.c_u32(3);
-        e.op(b, 338, u32t, vec![subgroup, index])
-    } else {
-        // OpSubgroupFirstInvocationKHR (SPV_KHR_shader_ballot) before SPIR-V 1.3.
-        b.m.add_capability(4423); // SubgroupBallotKHR
-        b.m.add_extension("SPV_KHR_shader_ballot");
-        e.op(b, 4422, u32t, vec![index])
-    };
-    let mine = e.op(b, 170 /* OpIEqual */, bool_t, vec![index, first]);
-    // Not a selection header: one target is the loop's continue target (SPIR-V spec 2.11).
-    e.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, vec![mine, then, cont]), then);
-    let ptr = e.op(b, op::ACCESS_CHAIN, elem_ty, vec![array, first]);
-    let len = backend.length_of_view(e, b, storage, ptr);
-    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![merge]), cont);
-    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![header]), merge);
-    // `then` is the only way into `merge`, so `len` dominates everything after the loop.
-    len
-}

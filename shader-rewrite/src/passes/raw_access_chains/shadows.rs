@@ -1,0 +1,78 @@
+//! Shadow pointers: for every pointer that reaches a chain's Base, the same pointer into each
+//! alias view of the same descriptor.
+use super::*;
+
+/// Shadow pointer ids by (original pointer, view).
+pub(super) struct Shadows(pub(super) HashMap<(u32, AliasKind), u32>);
+
+impl Shadows {
+    pub(super) fn get(&self, id: u32, k: AliasKind) -> Result<u32, RewriteError> {
+        self.0.get(&(id, k)).copied().ok_or_else(|| {
+            RewriteError::malformed(0, format!("pointer %{id} flows into a raw access chain base but is not a buffer pointer of the chain's storage class"))
+        })
+    }
+    pub(super) fn all(&self, id: u32, views: &AliasViews) -> Result<Vec<u32>, RewriteError> {
+        views.kinds.iter().map(|&k| self.get(id, k)).collect()
+    }
+}
+
+pub(super) fn views_of(backend: &Backend, storage: u32, id: u32) -> Result<&AliasViews, RewriteError> {
+    backend.views.get(&storage).ok_or_else(|| RewriteError::malformed(0, format!("pointer %{id} has storage class {storage}, unlike the raw access chains it reaches")))
+}
+
+pub(super) fn pointer_of(b: &Builder, ty: u32, id: u32) -> Result<(u32, u32), RewriteError> {
+    b.pointer(ty).ok_or_else(|| RewriteError::malformed(0, format!("%{id} should be a pointer but its type %{ty} is not")))
+}
+
+/// The pointee of a raw chain's root variable must be a Block (StorageBuffer) or BufferBlock
+/// (Uniform) struct, or a descriptor array of them (SPV_NV_raw_access_chains, Base).
+pub(super) fn check_block(b: &Builder, pointee: u32, storage: u32, root: u32) -> Result<(), RewriteError> {
+    let mut t = pointee;
+    if let Some(g) = b.global(t).filter(|g| g.op == op::TYPE_ARRAY || g.op == op::TYPE_RUNTIME_ARRAY) {
+        t = g.ops[0];
+    }
+    let want = if storage == sc::UNIFORM { deco::BUFFER_BLOCK } else { deco::BLOCK };
+    let is_struct = b.global(t).is_some_and(|g| g.op == op::TYPE_STRUCT);
+    if !is_struct || !b.has_decoration(t, want) {
+        return Err(RewriteError::unsupported(
+            format!("%{root} = OpVariable"),
+            format!("raw access chain base variable must point to a {} struct or an array of them", if storage == sc::UNIFORM { "BufferBlock" } else { "Block" }),
+        ));
+    }
+    Ok(())
+}
+
+/// Type of the shadow of a pointer of type `ty` for view `k`: the same pointer shape with the
+/// block replaced by the alias struct (arrays of blocks become arrays of alias structs).
+pub(super) fn shadow_ty(
+    b: &mut Builder,
+    backend: &Backend,
+    cache: &mut HashMap<(u32, AliasKind), u32>,
+    ty: u32,
+    k: AliasKind,
+    id: u32,
+) -> Result<u32, RewriteError> {
+    if let Some(&t) = cache.get(&(ty, k)) {
+        return Ok(t);
+    }
+    let (storage, pointee) = b.pointer(ty).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "not a pointer"))?;
+    let views = views_of(backend, storage, id)?;
+    let slot = views.kinds.iter().position(|x| *x == k).expect("shadow views come from this storage class");
+    let alias = views.struct_ty[slot];
+    let g = b.global(pointee).cloned().ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "pointee type not found"))?;
+    let new_pointee = match g.op {
+        op::TYPE_STRUCT => alias,
+        op::TYPE_ARRAY => {
+            let nid = b.id();
+            b.add_global(Inst::new(op::TYPE_ARRAY, 0, nid, vec![alias, g.ops[1]]))
+        }
+        op::TYPE_RUNTIME_ARRAY => {
+            let nid = b.id();
+            b.add_global(Inst::new(op::TYPE_RUNTIME_ARRAY, 0, nid, vec![alias]))
+        }
+        _ => return Err(RewriteError::unsupported(format!("%{id}"), "raw access chain base does not point to a block or an array of blocks")),
+    };
+    let t = b.t_ptr(storage, new_pointee);
+    cache.insert((ty, k), t);
+    Ok(t)
+}
