@@ -48,7 +48,7 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
 
 /// Convenience: rewrite from a little-endian byte buffer (as a file holds it).
 pub fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>, RewriteError> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(RewriteError::malformed(0, format!("code size {} is not a multiple of 4", bytes.len())));
     }
     let mut words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();

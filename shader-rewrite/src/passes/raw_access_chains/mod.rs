@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::builder::{deco, sc, Builder, Emitter};
 use crate::byte_address::{AccessShape, AliasKind, AliasViews, Backend, Robustness};
 use crate::error::RewriteError;
-use crate::module::{op, Inst, Module};
+use crate::module::{op, Function, Inst, Module};
 use crate::stats::Stats;
 use crate::target::Options;
 
@@ -25,7 +25,7 @@ mod control_flow;
 mod physical;
 mod shadows;
 
-use chains::{access_shape, describe, pointer_operands, Chain};
+use chains::{access_shape, collect_accesses, collect_chains, describe, pointer_operands, Chain};
 use control_flow::{split_loop_header, waterfall_length};
 use physical::physical_address;
 use shadows::{check_block, pointer_of, shadow_ty, views_of, Shadows};
@@ -56,7 +56,7 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     result
 }
 
-fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
+fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
     let vulkan_mm = m.memory_model.first().map(|i| i.ops.get(1) == Some(&MEMORY_MODEL_VULKAN)).unwrap_or(false);
     let mut b = Builder::new(m);
 
@@ -81,55 +81,9 @@ fn lower(m: &mut Module, functions: &mut Vec<crate::module::Function>, options: 
         }
     };
 
-    // 1. The chains.
-    let mut chains: BTreeMap<u32, Chain> = BTreeMap::new();
-    for f in functions.iter() {
-        for inst in f.blocks.iter().flat_map(|blk| blk.insts.iter()).filter(|i| i.op == op::RAW_ACCESS_CHAIN_NV) {
-            if inst.ops.len() < 4 {
-                return Err(RewriteError::malformed(0, format!("{} has {} operands, needs at least 4", describe(inst), inst.ops.len())));
-            }
-            let (base, stride_id, index, offset) = (inst.ops[0], inst.ops[1], inst.ops[2], inst.ops[3]);
-            let mask = inst.ops.get(4).copied().unwrap_or(0);
-            let (storage, _) = b.pointer(inst.ty).ok_or_else(|| RewriteError::unsupported(describe(inst), "result type is not a pointer"))?;
-            let stride = b.const_value(stride_id).ok_or_else(|| {
-                RewriteError::unsupported(describe(inst), format!("Stride %{stride_id} is not an integer OpConstant"))
-            })? as u32; // treated as unsigned and used modulo 2^32
-            let robustness = match mask & 3 {
-                0 => Robustness::None,
-                ROBUST_PER_COMPONENT => Robustness::PerComponent,
-                ROBUST_PER_ELEMENT if stride == 0 => {
-                    return Err(RewriteError::unsupported(describe(inst), "RobustnessPerElementNV with Stride 0 (the spec requires Stride ≠ 0)"))
-                }
-                ROBUST_PER_ELEMENT => Robustness::PerElement { stride },
-                _ => return Err(RewriteError::unsupported(describe(inst), "both robustness operands set (the spec forbids it)")),
-            };
-            if storage == sc::PHYSICAL_STORAGE_BUFFER && robustness != Robustness::None {
-                return Err(RewriteError::unsupported(describe(inst), "robustness on a PhysicalStorageBuffer pointer (the spec forbids it)"));
-            }
-            if ![sc::STORAGE_BUFFER, sc::UNIFORM, sc::PHYSICAL_STORAGE_BUFFER].contains(&storage) {
-                return Err(RewriteError::unsupported(describe(inst), format!("storage class {storage} (must be StorageBuffer, Uniform or PhysicalStorageBuffer)")));
-            }
-            let nonuniform = b.has_decoration(inst.id, deco::NON_UNIFORM) || b.has_decoration(base, deco::NON_UNIFORM);
-            chains.insert(inst.id, Chain { ty: inst.ty, base, stride, index, offset, robustness, storage, nonuniform });
-        }
-    }
-
-    // 2. Uses: only OpLoad/OpStore may consume a chain (spec: "The result must only be consumed
-    //    by OpLoad and OpStore"); their shapes decide which alias views are needed.
-    let mut access_list: Vec<AccessShape> = vec![];
-    for inst in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|blk| blk.insts.iter()) {
-        for (pos, id) in pointer_operands(inst) {
-            if chains.contains_key(&id) && !((inst.op == op::LOAD || inst.op == op::STORE) && pos == 0) {
-                return Err(RewriteError::unsupported(
-                    describe(inst),
-                    format!("uses the result of OpRawAccessChainNV %{id}; the spec allows only OpLoad and OpStore through it"),
-                ));
-            }
-        }
-        if let Some(shape) = access_shape(&b, &chains, inst)? {
-            access_list.push(shape);
-        }
-    }
+    // 1. The chains, and 2. the loads/stores through them.
+    let chains = collect_chains(&b, functions)?;
+    let access_list = collect_accesses(&b, functions, &chains)?;
 
     // 3. Alias views per storage class, from what every access needs.
     let mut backend = Backend::new(options.target, options.oob_poison, vulkan_mm);
