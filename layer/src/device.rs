@@ -7,6 +7,7 @@ use crate::ext::{self, EmulatedExtension, Status};
 use crate::ffi_guard::guard;
 use crate::instance::names;
 use crate::pnext::Chain;
+use crate::settings::DebugTarget;
 use crate::vk_layer::{find_link_info, VkLayerDeviceCreateInfo};
 use crate::{log_debug, log_error, log_info, log_warn};
 use ash::vk;
@@ -153,8 +154,21 @@ unsafe fn create_device_impl(
         copy.p_enabled_features = enabled_features.as_ref().map_or(std::ptr::null(), |f| f as *const _);
         let r = next_create(pd, &copy, p_allocator, p_device);
         if !active.is_empty() {
+            // debug_target=core: rewrite as if the device had none of the optional features
+            // (no 8/16-bit storage, no Int8/16/64), to exercise the word-granular bounds and the
+            // atomic sub-word stores on a device that has them.
+            let target = match inst.settings.debug_target {
+                DebugTarget::Device => device_features::enabled_target(copy.p_next, copy.p_enabled_features),
+                DebugTarget::Core => {
+                    log_info!(
+                        "vkCreateDevice: device '{}': debug_target=core: rewriting as if the device had no 8/16-bit storage and no Int8/16/64",
+                        phys.name
+                    );
+                    shader_rewrite::Target::core()
+                }
+            };
             let mut o = shader_rewrite::Options {
-                target: device_features::enabled_target(copy.p_next, copy.p_enabled_features),
+                target,
                 emulate_raw_access_chains: false,
                 oob_poison: inst.settings.debug_oob_poison,
             };

@@ -32,11 +32,32 @@ pub const KEYS: &[&str] = &[
     "dump_shaders_dir",
     "debug_oob_poison",
     "debug_inject_panic",
+    "debug_target",
 ];
 
 /// Environment names with our prefix that are not settings: the implicit manifest's
 /// enable/disable switches (read by the loader).
 const ENV_NON_SETTINGS: &[&str] = &["ENABLE", "DISABLE"];
+
+/// Which device features the rewriter may use (`debug_target`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DebugTarget {
+    /// The features actually enabled on the device.
+    Device,
+    /// Pretend the device has only what Vulkan 1.0 guarantees (no 8/16-bit storage, no
+    /// Int8/16/64), to exercise the word-granular bounds and atomic sub-word store fallbacks.
+    Core,
+}
+
+impl DebugTarget {
+    pub fn parse(value: &str) -> Option<DebugTarget> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "device" => Some(DebugTarget::Device),
+            "core" => Some(DebugTarget::Core),
+            _ => None,
+        }
+    }
+}
 
 /// Per-extension mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +93,8 @@ pub struct Settings {
     pub debug_oob_poison: Option<u8>,
     /// Name of a hook (e.g. `vkCreateShaderModule`) that panics on purpose.
     pub debug_inject_panic: Option<String>,
+    /// Rewrite for the device's features, or as if it had only the core ones.
+    pub debug_target: DebugTarget,
 }
 
 impl Default for Settings {
@@ -84,6 +107,7 @@ impl Default for Settings {
             dump_shaders_dir: None,
             debug_oob_poison: None,
             debug_inject_panic: None,
+            debug_target: DebugTarget::Device,
         }
     }
 }
@@ -150,6 +174,10 @@ impl Settings {
                 let v = value.trim();
                 self.debug_inject_panic = if v.is_empty() { None } else { Some(v.to_string()) };
             }
+            "debug_target" => match DebugTarget::parse(value) {
+                Some(t) => self.debug_target = t,
+                None => return bad("device/core"),
+            },
             _ => return Err(format!("{source}: unknown setting `{key}`; ignored")),
         }
         Ok(())
@@ -418,6 +446,7 @@ mod tests {
             ("VK_POLYFILL_EXTENSIONS_DUMP_SHADERS_DIR", "/tmp/d"),
             ("VK_POLYFILL_EXTENSIONS_DEBUG_OOB_POISON", "0xAB"),
             ("VK_POLYFILL_EXTENSIONS_DEBUG_INJECT_PANIC", "vkCreateShaderModule"),
+            ("VK_POLYFILL_EXTENSIONS_DEBUG_TARGET", "core"),
             ("VK_POLYFILL_EXTENSIONS_ENABLE", "1"),
         ]);
         let (s, w) = Settings::from_sources(&[], None, e);
@@ -429,7 +458,32 @@ mod tests {
         assert_eq!(s.dump_shaders_dir.as_deref(), Some(Path::new("/tmp/d")));
         assert_eq!(s.debug_oob_poison, Some(0xab));
         assert_eq!(s.debug_inject_panic.as_deref(), Some("vkCreateShaderModule"));
-        assert_eq!(KEYS.len(), 7);
+        assert_eq!(s.debug_target, DebugTarget::Core);
+        assert_eq!(KEYS.len(), 8);
+    }
+
+    #[test]
+    fn debug_target_values() {
+        assert_eq!(Settings::default().debug_target, DebugTarget::Device);
+        assert_eq!(DebugTarget::parse("device"), Some(DebugTarget::Device));
+        assert_eq!(DebugTarget::parse(" CORE "), Some(DebugTarget::Core));
+        assert_eq!(DebugTarget::parse("all"), None);
+        // File sets core, the environment puts it back to device (env wins).
+        let file = "polyfill_extensions.debug_target = core\n";
+        let (s, w) = Settings::from_sources(&[], Some((Path::new("f"), file)), Vec::new());
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(s.debug_target, DebugTarget::Core);
+        let e = env(&[("VK_POLYFILL_EXTENSIONS_DEBUG_TARGET", "device")]);
+        let (s, w) = Settings::from_sources(&[], Some((Path::new("f"), file)), e);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(s.debug_target, DebugTarget::Device);
+        // A bad value warns and keeps the previous value.
+        let api = env(&[("debug_target", "core")]);
+        let e = env(&[("VK_POLYFILL_EXTENSIONS_DEBUG_TARGET", "minimal")]);
+        let (s, w) = Settings::from_sources(&api, None, e);
+        assert_eq!(s.debug_target, DebugTarget::Core);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("minimal") && w[0].contains("debug_target") && w[0].contains("device/core"), "{w:?}");
     }
 
     #[test]

@@ -21,7 +21,8 @@ impl ScanResult {
     }
 }
 
-/// Looks at the header and the capability section. Errors only on a header that is not SPIR-V.
+/// Looks at the header and the capability section. Errors on a header that is not SPIR-V, and on
+/// a damaged instruction in that section unless an emulated capability was declared before it.
 pub fn scan(words: &[u32]) -> Result<ScanResult, RewriteError> {
     if words.len() < HEADER_WORDS {
         return Err(RewriteError::malformed(0, format!("{} words is shorter than the 5-word header", words.len())));
@@ -35,6 +36,13 @@ pub fn scan(words: &[u32]) -> Result<ScanResult, RewriteError> {
         let count = (words[at] >> 16) as usize;
         let opcode = words[at] & 0xffff;
         if count == 0 || at + count > words.len() {
+            // A module that already declared an emulated capability must not slip through as
+            // "unreadable, pass it on" (the layer would hand RawAccessChainsNV to a driver
+            // without it): report it, and the full parse in `rewrite` fails with the precise
+            // error.
+            if result.raw_access_chains {
+                break;
+            }
             return Err(RewriteError::malformed(at, "instruction word count runs past the end"));
         }
         match opcode {
@@ -55,4 +63,33 @@ pub fn scan(words: &[u32]) -> Result<ScanResult, RewriteError> {
 /// count as "no": the driver gets them unchanged and reports its own error.
 pub fn needs_rewrite(words: &[u32], options: &Options) -> bool {
     scan(words).map(|s| s.any(options)).unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RAW_CAP: [u32; 2] = [(2 << 16) | op::CAPABILITY, CAP_RAW_ACCESS_CHAINS_NV];
+
+    #[test]
+    fn bad_header_is_an_error() {
+        assert!(scan(&[MAGIC, 0x0001_0300, 0, 1]).is_err());
+        assert!(scan(&[0xdead_beef, 0x0001_0300, 0, 1, 0]).is_err());
+    }
+
+    #[test]
+    fn damage_after_the_capability_still_reports_it() {
+        let mut w = vec![MAGIC, 0x0001_0300, 0, 16, 0];
+        w.extend(raw_cap_then(&[(2 << 16) | op::CAPABILITY])); // truncated instruction
+        assert!(scan(&w).unwrap().raw_access_chains);
+        let mut w = vec![MAGIC, 0x0001_0300, 0, 16, 0];
+        w.extend(raw_cap_then(&[0])); // word count 0
+        assert!(scan(&w).unwrap().raw_access_chains);
+        // Damage before the capability: an error, as before (the module is passed on as-is).
+        assert!(scan(&[MAGIC, 0x0001_0300, 0, 16, 0, (9 << 16) | op::CAPABILITY]).is_err());
+    }
+
+    fn raw_cap_then(rest: &[u32]) -> Vec<u32> {
+        RAW_CAP.iter().chain(rest).copied().collect()
+    }
 }

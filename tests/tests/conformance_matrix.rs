@@ -9,6 +9,9 @@
 //! - `slice_covers_all_pairs`: the default slice uses every value of every dimension and every
 //!   pair of values that can occur together.
 //! - `conformance_matrix`: runs the cases through the layer and compares every byte.
+//! - `conformance_matrix_core_target`: the same cases with the layer setting `debug_target=core`
+//!   (rewrite without 8/16-bit storage: word-granular bounds, atomic sub-word stores), checked
+//!   against the model with word-granular bounds (ranges rounded down to a multiple of 4).
 //!
 //! Environment:
 //! - `POLYFILL_FULL_SWEEP=1`: the full cartesian sweep instead of the default slice.
@@ -218,6 +221,44 @@ fn conformance_matrix() {
         summary.passed,
         summary.run,
         "{} of {} cases failed (descriptions above)",
+        summary.run - summary.passed,
+        summary.run
+    );
+}
+
+/// The matrix with `debug_target=core`: the layer rewrites as if lavapipe had no 8/16-bit
+/// storage, so 8/16-bit accesses go through the word view (sub-word stores as atomic and/or
+/// pairs) and bounds are word-granular; the expected results come from the model with
+/// `word_granular` bounds. Every case of the selection runs (the default slice takes about as
+/// long as `conformance_matrix`).
+#[test]
+fn conformance_matrix_core_target() {
+    let cs = selected();
+    let summary = run::run_cases_for(&cs, threads(), run::RewriteTarget::Core)
+        .unwrap_or_else(|e| panic!("cannot create the Vulkan context: {e}"));
+    let word_granular = cs
+        .iter()
+        .filter(|c| c.robustness != polyfill_e2e::matrix::model::Robustness::None)
+        .count();
+    println!(
+        "conformance matrix, debug_target=core ({}): {} cases run, {} passed, {} failed, {:.1} s \
+         ({word_granular} with word-granular robustness checks; {} passed cases have {} bytes not compared: \
+         unchecked 8/16-bit accesses to the last partial word of a range, undefined without 8/16-bit storage)",
+        mode(),
+        summary.run,
+        summary.passed,
+        summary.failures.len(),
+        summary.seconds,
+        summary.cases_with_undefined,
+        summary.undefined_bytes
+    );
+    for f in &summary.failures {
+        println!("{f}\n");
+    }
+    assert_eq!(
+        summary.passed,
+        summary.run,
+        "{} of {} cases failed under debug_target=core (descriptions above)",
         summary.run - summary.passed,
         summary.run
     );

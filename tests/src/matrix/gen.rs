@@ -91,11 +91,58 @@ pub struct Plan {
     pub accesses: Vec<InvAccess>,
     /// Human-readable notes about how the parameters were chosen.
     pub notes: Vec<String>,
+    /// Expectations assume word-granular bounds (see [`model::checked_len`]).
+    pub word_granular: bool,
 }
 
 impl Plan {
     pub fn buffer_index(&self, role: Role) -> Option<usize> {
         self.buffers.iter().position(|b| b.role == role)
+    }
+    /// The `len` the robustness checks use for buffer `i` (its bound range, rounded down to a
+    /// multiple of 4 with word-granular bounds).
+    pub fn checked_len(&self, i: usize) -> u64 {
+        model::checked_len(self.buffers[i].bound_len(), self.word_granular)
+    }
+    /// Per buffer, per byte: true where the expected contents are undefined — under
+    /// word-granular bounds, the bytes an unchecked access reaches in the last partial word of
+    /// its range (see [`model::undefined_bytes`]): the loaded output bytes, and for stores the
+    /// target bytes. Empty inner vectors where every byte is defined.
+    pub fn undefined_bytes(&self) -> Vec<Vec<bool>> {
+        let mut out: Vec<Vec<bool>> = self.buffers.iter().map(|_| Vec::new()).collect();
+        let esize = self.case.elem_bytes() as usize;
+        let out_buf = self.buffer_index(Role::Output);
+        for ia in &self.accesses {
+            let tb = &self.buffers[ia.buffer];
+            let undef = model::undefined_bytes(&ia.access, tb.bound_len(), self.word_granular);
+            if undef.is_empty() {
+                continue;
+            }
+            let (bi, positions): (usize, Vec<usize>) = match (self.case.op, out_buf) {
+                (Op::Load, Some(o)) => (
+                    o,
+                    undef
+                        .iter()
+                        .map(|&b| ia.gid as usize * esize + b as usize)
+                        .collect(),
+                ),
+                _ => {
+                    let base = tb.descriptor_offset as usize + ia.access.address() as usize;
+                    (
+                        ia.buffer,
+                        undef.iter().map(|&b| base + b as usize).collect(),
+                    )
+                }
+            };
+            let mask = &mut out[bi];
+            if mask.is_empty() {
+                *mask = vec![false; self.buffers[bi].expected.len()];
+            }
+            for p in positions {
+                mask[p] = true;
+            }
+        }
+        out
     }
 }
 
@@ -336,6 +383,13 @@ impl PushParams {
 
 /// Builds the plan of a case. Panics if the case is invalid.
 pub fn plan(case: &Case) -> Plan {
+    plan_with(case, false)
+}
+
+/// [`plan`], with the expected results computed for word-granular bounds when `word_granular`
+/// (the lowering without 8-bit storage: the layer's `debug_target=core`). The shader, buffers and
+/// accesses are the same as [`plan`]'s.
+pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
     if let Some(why) = case.invalid_reason() {
         panic!("invalid case ({why}): {case}");
     }
@@ -637,7 +691,8 @@ pub fn plan(case: &Case) -> Plan {
                 let b = &buffers[ia.buffer];
                 let off = b.descriptor_offset as usize;
                 let len = b.bound_len() as usize;
-                let v = model::load(&ia.access, &b.data[off..off + len], poison);
+                let v =
+                    model::load_with(&ia.access, &b.data[off..off + len], poison, word_granular);
                 out[ia.gid as usize * esize..][..esize].copy_from_slice(&v);
             }
             let data = vec![FILL; out.len()];
@@ -665,7 +720,12 @@ pub fn plan(case: &Case) -> Plan {
                 let b = &mut buffers[ia.buffer];
                 let off = b.descriptor_offset as usize;
                 let len = b.bound_len() as usize;
-                model::store(&ia.access, &mut b.expected[off..off + len], &value);
+                model::store_with(
+                    &ia.access,
+                    &mut b.expected[off..off + len],
+                    &value,
+                    word_granular,
+                );
             }
             buffers.push(PlanBuffer {
                 role: Role::Values,
@@ -681,6 +741,11 @@ pub fn plan(case: &Case) -> Plan {
         }
     }
 
+    if word_granular && case.robustness != Robustness::None {
+        notes.push(
+            "word-granular bounds: checks use the range rounded down to a multiple of 4".into(),
+        );
+    }
     let asm = shader(case, &g, const_params);
     Plan {
         case: *case,
@@ -691,6 +756,7 @@ pub fn plan(case: &Case) -> Plan {
         groups: [GROUPS, 1, 1],
         accesses,
         notes,
+        word_granular,
     }
 }
 

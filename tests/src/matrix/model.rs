@@ -13,6 +13,9 @@
 //!   poison byte) and the whole store writes nothing.
 //! - [`Robustness::PerComponent`]: component `k` at `a_k = (addr + k·C) mod 2^32` is in bounds iff
 //!   `len ≥ C` and `a_k ≤ len − C`, each component on its own.
+//! - word-granular bounds (`word_granular`, the lowering without 8-bit storage, e.g. the layer's
+//!   `debug_target=core`): the checks above use `len` rounded down to a multiple of 4
+//!   (`OpArrayLength` of the word view × 4), see [`checked_len`]; unchecked accesses are unchanged.
 
 /// The optional Raw Access Chain Operands of `OpRawAccessChainNV`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -128,9 +131,41 @@ impl Access {
     }
 }
 
+/// The `len` the robustness checks compare against for a bound range of `len` bytes: `len`
+/// itself, or with `word_granular` bounds (no 8-bit view: the word view's `OpArrayLength` × 4)
+/// `len` rounded down to a multiple of 4.
+pub fn checked_len(len: u64, word_granular: bool) -> u64 {
+    if word_granular {
+        len / 4 * 4
+    } else {
+        len
+    }
+}
+
+/// With word-granular bounds the lowering reaches 8/16-bit data through the 32-bit word holding
+/// it, so an *unchecked* ([`Robustness::None`]) access to the last 1–3 bytes of a range whose
+/// size is not a multiple of 4 goes through a word that extends past the range: undefined
+/// without `robustBufferAccess` (lavapipe reads 0 and drops the write). The byte offsets, within
+/// the element, of such bytes (empty for checked accesses and without `word_granular`).
+pub fn undefined_bytes(acc: &Access, len: u64, word_granular: bool) -> Vec<u32> {
+    let cl = checked_len(len, word_granular);
+    if acc.robustness != Robustness::None || cl == len {
+        return Vec::new();
+    }
+    let a = acc.address() as u64;
+    (0..acc.elem_bytes())
+        .filter(|&b| a + b as u64 >= cl)
+        .collect()
+}
+
 /// Loads through the access from `range` (the bytes of the bound range; `len = range.len()`).
 /// Out-of-bounds components (or the whole element) read `poison` bytes, or 0 without poison.
 pub fn load(acc: &Access, range: &[u8], poison: Option<u8>) -> Vec<u8> {
+    load_with(acc, range, poison, false)
+}
+
+/// [`load`] with word-granular bounds when `word_granular` (see [`checked_len`]).
+pub fn load_with(acc: &Access, range: &[u8], poison: Option<u8>, word_granular: bool) -> Vec<u8> {
     let len = range.len() as u64;
     if acc.robustness == Robustness::None {
         assert!(
@@ -140,7 +175,7 @@ pub fn load(acc: &Access, range: &[u8], poison: Option<u8>) -> Vec<u8> {
     }
     let c = acc.comp_bytes as usize;
     let mut out = Vec::with_capacity(acc.elem_bytes() as usize);
-    for a in acc.component_addresses(len) {
+    for a in acc.component_addresses(checked_len(len, word_granular)) {
         match a {
             Some(a) => out.extend_from_slice(&range[a as usize..a as usize + c]),
             None => out.extend(std::iter::repeat(poison.unwrap_or(0)).take(c)),
@@ -151,6 +186,11 @@ pub fn load(acc: &Access, range: &[u8], poison: Option<u8>) -> Vec<u8> {
 
 /// Stores `value` (`elem_bytes` bytes) through the access into `range`.
 pub fn store(acc: &Access, range: &mut [u8], value: &[u8]) {
+    store_with(acc, range, value, false)
+}
+
+/// [`store`] with word-granular bounds when `word_granular` (see [`checked_len`]).
+pub fn store_with(acc: &Access, range: &mut [u8], value: &[u8], word_granular: bool) {
     let len = range.len() as u64;
     assert_eq!(value.len(), acc.elem_bytes() as usize);
     if acc.robustness == Robustness::None {
@@ -160,7 +200,11 @@ pub fn store(acc: &Access, range: &mut [u8], value: &[u8]) {
         );
     }
     let c = acc.comp_bytes as usize;
-    for (k, a) in acc.component_addresses(len).into_iter().enumerate() {
+    for (k, a) in acc
+        .component_addresses(checked_len(len, word_granular))
+        .into_iter()
+        .enumerate()
+    {
         if let Some(a) = a {
             range[a as usize..a as usize + c].copy_from_slice(&value[k * c..(k + 1) * c]);
         }
@@ -228,5 +272,41 @@ mod tests {
         store(&e, &mut t, &[1, 2, 3, 4]);
         assert_eq!(t, vec![0xCC; 10], "straddling element is not written");
         assert_eq!(load(&e, &range, Some(0xAB)), vec![0xAB; 4]);
+    }
+
+    #[test]
+    fn word_granular_rounds_len_down() {
+        assert_eq!(checked_len(43, true), 40);
+        assert_eq!(checked_len(43, false), 43);
+        assert_eq!(checked_len(40, true), 40);
+        assert_eq!(checked_len(3, true), 0);
+        let range: Vec<u8> = (0..43u8).collect();
+        // u8 at 40: in bounds exactly, out word-granularly.
+        let a = acc(0, 0, 40, 1, 1, Robustness::PerComponent);
+        assert_eq!(load_with(&a, &range, Some(0xAB), false), vec![40]);
+        assert_eq!(load_with(&a, &range, Some(0xAB), true), vec![0xAB]);
+        // 2×u16 at 38: component 0 (38..40) in, component 1 (40..42) out.
+        let a = acc(0, 0, 38, 2, 2, Robustness::PerComponent);
+        assert_eq!(load_with(&a, &range, None, true), vec![38, 39, 0, 0]);
+        let mut t = vec![0xCC; 43];
+        store_with(&a, &mut t, &[1, 2, 3, 4], true);
+        assert_eq!(&t[36..], &[0xCC, 0xCC, 1, 2, 0xCC, 0xCC, 0xCC]);
+        // Per element, stride 4: element 9 (36..40) in, element 10 (40..44) out either way.
+        let e = acc(4, 9, 0, 1, 4, Robustness::PerElement);
+        assert_eq!(load_with(&e, &range, None, true), vec![36, 37, 38, 39]);
+        // Unchecked accesses ignore the granularity, but bytes in the last partial word are
+        // reached through a word past the range: undefined.
+        let n = acc(0, 0, 41, 1, 2, Robustness::None);
+        assert_eq!(load_with(&n, &range, None, true), vec![41, 42]);
+        assert_eq!(undefined_bytes(&n, 43, true), vec![0, 1]);
+        assert_eq!(undefined_bytes(&n, 43, false), Vec::<u32>::new());
+        let n = acc(0, 0, 39, 1, 2, Robustness::None);
+        assert_eq!(undefined_bytes(&n, 43, true), vec![1]);
+        assert_eq!(undefined_bytes(&n, 44, true), Vec::<u32>::new());
+        assert_eq!(
+            undefined_bytes(&a, 43, true),
+            Vec::<u32>::new(),
+            "checked accesses are defined"
+        );
     }
 }

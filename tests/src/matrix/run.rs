@@ -14,6 +14,31 @@ use std::time::Instant;
 /// Layer setting key of the out-of-bounds poison debug aid
 /// (env `VK_POLYFILL_EXTENSIONS_DEBUG_OOB_POISON`).
 pub const POISON_SETTING: &str = "debug_oob_poison";
+/// Layer setting key of the rewrite target (env `VK_POLYFILL_EXTENSIONS_DEBUG_TARGET`).
+pub const TARGET_SETTING: &str = "debug_target";
+
+/// Which device features the layer's rewrite may use (the layer setting `debug_target`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RewriteTarget {
+    /// The device's features (lavapipe: 8/16-bit storage): exact byte bounds, 8/16-bit views.
+    Device,
+    /// `debug_target=core` (`Target::core()`): word-granular bounds, sub-word stores as atomics.
+    Core,
+}
+
+impl RewriteTarget {
+    /// Bounds checks use the range rounded down to a multiple of 4.
+    pub fn word_granular(self) -> bool {
+        self == RewriteTarget::Core
+    }
+    /// The rewriter target matching the layer's choice (lavapipe has every optional feature).
+    pub fn target(self) -> shader_rewrite::Target {
+        match self {
+            RewriteTarget::Device => shader_rewrite::Target::all(),
+            RewriteTarget::Core => shader_rewrite::Target::core(),
+        }
+    }
+}
 
 /// Assembles the plan's shader and runs spirv-val on it.
 pub fn assemble_and_validate(plan: &Plan) -> Result<Vec<u32>, String> {
@@ -36,7 +61,15 @@ pub enum RewriteCheck {
 /// Rewrites `words` with `shader_rewrite::rewrite` (the layer's options for this case) and
 /// validates the output.
 pub fn check_rewrite(words: &[u32], case: &Case) -> RewriteCheck {
-    let mut opts = shader_rewrite::Options::default();
+    check_rewrite_for(words, case, RewriteTarget::Device)
+}
+
+/// [`check_rewrite`] for the given rewrite target.
+pub fn check_rewrite_for(words: &[u32], case: &Case, target: RewriteTarget) -> RewriteCheck {
+    let mut opts = shader_rewrite::Options {
+        target: target.target(),
+        ..Default::default()
+    };
     if case.poison {
         opts.oob_poison = Some(POISON);
     }
@@ -58,7 +91,15 @@ pub fn check_rewrite(words: &[u32], case: &Case) -> RewriteCheck {
 
 /// Options of the context a case runs in.
 pub fn context_options(poison: bool) -> ContextOptions {
+    context_options_for(poison, RewriteTarget::Device)
+}
+
+/// [`context_options`] with the layer's `debug_target` set for `target`.
+pub fn context_options_for(poison: bool, target: RewriteTarget) -> ContextOptions {
     let mut o = ContextOptions::raw_access_chains();
+    if target == RewriteTarget::Core {
+        o = o.setting(TARGET_SETTING, "core");
+    }
     if poison {
         o = o.setting(POISON_SETTING, &format!("{POISON:#x}"));
     }
@@ -98,10 +139,12 @@ pub fn job(plan: &Plan) -> ComputeJob {
 }
 
 /// Compares results with the plan's expectations; returns a description of every mismatch
-/// (empty if all match).
+/// (empty if all match). Bytes whose expected value is undefined
+/// ([`Plan::undefined_bytes`]) are not compared.
 pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
     let mut out = Vec::new();
     let esize = plan.case.elem_bytes() as usize;
+    let undefined = plan.undefined_bytes();
     for (bi, (b, g)) in plan.buffers.iter().zip(got).enumerate() {
         if b.expected.len() != g.len() {
             out.push(format!(
@@ -112,7 +155,10 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
             ));
             continue;
         }
-        let bad: Vec<usize> = (0..g.len()).filter(|&i| g[i] != b.expected[i]).collect();
+        let undefined = &undefined[bi];
+        let bad: Vec<usize> = (0..g.len())
+            .filter(|&i| g[i] != b.expected[i] && !undefined.get(i).copied().unwrap_or(false))
+            .collect();
         if bad.is_empty() {
             continue;
         }
@@ -144,15 +190,16 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
                 Role::Output => {
                     for gid in (s0 / esize)..=((e0 - 1) / esize) {
                         if let Some(ia) = plan.accesses.iter().find(|a| a.gid as usize == gid) {
-                            let tb = &plan.buffers[ia.buffer];
-                            let len = tb.bound_len();
+                            let len = plan.checked_len(ia.buffer);
                             let _ = write!(
                                 s,
-                                "\n      invocation {gid}: target {} index {:#x} offset {:#x} (byte address {:#x}, bound range {len}) → components {:?}",
+                                "\n      invocation {gid}: target {} index {:#x} offset {:#x} (byte address {:#x}, bound range {}{}) → components {:?}",
                                 ia.buffer,
                                 ia.access.index,
                                 ia.access.offset,
                                 ia.access.address(),
+                                plan.buffers[ia.buffer].bound_len(),
+                                if plan.word_granular { format!(", checked as {len}") } else { String::new() },
                                 ia.access.component_addresses(len)
                             );
                         }
@@ -162,7 +209,8 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
                     let rel_s = s0 as i64 - b.descriptor_offset as i64;
                     let rel_e = e0 as i64 - b.descriptor_offset as i64;
                     let _ = write!(s, " (range-relative {rel_s}..{rel_e})");
-                    let len = b.bound_len();
+                    let len = plan.checked_len(bi);
+                    let bound = b.bound_len();
                     let mut shown = 0;
                     for ia in plan.accesses.iter().filter(|a| a.buffer == bi) {
                         let nominal = ia.access.address() as i64;
@@ -189,7 +237,7 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
                             );
                         }
                     }
-                    if rel_e <= 0 || rel_s >= len as i64 {
+                    if rel_e <= 0 || rel_s >= bound as i64 {
                         let _ = write!(s, "\n      (outside the bound range: a stray write)");
                     }
                 }
@@ -218,19 +266,33 @@ pub struct CaseResult {
     pub case: Case,
     /// None = passed.
     pub failure: Option<String>,
+    /// Bytes left uncompared because their expected value is undefined
+    /// ([`super::gen::Plan::undefined_bytes`]; only with word-granular bounds).
+    pub undefined_bytes: usize,
 }
 
 /// Runs one case: validate, check the rewrite, execute through the layer, compare.
 pub fn run_case(ctx: &Context, case: &Case) -> CaseResult {
-    let plan = super::gen::plan(case);
+    run_case_for(ctx, case, RewriteTarget::Device)
+}
+
+/// [`run_case`] in a context whose layer rewrites for `target` (expectations to match).
+pub fn run_case_for(ctx: &Context, case: &Case, target: RewriteTarget) -> CaseResult {
+    let plan = super::gen::plan_with(case, target.word_granular());
     let fail = |msg: String| {
         let dumped = dump_asm(&plan)
             .map(|p| format!("\n  asm: {}", p.display()))
             .unwrap_or_default();
         CaseResult {
             case: *case,
+            undefined_bytes: 0,
             failure: Some(format!(
-                "FAIL {case}\n  notes: {}{dumped}\n  {msg}",
+                "FAIL {case}{}\n  notes: {}{dumped}\n  {msg}",
+                if target == RewriteTarget::Core {
+                    " debug_target=core"
+                } else {
+                    ""
+                },
                 plan.notes.join("; ")
             )),
         }
@@ -239,7 +301,7 @@ pub fn run_case(ctx: &Context, case: &Case) -> CaseResult {
         Ok(w) => w,
         Err(e) => return fail(format!("generator bug: {e}")),
     };
-    match check_rewrite(&words, case) {
+    match check_rewrite_for(&words, case, target) {
         RewriteCheck::Valid => {}
         RewriteCheck::RewriteError(e) => {
             return fail(format!("shader_rewrite::rewrite failed: {e}"))
@@ -261,6 +323,12 @@ pub fn run_case(ctx: &Context, case: &Case) -> CaseResult {
         CaseResult {
             case: *case,
             failure: None,
+            undefined_bytes: plan
+                .undefined_bytes()
+                .iter()
+                .flatten()
+                .filter(|&&u| u)
+                .count(),
         }
     } else {
         fail(problems.join("\n  "))
@@ -273,21 +341,34 @@ pub struct Summary {
     pub passed: usize,
     pub failures: Vec<String>,
     pub seconds: f64,
+    /// Passed cases with bytes left uncompared (undefined: [`CaseResult::undefined_bytes`]),
+    /// and those bytes in total.
+    pub cases_with_undefined: usize,
+    pub undefined_bytes: usize,
 }
 
 /// Runs `cases` on `threads` worker threads, in two contexts (with and without the poison
 /// setting) created on demand. Prints progress to stderr every 100 cases.
 pub fn run_cases(cases: &[Case], threads: usize) -> Result<Summary, String> {
+    run_cases_for(cases, threads, RewriteTarget::Device)
+}
+
+/// [`run_cases`] with the layer rewriting for `target`.
+pub fn run_cases_for(
+    cases: &[Case],
+    threads: usize,
+    target: RewriteTarget,
+) -> Result<Summary, String> {
     let start = Instant::now();
     let need_plain = cases.iter().any(|c| !c.poison);
     let need_poison = cases.iter().any(|c| c.poison);
     let plain = if need_plain {
-        Some(Context::new(&context_options(false))?)
+        Some(Context::new(&context_options_for(false, target))?)
     } else {
         None
     };
     let poisoned = if need_poison {
-        Some(Context::new(&context_options(true))?)
+        Some(Context::new(&context_options_for(true, target))?)
     } else {
         None
     };
@@ -307,18 +388,21 @@ pub fn run_cases(cases: &[Case], threads: usize) -> Result<Summary, String> {
                 } else {
                     plain.as_ref().unwrap()
                 };
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(ctx, c)))
-                    .unwrap_or_else(|p| {
-                        let msg = p
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_default();
-                        CaseResult {
-                            case: *c,
-                            failure: Some(format!("FAIL {c}\n  panic: {msg}")),
-                        }
-                    });
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_case_for(ctx, c, target)
+                }))
+                .unwrap_or_else(|p| {
+                    let msg = p
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    CaseResult {
+                        case: *c,
+                        failure: Some(format!("FAIL {c}\n  panic: {msg}")),
+                        undefined_bytes: 0,
+                    }
+                });
                 results.lock().unwrap().push(r);
                 let d = done.fetch_add(1, Ordering::SeqCst) + 1;
                 if d % 100 == 0 {
@@ -333,6 +417,11 @@ pub fn run_cases(cases: &[Case], threads: usize) -> Result<Summary, String> {
     });
     let results = results.into_inner().unwrap();
     let passed = results.iter().filter(|r| r.failure.is_none()).count();
+    let cases_with_undefined = results
+        .iter()
+        .filter(|r| r.failure.is_none() && r.undefined_bytes > 0)
+        .count();
+    let undefined_bytes = results.iter().map(|r| r.undefined_bytes).sum();
     let mut failures: Vec<(Case, String)> = results
         .into_iter()
         .filter_map(|r| r.failure.map(|f| (r.case, f)))
@@ -343,5 +432,7 @@ pub fn run_cases(cases: &[Case], threads: usize) -> Result<Summary, String> {
         passed,
         failures: failures.into_iter().map(|(_, f)| f).collect(),
         seconds: start.elapsed().as_secs_f64(),
+        cases_with_undefined,
+        undefined_bytes,
     })
 }
