@@ -43,6 +43,14 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     if found.raw_access_chains && options.emulate_raw_access_chains {
         passes::raw_access_chains::run(&mut module, options, &mut stats)?;
     }
+    // The lowering allocates fresh ids past the input's bound; an input already near the
+    // universal limit can be pushed over it, and the result would be invalid SPIR-V.
+    if module.header[3] > module::MAX_ID_BOUND {
+        return Err(RewriteError::unsupported(
+            "module",
+            format!("the lowering needs an id bound of {}, above SPIR-V's limit of {}", module.header[3], module::MAX_ID_BOUND),
+        ));
+    }
     Ok(Rewritten { words: module.assemble(), stats })
 }
 

@@ -9,6 +9,9 @@ use std::sync::OnceLock;
 
 pub const MAGIC: u32 = 0x0723_0203;
 pub const HEADER_WORDS: usize = 5;
+/// Largest id bound a module may declare (SPIR-V spec 2.17 "Universal Limits"; spirv-val
+/// rejects anything above it).
+pub const MAX_ID_BOUND: u32 = 0x3f_ffff;
 
 /// Opcodes the passes refer to by name (SPIR-V spec 3.52 "Instructions").
 pub mod op {
@@ -235,7 +238,7 @@ impl Module {
             globals: vec![],
             functions: vec![],
         };
-        if m.header[3] == 0 || m.header[3] > 0x40_0000 {
+        if m.header[3] == 0 || m.header[3] > MAX_ID_BOUND {
             return Err(RewriteError::malformed(3, format!("id bound {} is out of range", m.header[3])));
         }
         let mut at = HEADER_WORDS;

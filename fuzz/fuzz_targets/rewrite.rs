@@ -1,0 +1,41 @@
+//! cargo-fuzz target for `shader_rewrite::rewrite` (the open-ended counterpart of
+//! shader-rewrite/tests/fuzz_bounded.rs).
+//!
+//! Input: little-endian 32-bit words (a trailing partial word is dropped), i.e. a `.spv` file
+//! as-is; seeds are the assembled dxil-spirv corpus (fuzz/seed.sh). Every input is rewritten
+//! under both option sets (default = every optional device feature; `Target::core()` =
+//! Vulkan 1.0 only, which takes the 8/16/64-bit emulation paths).
+//!
+//! Properties: no panic, and on `Ok`:
+//! - the output has the 5-word header with the SPIR-V magic;
+//! - when it differs from the input (a real rewrite happened, so the input passed the
+//!   library's own parser), it must parse again with that same parser: every instruction's
+//!   word count fits, every opcode is known and has its fixed operands, every result type /
+//!   result id is nonzero, below the header's bound and defined once, and the function/block
+//!   structure is intact;
+//! - rewriting is deterministic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use shader_rewrite::module::{Module, HEADER_WORDS, MAGIC};
+use shader_rewrite::{rewrite, Options, Target};
+
+fn check(words: &[u32], options: &Options) {
+    let Ok(out) = rewrite(words, options) else { return };
+    let out = out.words;
+    assert!(out.len() >= HEADER_WORDS, "output shorter than the header: {} words", out.len());
+    assert_eq!(out[0], MAGIC, "output does not start with the SPIR-V magic");
+    if out != words {
+        if let Err(e) = Module::parse(&out) {
+            panic!("rewritten module does not re-parse: {e}");
+        }
+        let again = rewrite(words, options).expect("second rewrite of the same input failed");
+        assert_eq!(again.words, out, "rewrite is not deterministic");
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let words: Vec<u32> = data.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    check(&words, &Options::default());
+    check(&words, &Options { target: Target::core(), ..Options::default() });
+});

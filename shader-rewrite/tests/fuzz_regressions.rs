@@ -1,0 +1,82 @@
+//! Inputs found by the cargo-fuzz target (fuzz/fuzz_targets/rewrite.rs), kept as regression
+//! cases: `rewrite` must return (Ok or Err) without panicking under both option sets, and an
+//! `Ok` output must satisfy the target's structural checks.
+mod common;
+use shader_rewrite::module::{Module, MAX_ID_BOUND, MAGIC};
+use shader_rewrite::{rewrite, Options, RewriteError, Target};
+
+fn words(hex: &[&str]) -> Vec<u32> {
+    let hex: String = hex.concat();
+    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+fn options() -> [Options; 2] {
+    [Options::default(), Options { target: Target::core(), ..Options::default() }]
+}
+
+/// The fuzz target's property, as a test.
+fn check(words: &[u32]) -> Vec<Result<(), RewriteError>> {
+    options()
+        .iter()
+        .map(|o| {
+            let out = rewrite(words, o)?.words;
+            assert!(out.len() >= 5 && out[0] == MAGIC, "output lacks the SPIR-V header");
+            if out != words {
+                Module::parse(&out).unwrap_or_else(|e| panic!("rewritten module does not re-parse: {e}"));
+            }
+            Ok(())
+        })
+        .collect()
+}
+
+/// fuzz/artifacts/rewrite/crash-4ef1d7158f7ea2774a14ce994e4b7414fd91b0d3, minimized with
+/// `cargo fuzz tmin` (628 bytes): a mutated bab-double1 seed whose header declares the id bound
+/// 4194303 (0x3fffff, SPIR-V's universal limit). The lowering allocated ids past it and returned
+/// Ok with bound 4194354, which spirv-val (and `Module::parse`) reject. Now an error.
+#[rustfmt::skip]
+const ID_BOUND_AT_LIMIT: &[&str] = &[
+    "030223070003010000000700ffff3f0000000000110002007011000011000200261500000a0007005350565f4b48525f",
+    "666c6f61745f636f6e74726f6c7300000a0008005350565f4e565f7261775f6163636573735f636861696e7300000000",
+    "0e00030002000000010000000f00060005000000010000006d61696e000000000000000005000400030000005353424f",
+    "000000004700040004000800060000000400000047000b00030000000200000047000400050000002200000000000000",
+    "4700040005000000000000000000000047000400170000000b0000001c00000013000200060000002100030007000000",
+    "06000000150004000800000020000000000000001d00030004000000080000001e000300030000000400000020000400",
+    "090000000c000000030000003b00040009000000050000000c000000170004000a000000080000000300000020000400",
+    "0b000000010000000a0000003b0004000b00000002000000010000002b000400080000000d000000000006002b000400",
+    "080000000e00000003000000160003000f0000004000000020000400100000000c0000000f0000002b0005000f000000",
+    "1100000000000000000010403600050006000000010000000000000007000000f800020012000000f900020013000000",
+    "f800020013000000410005000c00000014000000020000000d0000003d0004000800000015000000010000003d000600",
+    "0f00000018000000170000000200000008000000810005000f0000001900000018000000110000001615080010000000",
+    "1a000000050000000d0000000d00000016000000010000003e0005001a000000190000000200000008000000fd000100",
+    "38000100",
+];
+
+#[test]
+fn id_bound_at_the_limit_is_an_error_not_an_invalid_module() {
+    let input = words(ID_BOUND_AT_LIMIT);
+    assert_eq!(input[3], MAX_ID_BOUND);
+    let results = check(&input);
+    assert!(results.iter().all(|r| r.is_err()), "{results:?}");
+}
+
+/// The same bug from a valid module: a corpus shader with its bound raised to the limit passes
+/// spirv-val, and its rewrite must not produce a module over the limit.
+#[test]
+fn valid_module_at_the_id_bound_limit() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/corpus/dxil-spirv-raw-access/bab-double1.raw-access-chains.noglsl.ssbo.comp.spvasm");
+    let mut input = common::assemble(&std::fs::read_to_string(path).unwrap(), "vulkan1.1");
+    input[3] = MAX_ID_BOUND;
+    common::validate(&input, "vulkan1.1").expect("input at the limit should validate");
+    for o in options() {
+        match rewrite(&input, &o) {
+            Ok(out) => common::validate(&out.words, "vulkan1.1").expect("output over the id bound limit"),
+            Err(e) => assert!(matches!(e, RewriteError::Unsupported { .. }), "{e}"),
+        }
+    }
+    // One past the limit is malformed input (spirv-val: "id bound is larger than the max").
+    input[3] = MAX_ID_BOUND + 1;
+    assert!(common::validate(&input, "vulkan1.1").is_err());
+    assert!(options().iter().all(|o| matches!(rewrite(&input, o), Err(RewriteError::Malformed { .. }))));
+}
