@@ -201,6 +201,18 @@ pub unsafe fn instance_of(pd: vk::PhysicalDevice) -> Option<Arc<InstanceData>> {
     None
 }
 
+/// Runs `f` on the device's state without taking a reference count (the map entry is borrowed
+/// for the duration of `f`, so `f` must not call down or block).
+///
+/// # Safety
+/// `device` must be a live device handle.
+pub unsafe fn with_device<R>(device: vk::Device, f: impl FnOnce(&DeviceData) -> R) -> Option<R> {
+    if device == vk::Device::null() {
+        return None;
+    }
+    DEVICES.get(&dispatch_key(device)).map(|e| f(&e))
+}
+
 /// # Safety
 /// `device` must be a live device handle.
 pub unsafe fn device_data(device: vk::Device) -> Option<Arc<DeviceData>> {

@@ -66,6 +66,16 @@ unsafe fn words<'a>(code: *const c_void, size: usize) -> Option<Cow<'a, [u32]>> 
     }
 }
 
+/// The cheap decision alone: does this code need rewriting under `options`? Unreadable code
+/// counts as "no" (it goes down untouched, as in [`prepare`]).
+///
+/// # Safety
+/// `code` must be readable for `size` bytes when non-null.
+pub unsafe fn needs_rewrite(options: Option<&shader_rewrite::Options>, code: *const c_void, size: usize) -> bool {
+    let Some(options) = options else { return false };
+    words(code, size).is_some_and(|w| shader_rewrite::scan(&w).is_ok_and(|found| found.any(options)))
+}
+
 /// Decides and (if needed) rewrites one module for `dev`. `hook` names the caller in logs.
 ///
 /// # Safety

@@ -11,10 +11,10 @@
 //! These hooks are only handed out for devices with an active emulation. Nothing the
 //! application passed is written to: changed create infos are copies that live until the call
 //! down returns (or, for deferred ray-tracing creation, until the device is destroyed).
-use crate::dispatch::{device_data, DeviceData, KeepAlive};
+use crate::dispatch::{device_data, with_device, DeviceData, KeepAlive};
 use crate::ffi_guard::guard;
 use crate::log_error;
-use crate::module_rewrite::{prepare, Prepared, REWRITE_FAILED};
+use crate::module_rewrite::{needs_rewrite, prepare, Prepared, REWRITE_FAILED};
 use crate::pnext::{self, Chain};
 use ash::vk;
 use std::ffi::c_void;
@@ -124,6 +124,15 @@ pub unsafe extern "system" fn create_shader_module(
 ) -> vk::Result {
     const HOOK: &str = "vkCreateShaderModule";
     guard(HOOK, PANIC_RESULT, || unsafe {
+        // Fast path for modules that need nothing (the common case): decided on the borrowed
+        // device entry, no reference counting; the driver is called after the borrow ends.
+        let ci = p_create_info.as_ref();
+        let decision = with_device(device, |d| {
+            (d.next.create_shader_module, ci.is_some_and(|ci| needs_rewrite(d.options.as_ref(), ci.p_code as *const c_void, ci.code_size)))
+        });
+        if let Some((Some(next), false)) = decision {
+            return next(device, p_create_info, p_allocator, p_module);
+        }
         let Some(dev) = self::device(device, HOOK) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let Some(next) = dev.next.create_shader_module else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let Some(ci) = p_create_info.as_ref() else { return next(device, p_create_info, p_allocator, p_module) };
