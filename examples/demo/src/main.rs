@@ -59,6 +59,9 @@ fn run(validation: bool, verbose: bool) -> Result<bool, String> {
         "  extension   : {RAW_ACCESS_CHAINS_EXT} {}",
         if native { "supported natively by the driver (layer passes it through)" } else { "EMULATED by the layer (driver lacks it)" }
     );
+    // What vkGetPhysicalDeviceFeatures2 reports through the layer (Debian's vulkaninfo 1.3.239
+    // predates VkPhysicalDeviceRawAccessChainsFeaturesNV and cannot print it).
+    println!("  feature     : shaderRawAccessChains = {}", ctx.query_raw_access_chains_feature());
     println!("  validation  : {}", if validation { "VK_LAYER_KHRONOS_validation below the layer" } else { "off (--validation)" });
     println!();
     println!("  {:<18} {:>20} {:>11}  result", "shader", "vkCreateShaderModule", "dispatch");
