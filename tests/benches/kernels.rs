@@ -26,6 +26,9 @@
 //! Env: `KERNELS_REPS` (rounds, default 201), `KERNELS_LOG2_INVOCATIONS` (default 20),
 //!      `KERNELS_DUMP_DIR` (write the A/B modules as .spv there).
 
+mod common;
+
+use common::*;
 use polyfill_e2e::ash::vk;
 use polyfill_e2e::{bytes, spirv_as, Context, ContextOptions};
 use std::ffi::CString;
@@ -195,41 +198,8 @@ OpFunctionEnd
 // ---------------------------------------------------------------------------------------------
 // Statistics
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = s.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
-}
-fn min(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-fn max(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-}
-
 // ---------------------------------------------------------------------------------------------
 // Vulkan plumbing (raw ash on the harness context)
-
-fn check(r: Result<impl Sized, vk::Result>, what: &str) {
-    if let Err(e) = r {
-        fail(&format!("{what}: {e:?}"));
-    }
-}
-fn fail(msg: &str) -> ! {
-    eprintln!("kernels bench: {msg}");
-    std::process::exit(1);
-}
-fn ok<T>(r: Result<T, vk::Result>, what: &str) -> T {
-    r.unwrap_or_else(|e| fail(&format!("{what}: {e:?}")))
-}
 
 struct HostBuffer {
     buffer: vk::Buffer,
@@ -311,30 +281,7 @@ struct Rig<'a> {
 impl<'a> Rig<'a> {
     fn new(ctx: &'a Context, input: &HostBuffer, outs: [&HostBuffer; 2], groups: u32) -> Rig<'a> {
         let d = ctx.device();
-        let bindings = [0u32, 1].map(|b| {
-            vk::DescriptorSetLayoutBinding::default()
-                .binding(b)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::COMPUTE)
-        });
-        let set_layout = ok(
-            unsafe { d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None) },
-            "vkCreateDescriptorSetLayout",
-        );
-        let sl = [set_layout];
-        let layout =
-            ok(unsafe { d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sl), None) }, "vkCreatePipelineLayout");
-        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 4 }];
-        let pool = ok(
-            unsafe { d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(2).pool_sizes(&sizes), None) },
-            "vkCreateDescriptorPool",
-        );
-        let sls = [set_layout, set_layout];
-        let v = ok(
-            unsafe { d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sls)) },
-            "vkAllocateDescriptorSets",
-        );
+        let (set_layout, layout, pool, v) = two_storage_buffers(ctx, 2);
         let sets = [v[0], v[1]];
         for (k, out) in outs.iter().enumerate() {
             let ii = [vk::DescriptorBufferInfo { buffer: input.buffer, offset: 0, range: vk::WHOLE_SIZE }];
@@ -478,15 +425,6 @@ impl<'a> Rig<'a> {
             d.destroy_descriptor_set_layout(self.set_layout, None);
         }
     }
-}
-
-/// The 1-minute load average (the benches share the machine with whatever else runs).
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next().map(str::to_string)).unwrap_or_else(|| "?".into())
-}
-
-fn env_num(name: &str, default: u32) -> u32 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn main() {

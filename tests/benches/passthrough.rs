@@ -22,45 +22,14 @@
 //!      batch, 10), `PASSTHROUGH_DISPATCHES` (per recording, 10000), `PASSTHROUGH_DUMP_DIR`
 //!      (write the modules there as .spv).
 
+mod common;
+
+use common::*;
 use polyfill_e2e::ash::vk;
 use polyfill_e2e::{layer, spirv_as, Context, ContextOptions};
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::time::Instant;
-
-fn fail(msg: &str) -> ! {
-    eprintln!("passthrough bench: {msg}");
-    std::process::exit(1);
-}
-fn ok<T>(r: Result<T, vk::Result>, what: &str) -> T {
-    r.unwrap_or_else(|e| fail(&format!("{what}: {e:?}")))
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = s.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
-}
-fn min(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-fn max(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-}
-fn env_num(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next().map(str::to_string)).unwrap_or_else(|| "?".into())
-}
 
 /// A plain compute module (no raw access chains): `out[i] = sum_k in[i + k] * k` over `steps`
 /// terms, bindings 0 (in) and 1 (out). About 116 bytes per step plus ~700 bytes.
@@ -137,29 +106,8 @@ struct Rig {
 impl Rig {
     fn new(ctx: &Context, words: &[u32]) -> Rig {
         let d = ctx.device();
-        let bindings = [0u32, 1].map(|b| {
-            vk::DescriptorSetLayoutBinding::default()
-                .binding(b)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::COMPUTE)
-        });
-        let set_layout = ok(
-            unsafe { d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None) },
-            "vkCreateDescriptorSetLayout",
-        );
-        let sl = [set_layout];
-        let layout =
-            ok(unsafe { d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sl), None) }, "vkCreatePipelineLayout");
-        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 }];
-        let dpool = ok(
-            unsafe { d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None) },
-            "vkCreateDescriptorPool",
-        );
-        let set = ok(
-            unsafe { d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(dpool).set_layouts(&sl)) },
-            "vkAllocateDescriptorSets",
-        )[0];
+        let (set_layout, layout, dpool, sets) = two_storage_buffers(ctx, 1);
+        let set = sets[0];
         // One small buffer behind both bindings, so the bound set is fully written.
         let buffer = ok(
             unsafe {

@@ -1,0 +1,76 @@
+//! Shared by the benches: failure helpers, statistics, and the two-storage-buffer compute
+//! layout both benches bind (binding 0 = input, binding 1 = output).
+#![allow(dead_code)]
+use polyfill_e2e::ash::vk;
+use polyfill_e2e::Context;
+
+pub fn fail(msg: &str) -> ! {
+    eprintln!("{} bench: {msg}", env!("CARGO_CRATE_NAME"));
+    std::process::exit(1);
+}
+pub fn ok<T>(r: Result<T, vk::Result>, what: &str) -> T {
+    r.unwrap_or_else(|e| fail(&format!("{what}: {e:?}")))
+}
+pub fn check(r: Result<impl Sized, vk::Result>, what: &str) {
+    if let Err(e) = r {
+        fail(&format!("{what}: {e:?}"));
+    }
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+pub fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+pub fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+pub fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The 1-minute load average (the benches share the machine with whatever else runs).
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next().map(str::to_string)).unwrap_or_else(|| "?".into())
+}
+
+/// Set layout with two compute storage buffers, its pipeline layout, a pool and `sets` sets.
+pub fn two_storage_buffers(ctx: &Context, sets: u32) -> (vk::DescriptorSetLayout, vk::PipelineLayout, vk::DescriptorPool, Vec<vk::DescriptorSet>) {
+    let d = ctx.device();
+    let bindings = [0u32, 1].map(|b| {
+        vk::DescriptorSetLayoutBinding::default()
+            .binding(b)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+    });
+    let set_layout = ok(
+        unsafe { d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None) },
+        "vkCreateDescriptorSetLayout",
+    );
+    let sl = [set_layout];
+    let layout = ok(unsafe { d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sl), None) }, "vkCreatePipelineLayout");
+    let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 * sets }];
+    let pool = ok(
+        unsafe { d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(sets).pool_sizes(&sizes), None) },
+        "vkCreateDescriptorPool",
+    );
+    let layouts = vec![set_layout; sets as usize];
+    let v = ok(
+        unsafe { d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts)) },
+        "vkAllocateDescriptorSets",
+    );
+    (set_layout, layout, pool, v)
+}
