@@ -2,6 +2,7 @@
 //! (SPIR-V spec 2.8: non-aggregate types must be unique), and emits instructions.
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::ops;
 use crate::module::{decode_string, encode_string, op, Block, Inst, Module};
 
 /// Storage classes (SPIR-V spec 3.7).
@@ -85,9 +86,9 @@ impl<'m> Builder<'m> {
                 op::TYPE_FLOAT if i.ops.len() == 1 => Some(Key::Float(i.ops[0])),
                 op::TYPE_VECTOR if i.ops.len() == 2 => Some(Key::Vector(i.ops[0], i.ops[1])),
                 op::TYPE_POINTER if i.ops.len() == 2 => Some(Key::Pointer(i.ops[0], i.ops[1])),
-                op::TYPE_FUNCTION => Some(Key::Function(i.ops.clone())),
+                op::TYPE_FUNCTION => Some(Key::Function(i.ops.to_vec())),
                 op::CONSTANT => {
-                    b.consts.entry((i.ty, i.ops.clone())).or_insert(i.id);
+                    b.consts.entry((i.ty, i.ops.to_vec())).or_insert(i.id);
                     None
                 }
                 _ => None,
@@ -162,7 +163,7 @@ impl<'m> Builder<'m> {
     /// A new runtime array type with the given ArrayStride.
     pub fn t_runtime_array(&mut self, elem: u32, stride: u32) -> u32 {
         let id = self.id();
-        self.add_global(Inst::new(op::TYPE_RUNTIME_ARRAY, 0, id, vec![elem]));
+        self.add_global(Inst::new(op::TYPE_RUNTIME_ARRAY, 0, id, ops![elem]));
         self.decorate(id, deco::ARRAY_STRIDE, &[stride]);
         id
     }
@@ -267,13 +268,13 @@ impl Emitter {
         self.label
     }
     /// Emits an instruction with a fresh result id and returns it.
-    pub fn op(&mut self, b: &mut Builder, opcode: u32, ty: u32, ops: Vec<u32>) -> u32 {
+    pub fn op(&mut self, b: &mut Builder, opcode: u32, ty: u32, ops: impl Into<crate::module::Ops>) -> u32 {
         let id = b.id();
         self.insts.push(Inst::new(opcode, ty, id, ops));
         id
     }
     /// Emits an instruction without a result id.
-    pub fn stmt(&mut self, opcode: u32, ops: Vec<u32>) {
+    pub fn stmt(&mut self, opcode: u32, ops: impl Into<crate::module::Ops>) {
         self.insts.push(Inst::new(opcode, 0, 0, ops));
     }
     pub fn push(&mut self, inst: Inst) {
@@ -303,13 +304,13 @@ impl Emitter {
     ) -> Vec<u32> {
         let (l_then, l_else, l_merge) = (b.id(), b.id(), b.id());
         self.stmt(op::SELECTION_MERGE, vec![l_merge, 0]);
-        self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, vec![cond, l_then, l_else]), l_then);
+        self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![cond, l_then, l_else]), l_then);
         let v_then = then(self, b);
         let end_then = self.label;
-        self.terminate(Inst::new(op::BRANCH, 0, 0, vec![l_merge]), l_else);
+        self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_else);
         let v_else = otherwise(self, b);
         let end_else = self.label;
-        self.terminate(Inst::new(op::BRANCH, 0, 0, vec![l_merge]), l_merge);
+        self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_merge);
         tys.iter()
             .zip(v_then.iter().zip(v_else.iter()))
             .map(|(&ty, (&a, &c))| self.op(b, op::PHI, ty, vec![a, end_then, c, end_else]))
@@ -320,8 +321,8 @@ impl Emitter {
     pub fn if_then(&mut self, b: &mut Builder, cond: u32, then: impl FnOnce(&mut Self, &mut Builder)) {
         let (l_then, l_merge) = (b.id(), b.id());
         self.stmt(op::SELECTION_MERGE, vec![l_merge, 0]);
-        self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, vec![cond, l_then, l_merge]), l_then);
+        self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![cond, l_then, l_merge]), l_then);
         then(self, b);
-        self.terminate(Inst::new(op::BRANCH, 0, 0, vec![l_merge]), l_merge);
+        self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_merge);
     }
 }

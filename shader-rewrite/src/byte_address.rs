@@ -17,6 +17,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::builder::{deco, sc, Builder, Emitter, ScalarVec};
+use crate::ops;
 use crate::module::op;
 use crate::target::Target;
 
@@ -373,11 +374,11 @@ impl Backend {
     pub fn length_of_view(&self, e: &mut Emitter, b: &mut Builder, storage: u32, ptr: u32) -> u32 {
         let u32t = b.t_u32();
         if self.length_view(storage) == AliasKind::U8 {
-            e.op(b, op::ARRAY_LENGTH, u32t, vec![ptr, 0])
+            e.op(b, op::ARRAY_LENGTH, u32t, ops![ptr, 0])
         } else {
-            let words = e.op(b, op::ARRAY_LENGTH, u32t, vec![ptr, 0]);
+            let words = e.op(b, op::ARRAY_LENGTH, u32t, ops![ptr, 0]);
             let two = b.c_u32(2);
-            e.op(b, op::SHIFT_LEFT_LOGICAL, u32t, vec![words, two])
+            e.op(b, op::SHIFT_LEFT_LOGICAL, u32t, ops![words, two])
         }
     }
 
@@ -399,11 +400,11 @@ impl Ctx<'_> {
             a
         } else {
             let s = b.c_u32(shift);
-            e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, vec![a, s])
+            e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![a, s])
         };
         let zero = b.c_u32(0);
         let slot = self.views.slot(k);
-        let p = e.op(b, op::ACCESS_CHAIN, self.views.elem_ptr[slot], vec![self.view_ptr(k), zero, idx]);
+        let p = e.op(b, op::ACCESS_CHAIN, self.views.elem_ptr[slot], ops![self.view_ptr(k), zero, idx]);
         if self.shape.nonuniform {
             b.decorate(p, deco::NON_UNIFORM, &[]);
         }
@@ -430,7 +431,7 @@ impl Ctx<'_> {
             return self.addr;
         }
         let c = b.c_u32(off);
-        e.op(b, op::I_ADD, self.u32t, vec![self.addr, c])
+        e.op(b, op::I_ADD, self.u32t, ops![self.addr, c])
     }
 
     /// `len >= size && off <= len - size`: [off, off + size) lies inside [0, len) with no
@@ -438,10 +439,10 @@ impl Ctx<'_> {
     fn in_bounds(&self, e: &mut Emitter, b: &mut Builder, len: u32, off: u32, size: u32) -> u32 {
         let bool_t = b.t_bool();
         let s = b.c_u32(size);
-        let ge = e.op(b, op::U_GREATER_THAN_EQUAL, bool_t, vec![len, s]);
-        let room = e.op(b, op::I_SUB, self.u32t, vec![len, s]);
-        let le = e.op(b, op::U_LESS_THAN_EQUAL, bool_t, vec![off, room]);
-        e.op(b, op::LOGICAL_AND, bool_t, vec![ge, le])
+        let ge = e.op(b, op::U_GREATER_THAN_EQUAL, bool_t, ops![len, s]);
+        let room = e.op(b, op::I_SUB, self.u32t, ops![len, s]);
+        let le = e.op(b, op::U_LESS_THAN_EQUAL, bool_t, ops![off, room]);
+        e.op(b, op::LOGICAL_AND, bool_t, ops![ge, le])
     }
 
     /// Loads `size` bytes at addr+start (aligned to `align`) as chunks.
@@ -453,7 +454,7 @@ impl Ctx<'_> {
                 Unit::Alias(k @ (AliasKind::U32x4 | AliasKind::U32x2)) => {
                     let v = self.load(e, b, k, a);
                     for j in 0..k.bytes() / 4 {
-                        let w = e.op(b, op::COMPOSITE_EXTRACT, self.u32t, vec![v, j]);
+                        let w = e.op(b, op::COMPOSITE_EXTRACT, self.u32t, ops![v, j]);
                         chunks.push(Chunk { off: o + 4 * j, bytes: 4, v: w });
                     }
                 }
@@ -463,7 +464,7 @@ impl Ctx<'_> {
                 }
                 Unit::Alias(k) => {
                     let v = self.load(e, b, k, a);
-                    let w = e.op(b, op::U_CONVERT, self.u32t, vec![v]);
+                    let w = e.op(b, op::U_CONVERT, self.u32t, ops![v]);
                     chunks.push(Chunk { off: o, bytes: k.bytes(), v: w });
                 }
                 Unit::WordPart(n) => {
@@ -479,9 +480,9 @@ impl Ctx<'_> {
     /// `v >> ((a & 3) * 8)` or `v << ((a & 3) * 8)`.
     fn shift_by_byte_pos(&self, e: &mut Emitter, b: &mut Builder, opcode: u32, v: u32, a: u32) -> u32 {
         let three = b.c_u32(3);
-        let lo = e.op(b, op::BITWISE_AND, self.u32t, vec![a, three]);
-        let bits = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, vec![lo, three]);
-        e.op(b, opcode, self.u32t, vec![v, bits])
+        let lo = e.op(b, op::BITWISE_AND, self.u32t, ops![a, three]);
+        let bits = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, ops![lo, three]);
+        e.op(b, opcode, self.u32t, ops![v, bits])
     }
 
     /// Raw value type of one component: u32 (8/16/32-bit, value in the low bits) or uvec2.
@@ -503,7 +504,7 @@ impl Ctx<'_> {
         let v = if self.comp.width == 64 {
             let uv2 = b.t_vec(self.u32t, 2);
             let id = b.id();
-            b.add_global(crate::module::Inst::new(op::CONSTANT_COMPOSITE, uv2, id, vec![word, word]))
+            b.add_global(crate::module::Inst::new(op::CONSTANT_COMPOSITE, uv2, id, ops![word, word]))
         } else {
             word
         };
@@ -516,7 +517,7 @@ impl Ctx<'_> {
         match self.comp.width {
             64 => {
                 let uv2 = b.t_vec(self.u32t, 2);
-                e.op(b, op::COMPOSITE_CONSTRUCT, uv2, vec![chunk(off).v, chunk(off + 4).v])
+                e.op(b, op::COMPOSITE_CONSTRUCT, uv2, ops![chunk(off).v, chunk(off + 4).v])
             }
             32 => chunk(off).v,
             _ => {
@@ -525,7 +526,7 @@ impl Ctx<'_> {
                     ch.v
                 } else {
                     let s = b.c_u32((off - ch.off) * 8);
-                    e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, vec![ch.v, s])
+                    e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![ch.v, s])
                 }
             }
         }
@@ -540,7 +541,7 @@ impl Ctx<'_> {
     /// vectors: 8/16-bit vectors cannot be built or taken apart without Int8/Int16/Float16).
     fn convert(&self, e: &mut Emitter, b: &mut Builder, v: u32, to: u32) -> u32 {
         let opcode = if self.comp.float { op::F_CONVERT } else if self.comp.signed { op::S_CONVERT } else { op::U_CONVERT };
-        e.op(b, opcode, to, vec![v])
+        e.op(b, opcode, to, ops![v])
     }
 
     /// Raw component values → the loaded value.
@@ -553,23 +554,23 @@ impl Ctx<'_> {
             .iter()
             .map(|&r| match self.comp.width {
                 32 if comp_ty == self.u32t => r,
-                64 | 32 => e.op(b, op::BITCAST, comp_ty, vec![r]),
+                64 | 32 => e.op(b, op::BITCAST, comp_ty, ops![r]),
                 _ if self.comp.float => {
                     // UnpackHalf2x16 (GLSL.std.450 62) reads the low half exactly.
                     let glsl = b.glsl_std450();
                     let v2 = b.t_vec(comp_ty, 2);
-                    let pair = e.op(b, op::EXT_INST, v2, vec![glsl, 62, r]);
-                    e.op(b, op::COMPOSITE_EXTRACT, comp_ty, vec![pair, 0])
+                    let pair = e.op(b, op::EXT_INST, v2, ops![glsl, 62, r]);
+                    e.op(b, op::COMPOSITE_EXTRACT, comp_ty, ops![pair, 0])
                 }
                 _ => {
                     // Sign- or zero-extend the low bits in 32-bit arithmetic.
                     let shift = b.c_u32(32 - self.comp.width);
-                    let up = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, vec![r, shift]);
+                    let up = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, ops![r, shift]);
                     if self.comp.signed {
-                        let i = e.op(b, op::BITCAST, comp_ty, vec![up]);
-                        e.op(b, 195 /* OpShiftRightArithmetic */, comp_ty, vec![i, shift])
+                        let i = e.op(b, op::BITCAST, comp_ty, ops![up]);
+                        e.op(b, 195 /* OpShiftRightArithmetic */, comp_ty, ops![i, shift])
                     } else {
-                        e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, vec![up, shift])
+                        e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![up, shift])
                     }
                 }
             })
@@ -602,26 +603,26 @@ impl Ctx<'_> {
         };
         (0..n)
             .map(|k| {
-                let v = if n == 1 { whole } else { e.op(b, op::COMPOSITE_EXTRACT, comp_ty, vec![whole, k]) };
+                let v = if n == 1 { whole } else { e.op(b, op::COMPOSITE_EXTRACT, comp_ty, ops![whole, k]) };
                 match self.comp.width {
                     64 => {
                         let uv2 = b.t_vec(self.u32t, 2);
-                        e.op(b, op::BITCAST, uv2, vec![v])
+                        e.op(b, op::BITCAST, uv2, ops![v])
                     }
                     32 if comp_ty == self.u32t => v,
-                    32 => e.op(b, op::BITCAST, self.u32t, vec![v]),
+                    32 => e.op(b, op::BITCAST, self.u32t, ops![v]),
                     _ if self.comp.float => {
                         // PackHalf2x16 (GLSL.std.450 58) of (v, 0): the exact half bits, high half 0.
                         let glsl = b.glsl_std450();
                         let zero = b.c_f32(0.0);
                         let v2 = b.t_vec(comp_ty, 2);
-                        let pair = e.op(b, op::COMPOSITE_CONSTRUCT, v2, vec![v, zero]);
-                        e.op(b, op::EXT_INST, self.u32t, vec![glsl, 58, pair])
+                        let pair = e.op(b, op::COMPOSITE_CONSTRUCT, v2, ops![v, zero]);
+                        e.op(b, op::EXT_INST, self.u32t, ops![glsl, 58, pair])
                     }
                     w => {
-                        let u = if comp_ty == self.u32t { v } else { e.op(b, op::BITCAST, self.u32t, vec![v]) };
+                        let u = if comp_ty == self.u32t { v } else { e.op(b, op::BITCAST, self.u32t, ops![v]) };
                         let mask = b.c_u32((1u32 << w) - 1);
-                        e.op(b, op::BITWISE_AND, self.u32t, vec![u, mask])
+                        e.op(b, op::BITWISE_AND, self.u32t, ops![u, mask])
                     }
                 }
             })
@@ -633,7 +634,7 @@ impl Ctx<'_> {
         let c = self.comp.width / 8;
         if c == 8 {
             let k = off / 8;
-            return e.op(b, op::COMPOSITE_EXTRACT, self.u32t, vec![bits[k as usize], (off % 8) / 4]);
+            return e.op(b, op::COMPOSITE_EXTRACT, self.u32t, ops![bits[k as usize], (off % 8) / 4]);
         }
         if c == 4 {
             return bits[(off / 4) as usize];
@@ -644,9 +645,9 @@ impl Ctx<'_> {
             let shift = (k * c - off) * 8;
             if shift != 0 {
                 let s = b.c_u32(shift);
-                v = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, vec![v, s]);
+                v = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, ops![v, s]);
             }
-            acc = if acc == 0 { v } else { e.op(b, op::BITWISE_OR, self.u32t, vec![acc, v]) };
+            acc = if acc == 0 { v } else { e.op(b, op::BITWISE_OR, self.u32t, ops![acc, v]) };
         }
         acc
     }
@@ -670,7 +671,7 @@ impl Ctx<'_> {
                 Unit::Alias(k) => {
                     let v = self.compose(e, b, bits, o, k.bytes());
                     let t = self.views.elem_ty[self.views.slot(k)];
-                    let narrow = e.op(b, op::U_CONVERT, t, vec![v]);
+                    let narrow = e.op(b, op::U_CONVERT, t, ops![v]);
                     self.store(e, b, k, a, narrow);
                 }
                 Unit::WordPart(n) => {
@@ -680,12 +681,12 @@ impl Ctx<'_> {
                     let p = self.elem_ptr(e, b, AliasKind::U32, a);
                     let ones = b.c_u32(if n == 1 { 0xff } else { 0xffff });
                     let mask = self.shift_by_byte_pos(e, b, op::SHIFT_LEFT_LOGICAL, ones, a);
-                    let not_mask = e.op(b, 200 /* OpNot */, self.u32t, vec![mask]);
+                    let not_mask = e.op(b, 200 /* OpNot */, self.u32t, ops![mask]);
                     let val = self.shift_by_byte_pos(e, b, op::SHIFT_LEFT_LOGICAL, v, a);
                     let scope = b.c_u32(self.atomic_scope);
                     let relaxed = b.c_u32(0);
-                    e.op(b, op::ATOMIC_AND, self.u32t, vec![p, scope, relaxed, not_mask]);
-                    e.op(b, op::ATOMIC_OR, self.u32t, vec![p, scope, relaxed, val]);
+                    e.op(b, op::ATOMIC_AND, self.u32t, ops![p, scope, relaxed, not_mask]);
+                    e.op(b, op::ATOMIC_OR, self.u32t, ops![p, scope, relaxed, val]);
                     atomics += 1;
                 }
             }

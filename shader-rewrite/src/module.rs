@@ -100,18 +100,28 @@ pub mod op {
     pub const RAW_ACCESS_CHAIN_NV: u32 = 5398;
 }
 
+/// Operand words, stored inline up to 6 (almost every instruction a pass emits): the
+/// per-instruction heap allocation dominated the rewrite time of large modules.
+pub type Ops = smallvec::SmallVec<[u32; 6]>;
+
+/// `ops![a, b, c]`: operand words without a heap allocation.
+#[macro_export]
+macro_rules! ops {
+    ($($x:expr),* $(,)?) => { $crate::module::Ops::from_slice(&[$($x),*]) };
+}
+
 /// One instruction: opcode, optional result type and result id (0 = none), other operands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inst {
     pub op: u32,
     pub ty: u32,
     pub id: u32,
-    pub ops: Vec<u32>,
+    pub ops: Ops,
 }
 
 impl Inst {
-    pub fn new(op: u32, ty: u32, id: u32, ops: Vec<u32>) -> Self {
-        Inst { op, ty, id, ops }
+    pub fn new(op: u32, ty: u32, id: u32, ops: impl Into<Ops>) -> Self {
+        Inst { op, ty, id, ops: ops.into() }
     }
     /// (has result type, has result id, minimum operand words after them) for `op`, from a
     /// table built once from rspirv's grammar (its own lookup is a linear search). Enforcing
@@ -271,7 +281,7 @@ impl Module {
                 }
                 defined[w] |= bit;
             }
-            let inst = Inst { op: opcode, ty, id, ops: words[k..at + count].to_vec() };
+            let inst = Inst { op: opcode, ty, id, ops: Ops::from_slice(&words[k..at + count]) };
             at += count;
             if let Some(f) = func.as_mut() {
                 match opcode {

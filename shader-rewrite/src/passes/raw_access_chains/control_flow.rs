@@ -29,7 +29,7 @@ pub(super) fn split_loop_header(e: &mut Emitter, b: &mut Builder, mut insts: Vec
     }
     e.push(merge);
     let body = b.id();
-    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![body]), body);
+    e.terminate(Inst::new(op::BRANCH, 0, 0, ops![body]), body);
     Ok(rest)
 }
 
@@ -41,28 +41,28 @@ pub(super) fn waterfall_length(e: &mut Emitter, b: &mut Builder, backend: &Backe
     let u32t = b.t_u32();
     let bool_t = b.t_bool();
     let (header, body, then, cont, merge) = (b.id(), b.id(), b.id(), b.id(), b.id());
-    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![header]), header);
-    e.stmt(op::LOOP_MERGE, vec![merge, cont, 0]);
-    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![body]), body);
+    e.terminate(Inst::new(op::BRANCH, 0, 0, ops![header]), header);
+    e.stmt(op::LOOP_MERGE, ops![merge, cont, 0]);
+    e.terminate(Inst::new(op::BRANCH, 0, 0, ops![body]), body);
     let first = if b.m.version() >= (1, 3) {
         // OpGroupNonUniformBroadcastFirst (SPIR-V 1.3), Execution scope Subgroup (3).
         b.m.add_capability(61); // GroupNonUniform
         b.m.add_capability(64); // GroupNonUniformBallot
         let subgroup = b.c_u32(3);
-        e.op(b, 338, u32t, vec![subgroup, index])
+        e.op(b, 338, u32t, ops![subgroup, index])
     } else {
         // OpSubgroupFirstInvocationKHR (SPV_KHR_shader_ballot) before SPIR-V 1.3.
         b.m.add_capability(4423); // SubgroupBallotKHR
         b.m.add_extension("SPV_KHR_shader_ballot");
-        e.op(b, 4422, u32t, vec![index])
+        e.op(b, 4422, u32t, ops![index])
     };
-    let mine = e.op(b, 170 /* OpIEqual */, bool_t, vec![index, first]);
+    let mine = e.op(b, 170 /* OpIEqual */, bool_t, ops![index, first]);
     // Not a selection header: one target is the loop's continue target (SPIR-V spec 2.11).
-    e.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, vec![mine, then, cont]), then);
-    let ptr = e.op(b, op::ACCESS_CHAIN, elem_ty, vec![array, first]);
+    e.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![mine, then, cont]), then);
+    let ptr = e.op(b, op::ACCESS_CHAIN, elem_ty, ops![array, first]);
     let len = backend.length_of_view(e, b, storage, ptr);
-    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![merge]), cont);
-    e.terminate(Inst::new(op::BRANCH, 0, 0, vec![header]), merge);
+    e.terminate(Inst::new(op::BRANCH, 0, 0, ops![merge]), cont);
+    e.terminate(Inst::new(op::BRANCH, 0, 0, ops![header]), merge);
     // `then` is the only way into `merge`, so `len` dominates everything after the loop.
     len
 }

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::builder::{deco, sc, Builder, Emitter};
 use crate::byte_address::{AccessShape, AliasKind, AliasViews, Backend, Robustness};
 use crate::error::RewriteError;
+use crate::ops;
 use crate::module::{op, Function, Inst, Module};
 use crate::stats::Stats;
 use crate::target::Options;
@@ -233,7 +234,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         for k in views_of(&backend, storage, root)?.kinds.clone() {
             let sid = shadow.get(root, k)?;
             let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, var.ty, k, root)?;
-            b.add_global(Inst::new(op::VARIABLE, sty, sid, vec![storage]));
+            b.add_global(Inst::new(op::VARIABLE, sty, sid, ops![storage]));
             for (d, lits) in &decos {
                 // Same descriptor; memory qualifiers that only strengthen are kept. Restrict
                 // cannot hold for an alias (SPIR-V spec 2.18.2), Aliased is added below.
@@ -265,7 +266,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         for k in views_of(&backend, storage, null)?.kinds.clone() {
             let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, null)?;
             let sid = shadow.get(null, k)?;
-            b.add_global(Inst::new(op::CONSTANT_NULL, sty, sid, vec![]));
+            b.add_global(Inst::new(op::CONSTANT_NULL, sty, sid, ops![]));
         }
     }
 
@@ -282,7 +283,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
             }
             if let Some(&l) = len_shadow.get(&id) {
                 let u32t = b.t_u32();
-                ps.push(Inst::new(op::FUNCTION_PARAMETER, u32t, l, vec![]));
+                ps.push(Inst::new(op::FUNCTION_PARAMETER, u32t, l, ops![]));
             }
             extra_params.entry(f).or_default().push((p, ps));
         }
@@ -375,14 +376,14 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                     op::RAW_ACCESS_CHAIN_NV => {
                         let chain = &chains[&inst.id];
                         let stride = b.c_u32(chain.stride);
-                        let scaled = e.op(&mut b, op::I_MUL, u32t, vec![stride, chain.index]);
+                        let scaled = e.op(&mut b, op::I_MUL, u32t, ops![stride, chain.index]);
                         if chain.storage == sc::PHYSICAL_STORAGE_BUFFER {
-                            let addr = e.op(&mut b, op::I_ADD, u32t, vec![chain.offset, scaled]);
+                            let addr = e.op(&mut b, op::I_ADD, u32t, ops![chain.offset, scaled]);
                             physical_address(&mut e, &mut b, chain, addr, inst.id);
                             stats.raw_chains_physical += 1;
                         } else {
                             // The chain's id now names its byte address.
-                            e.push(Inst::new(op::I_ADD, u32t, inst.id, vec![chain.offset, scaled]));
+                            e.push(Inst::new(op::I_ADD, u32t, inst.id, ops![chain.offset, scaled]));
                             elem_offsets.insert(inst.id, scaled);
                         }
                         match chain.robustness {
@@ -408,7 +409,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                             stats.stores += 1;
                         } else {
                             let v = backend.emit(&mut e, &mut b, &shape, &views, inst.ops[0], len, elem, None);
-                            e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, vec![v]));
+                            e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
                             stats.loads += 1;
                         }
                     }

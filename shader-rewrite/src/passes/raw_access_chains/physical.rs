@@ -7,14 +7,14 @@ use super::*;
 pub(super) fn physical_address(e: &mut Emitter, b: &mut Builder, chain: &Chain, addr: u32, result: u32) {
     let u32t = b.t_u32();
     let uv2 = b.t_vec(u32t, 2);
-    let v = e.op(b, op::BITCAST, uv2, vec![chain.base]);
-    let lo = e.op(b, op::COMPOSITE_EXTRACT, u32t, vec![v, 0]);
-    let hi = e.op(b, op::COMPOSITE_EXTRACT, u32t, vec![v, 1]);
+    let v = e.op(b, op::BITCAST, uv2, ops![chain.base]);
+    let lo = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![v, 0]);
+    let hi = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![v, 1]);
     let carry_ty = b.t_struct(&[u32t, u32t]);
-    let sum = e.op(b, op::I_ADD_CARRY, carry_ty, vec![lo, addr]);
-    let new_lo = e.op(b, op::COMPOSITE_EXTRACT, u32t, vec![sum, 0]);
-    let carry = e.op(b, op::COMPOSITE_EXTRACT, u32t, vec![sum, 1]);
-    let new_hi = e.op(b, op::I_ADD, u32t, vec![hi, carry]);
-    let nv = e.op(b, op::COMPOSITE_CONSTRUCT, uv2, vec![new_lo, new_hi]);
-    e.push(Inst::new(op::BITCAST, chain.ty, result, vec![nv]));
+    let sum = e.op(b, op::I_ADD_CARRY, carry_ty, ops![lo, addr]);
+    let new_lo = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![sum, 0]);
+    let carry = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![sum, 1]);
+    let new_hi = e.op(b, op::I_ADD, u32t, ops![hi, carry]);
+    let nv = e.op(b, op::COMPOSITE_CONSTRUCT, uv2, ops![new_lo, new_hi]);
+    e.push(Inst::new(op::BITCAST, chain.ty, result, ops![nv]));
 }

@@ -64,11 +64,11 @@ pub(super) fn shadow_ty(
         op::TYPE_STRUCT => alias,
         op::TYPE_ARRAY => {
             let nid = b.id();
-            b.add_global(Inst::new(op::TYPE_ARRAY, 0, nid, vec![alias, g.ops[1]]))
+            b.add_global(Inst::new(op::TYPE_ARRAY, 0, nid, ops![alias, g.ops[1]]))
         }
         op::TYPE_RUNTIME_ARRAY => {
             let nid = b.id();
-            b.add_global(Inst::new(op::TYPE_RUNTIME_ARRAY, 0, nid, vec![alias]))
+            b.add_global(Inst::new(op::TYPE_RUNTIME_ARRAY, 0, nid, ops![alias]))
         }
         _ => return Err(RewriteError::unsupported(format!("%{id}"), "raw access chain base does not point to a block or an array of blocks")),
     };
