@@ -73,7 +73,7 @@ unsafe fn words<'a>(code: *const c_void, size: usize) -> Option<Cow<'a, [u32]>> 
 /// `code` must be readable for `size` bytes when non-null.
 pub unsafe fn needs_rewrite(options: Option<&shader_rewrite::Options>, code: *const c_void, size: usize) -> bool {
     let Some(options) = options else { return false };
-    words(code, size).is_some_and(|w| shader_rewrite::scan(&w).is_ok_and(|found| found.any(options)))
+    words(code, size).is_some_and(|w| shader_rewrite::needs_rewrite(&w, options))
 }
 
 /// Decides and (if needed) rewrites one module for `dev`. `hook` names the caller in logs.

@@ -152,7 +152,6 @@ impl AccessShape {
 /// The alias types of one storage class.
 #[derive(Debug, Clone)]
 pub struct AliasViews {
-    pub storage: u32,
     pub kinds: Vec<AliasKind>,
     /// Per kind (same order): the alias struct type, pointer to it, element type, pointer to element.
     pub struct_ty: Vec<u32>,
@@ -163,7 +162,7 @@ pub struct AliasViews {
 
 impl AliasViews {
     pub fn new(b: &mut Builder, storage: u32, kinds: Vec<AliasKind>) -> Self {
-        let mut v = AliasViews { storage, kinds: vec![], struct_ty: vec![], struct_ptr: vec![], elem_ty: vec![], elem_ptr: vec![] };
+        let mut v = AliasViews { kinds: vec![], struct_ty: vec![], struct_ptr: vec![], elem_ty: vec![], elem_ptr: vec![] };
         let u32t = b.t_u32();
         for k in kinds {
             let elem = match k {
@@ -210,8 +209,8 @@ pub struct Backend {
 struct Ctx<'a> {
     shape: &'a AccessShape,
     views: &'a AliasViews,
-    avail: Vec<AliasKind>,
-    params: Vec<u32>,
+    /// Pointers to the alias structs, in `views.kinds` order.
+    view_ptrs: &'a [u32],
     addr: u32,
     comp: ScalarVec,
     u32t: u32,
@@ -260,8 +259,7 @@ impl Backend {
         let ctx = Ctx {
             shape,
             views,
-            avail: views.kinds.clone(),
-            params: view_ptrs.to_vec(),
+            view_ptrs,
             addr,
             comp,
             u32t,
@@ -389,7 +387,7 @@ impl Backend {
 }
 impl Ctx<'_> {
     fn view_ptr(&self, k: AliasKind) -> u32 {
-        self.params[self.views.slot(k)]
+        self.view_ptrs[self.views.slot(k)]
     }
 
     /// Pointer to the element of view `k` holding byte address `a` (which is `k`-aligned,
@@ -448,7 +446,7 @@ impl Ctx<'_> {
     /// Loads `size` bytes at addr+start (aligned to `align`) as chunks.
     fn load_chunks(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> Vec<Chunk> {
         let mut chunks = vec![];
-        for (o, unit) in plan(start, size, align, &self.avail) {
+        for (o, unit) in plan(start, size, align, &self.views.kinds) {
             let a = self.offset(e, b, o);
             match unit {
                 Unit::Alias(k @ (AliasKind::U32x4 | AliasKind::U32x2)) => {
@@ -655,7 +653,7 @@ impl Ctx<'_> {
     /// Stores bytes [start, start+size) of the value; returns the number of atomic word-part stores.
     fn store_range(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32, bits: &[u32]) -> u32 {
         let mut atomics = 0;
-        for (o, unit) in plan(start, size, align, &self.avail) {
+        for (o, unit) in plan(start, size, align, &self.views.kinds) {
             let a = self.offset(e, b, o);
             match unit {
                 Unit::Alias(k @ (AliasKind::U32x4 | AliasKind::U32x2)) => {

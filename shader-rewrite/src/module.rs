@@ -419,24 +419,6 @@ impl Module {
         self.globals.iter().enumerate().filter(|(_, i)| i.id != 0).map(|(n, i)| (i.id, n)).collect()
     }
 
-    /// Result type of every id defined anywhere (globals, parameters, function bodies).
-    pub fn result_types(&self) -> HashMap<u32, u32> {
-        let mut map = HashMap::default();
-        for i in &self.globals {
-            if i.id != 0 && i.ty != 0 {
-                map.insert(i.id, i.ty);
-            }
-        }
-        for f in &self.functions {
-            for i in f.params.iter().chain(f.blocks.iter().flat_map(|b| b.insts.iter())) {
-                if i.id != 0 && i.ty != 0 {
-                    map.insert(i.id, i.ty);
-                }
-            }
-        }
-        map
-    }
-
     /// Decorations (decoration number + literal operands) on a target id.
     pub fn decorations_of(&self, target: u32) -> Vec<(u32, Vec<u32>)> {
         self.annotations

@@ -61,16 +61,20 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     let vulkan_mm = m.memory_model.first().map(|i| i.ops.get(1) == Some(&MEMORY_MODEL_VULKAN)).unwrap_or(false);
     let mut b = Builder::new(m);
 
-    // Definitions of function-local ids.
+    // Definitions and result types of function-local ids (the types stay valid while the
+    // bodies are rewritten below; the positions only until then).
     let mut defs: HashMap<u32, Def> = HashMap::default();
+    let mut result_types: HashMap<u32, u32> = HashMap::default();
     for (fi, f) in functions.iter().enumerate() {
         for (pi, p) in f.params.iter().enumerate() {
             defs.insert(p.id, Def::Param { f: fi, p: pi });
+            result_types.insert(p.id, p.ty);
         }
         for (bi, blk) in f.blocks.iter().enumerate() {
             for (ii, inst) in blk.insts.iter().enumerate() {
                 if inst.id != 0 {
                     defs.insert(inst.id, Def::Inst { f: fi, b: bi, i: ii });
+                    result_types.insert(inst.id, inst.ty);
                 }
             }
         }
@@ -178,20 +182,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     }
 
     // 5. Alias variables for the roots, and shadow ids for every shadowed pointer.
-    let version = (b.m.header[1] >> 16) & 0xff;
-    let minor = (b.m.header[1] >> 8) & 0xff;
-    let interface_lists_all = (version, minor) >= (1, 4);
-    let result_types = {
-        let mut t: HashMap<u32, u32> = HashMap::default();
-        for f in functions.iter() {
-            for i in f.params.iter().chain(f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
-                if i.id != 0 {
-                    t.insert(i.id, i.ty);
-                }
-            }
-        }
-        t
-    };
+    let interface_lists_all = b.m.version() >= (1, 4);
     let type_of = |b: &Builder, id: u32| -> u32 { b.global(id).map(|g| g.ty).or_else(|| result_types.get(&id).copied()).unwrap_or(0) };
     let mut shadow = Shadows(HashMap::default());
     let mut shadow_ty_cache: HashMap<(u32, AliasKind), u32> = HashMap::default();
