@@ -19,7 +19,7 @@ pub mod passes;
 pub use error::RewriteError;
 pub use scan::{needs_rewrite, scan, ScanResult};
 pub use stats::Stats;
-pub use target::{Options, Target};
+pub use target::{Options, SmallStorage, Target};
 
 /// The result of a successful rewrite.
 #[derive(Debug, Clone)]
@@ -42,6 +42,10 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     let mut stats = Stats::default();
     if found.raw_access_chains && options.emulate_raw_access_chains {
         passes::raw_access_chains::run(&mut module, options, &mut stats)?;
+    }
+    let storage = found.small_storage.and(&options.emulate_storage);
+    if storage.any() {
+        passes::small_storage::run(&mut module, storage, options, &mut stats)?;
     }
     // The lowering allocates fresh ids past the input's bound; an input already near the
     // universal limit can be pushed over it, and the result would be invalid SPIR-V.

@@ -3,7 +3,7 @@
 //! allocation; the cost is a few words per module.
 use crate::error::RewriteError;
 use crate::module::{op, HEADER_WORDS, MAGIC};
-use crate::target::Options;
+use crate::target::{Options, SmallStorage};
 
 /// Capability RawAccessChainsNV (SPV_NV_raw_access_chains).
 pub const CAP_RAW_ACCESS_CHAINS_NV: u32 = 5414;
@@ -12,12 +12,17 @@ pub const CAP_RAW_ACCESS_CHAINS_NV: u32 = 5414;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScanResult {
     pub raw_access_chains: bool,
+    /// The 8/16-bit storage capabilities declared.
+    pub small_storage: SmallStorage,
 }
 
 impl ScanResult {
     /// Does anything found need emulating under `options`?
     pub fn any(&self, options: &Options) -> bool {
-        self.raw_access_chains && options.emulate_raw_access_chains
+        (self.raw_access_chains && options.emulate_raw_access_chains) || self.small_storage.and(&options.emulate_storage).any()
+    }
+    fn any_declared(&self) -> bool {
+        self.raw_access_chains || self.small_storage.any()
     }
 }
 
@@ -40,16 +45,18 @@ pub fn scan(words: &[u32]) -> Result<ScanResult, RewriteError> {
             // "unreadable, pass it on" (the layer would hand RawAccessChainsNV to a driver
             // without it): report it, and the full parse in `rewrite` fails with the precise
             // error.
-            if result.raw_access_chains {
+            if result.any_declared() {
                 break;
             }
             return Err(RewriteError::malformed(at, "instruction word count runs past the end"));
         }
         match opcode {
             op::CAPABILITY if count >= 2 => {
-                if words[at + 1] == CAP_RAW_ACCESS_CHAINS_NV {
+                let cap = words[at + 1];
+                if cap == CAP_RAW_ACCESS_CHAINS_NV {
                     result.raw_access_chains = true;
                 }
+                result.small_storage.set(cap, true);
             }
             op::EXTENSION | op::NOP => {}
             _ => break,

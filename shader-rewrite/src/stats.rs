@@ -18,6 +18,17 @@ pub struct Stats {
     pub atomic_subword_stores: u32,
     /// Bounds checks had to use word granularity (no 8-bit storage for the exact byte length).
     pub word_granular_bounds: bool,
+    /// 8/16-bit storage: buffer / push-constant variables lowered to 32-bit word views.
+    pub small_storage_blocks: u32,
+    /// 8/16-bit storage: loads and stores through lowered blocks.
+    pub small_storage_loads: u32,
+    pub small_storage_stores: u32,
+    /// Input/Output variables widened from 8/16 to 32 bits.
+    pub widened_io_variables: u32,
+    /// 8/16-bit types replaced by 32-bit ones (module has no Float16/Int16/Int8 arithmetic).
+    pub widened_types: u32,
+    /// FConvert with FPRoundingMode (or to a widened 16-bit float) rounded in integer code.
+    pub rounded_conversions: u32,
 }
 
 impl Stats {
@@ -41,6 +52,19 @@ impl fmt::Display for Stats {
             self.alias_variables,
             self.atomic_subword_stores,
             if self.word_granular_bounds { ", bounds at word granularity (no 8-bit storage)" } else { "" }
-        )
+        )?;
+        if self.small_storage_blocks + self.widened_io_variables + self.widened_types + self.rounded_conversions > 0 {
+            write!(
+                f,
+                "; 8/16-bit storage: {} blocks ({} loads, {} stores), {} I/O variables widened, {} types widened, {} conversions rounded in integer code",
+                self.small_storage_blocks,
+                self.small_storage_loads,
+                self.small_storage_stores,
+                self.widened_io_variables,
+                self.widened_types,
+                self.rounded_conversions
+            )?;
+        }
+        Ok(())
     }
 }

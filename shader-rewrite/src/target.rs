@@ -13,6 +13,12 @@ pub struct Target {
     pub storage_buffer_16bit: bool,
     /// uniformAndStorageBuffer16BitAccess
     pub uniform_and_storage_buffer_16bit: bool,
+    /// storagePushConstant8
+    pub storage_push_constant_8: bool,
+    /// storagePushConstant16
+    pub storage_push_constant_16: bool,
+    /// storageInputOutput16
+    pub storage_input_output_16: bool,
     /// shaderInt8
     pub int8: bool,
     /// shaderInt16
@@ -35,6 +41,9 @@ impl Target {
             uniform_and_storage_buffer_8bit: true,
             storage_buffer_16bit: true,
             uniform_and_storage_buffer_16bit: true,
+            storage_push_constant_8: true,
+            storage_push_constant_16: true,
+            storage_input_output_16: true,
             int8: true,
             int16: true,
             int64: true,
@@ -48,6 +57,9 @@ impl Target {
             uniform_and_storage_buffer_8bit: false,
             storage_buffer_16bit: false,
             uniform_and_storage_buffer_16bit: false,
+            storage_push_constant_8: false,
+            storage_push_constant_16: false,
+            storage_input_output_16: false,
             int8: false,
             int16: false,
             int64: false,
@@ -62,12 +74,101 @@ impl Default for Target {
     }
 }
 
+/// The 8/16-bit storage capabilities (SPV_KHR_16bit_storage, SPV_KHR_8bit_storage) — which a
+/// module declares ([`crate::scan`]), or which to emulate ([`Options::emulate_storage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SmallStorage {
+    /// StorageBuffer16BitAccess (4433)
+    pub storage_buffer_16bit: bool,
+    /// UniformAndStorageBuffer16BitAccess (4434)
+    pub uniform_and_storage_buffer_16bit: bool,
+    /// StoragePushConstant16 (4435)
+    pub storage_push_constant_16: bool,
+    /// StorageInputOutput16 (4436)
+    pub storage_input_output_16: bool,
+    /// StorageBuffer8BitAccess (4448)
+    pub storage_buffer_8bit: bool,
+    /// UniformAndStorageBuffer8BitAccess (4449)
+    pub uniform_and_storage_buffer_8bit: bool,
+    /// StoragePushConstant8 (4450)
+    pub storage_push_constant_8: bool,
+}
+
+impl SmallStorage {
+    /// (capability, field) pairs in capability order.
+    pub const CAPS: [u32; 7] = [4433, 4434, 4435, 4436, 4448, 4449, 4450];
+
+    pub fn get(&self, cap: u32) -> bool {
+        match cap {
+            4433 => self.storage_buffer_16bit,
+            4434 => self.uniform_and_storage_buffer_16bit,
+            4435 => self.storage_push_constant_16,
+            4436 => self.storage_input_output_16,
+            4448 => self.storage_buffer_8bit,
+            4449 => self.uniform_and_storage_buffer_8bit,
+            4450 => self.storage_push_constant_8,
+            _ => false,
+        }
+    }
+    pub fn set(&mut self, cap: u32, on: bool) {
+        match cap {
+            4433 => self.storage_buffer_16bit = on,
+            4434 => self.uniform_and_storage_buffer_16bit = on,
+            4435 => self.storage_push_constant_16 = on,
+            4436 => self.storage_input_output_16 = on,
+            4448 => self.storage_buffer_8bit = on,
+            4449 => self.uniform_and_storage_buffer_8bit = on,
+            4450 => self.storage_push_constant_8 = on,
+            _ => {}
+        }
+    }
+    /// Every capability `target` lacks (what `--target core` emulates).
+    pub fn missing_from(target: &Target) -> Self {
+        SmallStorage {
+            storage_buffer_16bit: !target.storage_buffer_16bit,
+            uniform_and_storage_buffer_16bit: !target.uniform_and_storage_buffer_16bit,
+            storage_push_constant_16: !target.storage_push_constant_16,
+            storage_input_output_16: !target.storage_input_output_16,
+            storage_buffer_8bit: !target.storage_buffer_8bit,
+            uniform_and_storage_buffer_8bit: !target.uniform_and_storage_buffer_8bit,
+            storage_push_constant_8: !target.storage_push_constant_8,
+        }
+    }
+    pub fn any(&self) -> bool {
+        Self::CAPS.iter().any(|&c| self.get(c))
+    }
+    /// Capabilities set in both.
+    pub fn and(&self, other: &SmallStorage) -> SmallStorage {
+        let mut out = SmallStorage::default();
+        for c in Self::CAPS {
+            out.set(c, self.get(c) && other.get(c));
+        }
+        out
+    }
+    /// Capability names, for logs.
+    pub fn names(&self) -> Vec<&'static str> {
+        let all = [
+            "StorageBuffer16BitAccess",
+            "UniformAndStorageBuffer16BitAccess",
+            "StoragePushConstant16",
+            "StorageInputOutput16",
+            "StorageBuffer8BitAccess",
+            "UniformAndStorageBuffer8BitAccess",
+            "StoragePushConstant8",
+        ];
+        Self::CAPS.iter().zip(all).filter(|(c, _)| self.get(**c)).map(|(_, n)| n).collect()
+    }
+}
+
 /// Options for one rewrite.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Options {
     pub target: Target,
     /// Lower `OpRawAccessChainNV` (capability RawAccessChainsNV).
     pub emulate_raw_access_chains: bool,
+    /// 8/16-bit storage capabilities to lower into 32-bit accesses when a module declares them.
+    /// The target should not claim the matching features (the lowering must not use them).
+    pub emulate_storage: SmallStorage,
     /// Debug aid: out-of-bounds loads caught by the emulated robustness checks return this
     /// byte pattern (repeated) instead of 0, so tests and users can see the layer caught them.
     pub oob_poison: Option<u8>,
@@ -75,6 +176,6 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { target: Target::all(), emulate_raw_access_chains: true, oob_poison: None }
+        Options { target: Target::all(), emulate_raw_access_chains: true, emulate_storage: SmallStorage::default(), oob_poison: None }
     }
 }

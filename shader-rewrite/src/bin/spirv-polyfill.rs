@@ -5,7 +5,7 @@
 //!   spirv-polyfill scan IN.spv
 use std::process::ExitCode;
 
-use shader_rewrite::{rewrite, scan, words_from_bytes, Options, Target};
+use shader_rewrite::{rewrite, scan, words_from_bytes, Options, SmallStorage, Target};
 
 const USAGE: &str = "usage:
   spirv-polyfill rewrite IN.spv -o OUT.spv [options]   lower emulated extensions
@@ -14,7 +14,12 @@ options for rewrite:
   --stats                 print what was lowered (to stderr)
   --target all|core       start from every optional feature (default) or Vulkan 1.0 core
   --no-8bit-storage       target lacks storageBuffer8BitAccess / uniformAndStorageBuffer8BitAccess
+                          / storagePushConstant8
   --no-16bit-storage      target lacks storageBuffer16BitAccess / uniformAndStorageBuffer16BitAccess
+                          / storagePushConstant16 / storageInputOutput16
+  --no-16bit-io           target lacks storageInputOutput16 only (lavapipe, NVIDIA, NVK, ...)
+                          Capabilities of 8/16-bit storage the target lacks are lowered to
+                          32-bit accesses.
   --oob-poison BYTE       out-of-bounds loads caught by emulated robustness return BYTE (debug aid)
   --quirk-nonuniform-array-length
                           target returns one OpArrayLength per subgroup for non-uniform
@@ -59,11 +64,15 @@ fn run(args: Vec<String>) -> Result<(), String> {
             "--no-8bit-storage" => {
                 options.target.storage_buffer_8bit = false;
                 options.target.uniform_and_storage_buffer_8bit = false;
+                options.target.storage_push_constant_8 = false;
             }
             "--no-16bit-storage" => {
                 options.target.storage_buffer_16bit = false;
                 options.target.uniform_and_storage_buffer_16bit = false;
+                options.target.storage_push_constant_16 = false;
+                options.target.storage_input_output_16 = false;
             }
+            "--no-16bit-io" => options.target.storage_input_output_16 = false,
             "--quirk-nonuniform-array-length" => options.target.nonuniform_array_length_broken = true,
             "--oob-poison" => options.oob_poison = Some(parse_byte(it.next().ok_or("--oob-poison needs a byte")?)?),
             "-h" | "--help" => return Err(USAGE.into()),
@@ -71,6 +80,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
             s => input = Some(s.to_string()),
         }
     }
+    options.emulate_storage = SmallStorage::missing_from(&options.target);
     let input = input.ok_or(USAGE)?;
     let bytes = std::fs::read(&input).map_err(|e| format!("{input}: {e}"))?;
     let words = words_from_bytes(&bytes).map_err(|e| format!("{input}: {e}"))?;
@@ -78,6 +88,8 @@ fn run(args: Vec<String>) -> Result<(), String> {
         "scan" => {
             let s = scan(&words).map_err(|e| format!("{input}: {e}"))?;
             println!("{input}: RawAccessChainsNV {}", if s.raw_access_chains { "yes" } else { "no" });
+            let caps = s.small_storage.names();
+            println!("{input}: 8/16-bit storage {}", if caps.is_empty() { "none".to_string() } else { caps.join(", ") });
             Ok(())
         }
         "rewrite" => {

@@ -1,1 +1,2 @@
 pub mod raw_access_chains;
+pub mod small_storage;
