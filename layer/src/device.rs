@@ -170,6 +170,7 @@ unsafe fn create_device_impl(
             let mut o = shader_rewrite::Options {
                 target,
                 emulate_raw_access_chains: false,
+                emulate_storage: shader_rewrite::SmallStorage::default(),
                 oob_poison: inst.settings.debug_oob_poison,
             };
             // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform
