@@ -8,7 +8,10 @@ use crate::module::{decode_string, encode_string, op, Block, Inst, Module};
 /// Storage classes (SPIR-V spec 3.7).
 pub mod sc {
     pub const FUNCTION: u32 = 7;
+    pub const INPUT: u32 = 1;
     pub const UNIFORM: u32 = 2;
+    pub const OUTPUT: u32 = 3;
+    pub const PUSH_CONSTANT: u32 = 9;
     pub const STORAGE_BUFFER: u32 = 12;
     pub const PHYSICAL_STORAGE_BUFFER: u32 = 5349;
 }
@@ -189,6 +192,24 @@ impl<'m> Builder<'m> {
     pub fn c_f32(&mut self, v: f32) -> u32 {
         let t = self.t_float(32);
         self.constant(t, &[v.to_bits()])
+    }
+
+    /// A u32 scalar (`n` = 1) or an OpConstantComposite splat of `v` over `n` components.
+    pub fn c_u32_splat(&mut self, v: u32, n: u32) -> u32 {
+        let c = self.c_u32(v);
+        if n == 1 {
+            return c;
+        }
+        let u32t = self.t_u32();
+        let ty = self.t_vec(u32t, n);
+        let key = (ty, vec![u32::MAX, c, n]); // cannot collide with an OpConstant's literal words
+        if let Some(&id) = self.consts.get(&key) {
+            return id;
+        }
+        let id = self.id();
+        self.add_global(Inst::new(op::CONSTANT_COMPOSITE, ty, id, vec![c; n as usize]));
+        self.consts.insert(key, id);
+        id
     }
 
     /// The GLSL.std.450 extended instruction set (imported if the module lacks it).

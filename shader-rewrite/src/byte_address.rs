@@ -112,6 +112,9 @@ pub struct AccessShape {
     /// Memory operands to put on the emitted accesses (mask without Aligned, then its ids).
     pub mem_ops: Vec<u32>,
     pub nonuniform: bool,
+    /// The loaded / stored SSA value is the 32-bit twin of an 8/16-bit `value` type (f32, i32 or
+    /// u32 components holding the exact 8/16-bit value): no width conversion at the access.
+    pub wide: bool,
 }
 
 impl AccessShape {
@@ -158,11 +161,15 @@ pub struct AliasViews {
     pub struct_ptr: Vec<u32>,
     elem_ty: Vec<u32>,
     elem_ptr: Vec<u32>,
+    /// Uniform buffers: the only declared view is `uvec4 data[N]` (std140 wants array strides of
+    /// 16, Vulkan "Standard Uniform Buffer Layout"); the U32 kind is virtual and reaches a word
+    /// as `data[a >> 4][(a >> 2) & 3]`.
+    vec4_words: bool,
 }
 
 impl AliasViews {
     pub fn new(b: &mut Builder, storage: u32, kinds: Vec<AliasKind>) -> Self {
-        let mut v = AliasViews { kinds: vec![], struct_ty: vec![], struct_ptr: vec![], elem_ty: vec![], elem_ptr: vec![] };
+        let mut v = AliasViews { kinds: vec![], struct_ty: vec![], struct_ptr: vec![], elem_ty: vec![], elem_ptr: vec![], vec4_words: false };
         let u32t = b.t_u32();
         for k in kinds {
             let elem = match k {
@@ -185,6 +192,39 @@ impl AliasViews {
             v.struct_ptr.push(sp);
             v.elem_ty.push(elem);
             v.elem_ptr.push(ep);
+        }
+        v
+    }
+    /// A fixed-size word view `struct { uint/uvec4 data[len]; }` (Block, member at byte `base`)
+    /// for a uniform buffer (`vec4 = true`: kinds U32 (virtual) + U32x4) or a push-constant block
+    /// (kind U32).
+    pub fn fixed(b: &mut Builder, storage: u32, vec4: bool, len: u32, base: u32) -> Self {
+        let u32t = b.t_u32();
+        let elem = if vec4 { b.t_vec(u32t, 4) } else { u32t };
+        let n = b.c_u32(len.max(1));
+        let arr = b.id();
+        b.add_global(crate::module::Inst::new(op::TYPE_ARRAY, 0, arr, ops![elem, n]));
+        b.decorate(arr, deco::ARRAY_STRIDE, &[if vec4 { 16 } else { 4 }]);
+        let st = b.t_struct(&[arr]);
+        b.decorate(st, deco::BLOCK, &[]);
+        b.m.member_decorate(st, 0, deco::OFFSET, &[base]);
+        let sp = b.t_ptr(storage, st);
+        let word_ptr = b.t_ptr(storage, u32t);
+        let mut v = AliasViews {
+            kinds: vec![AliasKind::U32],
+            struct_ty: vec![st],
+            struct_ptr: vec![sp],
+            elem_ty: vec![u32t],
+            elem_ptr: vec![word_ptr],
+            vec4_words: vec4,
+        };
+        if vec4 {
+            let vp = b.t_ptr(storage, elem);
+            v.kinds.push(AliasKind::U32x4);
+            v.struct_ty.push(st);
+            v.struct_ptr.push(sp);
+            v.elem_ty.push(elem);
+            v.elem_ptr.push(vp);
         }
         v
     }
@@ -363,6 +403,25 @@ impl Backend {
         self.length_of_view(e, b, storage, ptr)
     }
 
+    /// Pointer to the 32-bit word holding byte address `addr` (4-aligned), for atomics.
+    pub fn word_pointer(&self, e: &mut Emitter, b: &mut Builder, storage: u32, view_ptrs: &[u32], addr: u32, nonuniform: bool) -> u32 {
+        let views = &self.views[&storage];
+        let u32t = b.t_u32();
+        let shape = AccessShape {
+            store: false,
+            storage,
+            value_ty: u32t,
+            value: ScalarVec { float: false, signed: false, width: 32, n: 1, comp_ty: u32t },
+            align: 4,
+            robustness: Robustness::None,
+            mem_ops: vec![],
+            nonuniform,
+            wide: false,
+        };
+        let ctx = Ctx { shape: &shape, views, view_ptrs, addr, comp: shape.value, u32t, atomic_scope: self.atomic_scope };
+        ctx.elem_ptr(e, b, AliasKind::U32, addr)
+    }
+
     /// The view whose OpArrayLength gives the byte length: U8 when declared, else U32.
     pub fn length_view(&self, storage: u32) -> AliasKind {
         if self.views[&storage].kinds.contains(&AliasKind::U8) { AliasKind::U8 } else { AliasKind::U32 }
@@ -393,6 +452,18 @@ impl Ctx<'_> {
     /// Pointer to the element of view `k` holding byte address `a` (which is `k`-aligned,
     /// or any address for the word view of a word part).
     fn elem_ptr(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, a: u32) -> u32 {
+        if k == AliasKind::U32 && self.views.vec4_words {
+            let (four, two, three) = (b.c_u32(4), b.c_u32(2), b.c_u32(3));
+            let row = e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![a, four]);
+            let w = e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![a, two]);
+            let col = e.op(b, op::BITWISE_AND, self.u32t, ops![w, three]);
+            let zero = b.c_u32(0);
+            let p = e.op(b, op::ACCESS_CHAIN, self.views.elem_ptr[self.views.slot(k)], ops![self.view_ptr(k), zero, row, col]);
+            if self.shape.nonuniform {
+                b.decorate(p, deco::NON_UNIFORM, &[]);
+            }
+            return p;
+        }
         let shift = k.bytes().trailing_zeros();
         let idx = if shift == 0 {
             a
@@ -579,7 +650,7 @@ impl Ctx<'_> {
             let ty = b.t_vec(comp_ty, n);
             e.op(b, op::COMPOSITE_CONSTRUCT, ty, comps)
         };
-        if small {
+        if small && !self.shape.wide {
             let to = b.t_vec(ct, n);
             self.convert(e, b, whole, to)
         } else {
@@ -593,7 +664,7 @@ impl Ctx<'_> {
         let n = self.shape.value.n;
         let small = self.comp.width < 32;
         let comp_ty = if small { self.wide_comp_ty(b) } else { self.comp.comp_ty };
-        let whole = if small {
+        let whole = if small && !self.shape.wide {
             let ty = b.t_vec(comp_ty, n);
             self.convert(e, b, value, ty)
         } else {
@@ -637,15 +708,22 @@ impl Ctx<'_> {
         if c == 4 {
             return bits[(off / 4) as usize];
         }
+        // Components overlapping [off, off + len): a byte view may take part of a component.
         let mut acc = 0;
-        for k in off / c..(off + len) / c {
+        for k in off / c..=(off + len - 1) / c {
             let mut v = bits[k as usize];
-            let shift = (k * c - off) * 8;
-            if shift != 0 {
-                let s = b.c_u32(shift);
-                v = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, ops![v, s]);
+            let rel = (k * c) as i64 - off as i64;
+            if rel != 0 {
+                let s = b.c_u32((rel.unsigned_abs() * 8) as u32);
+                let opcode = if rel > 0 { op::SHIFT_LEFT_LOGICAL } else { op::SHIFT_RIGHT_LOGICAL };
+                v = e.op(b, opcode, self.u32t, ops![v, s]);
             }
             acc = if acc == 0 { v } else { e.op(b, op::BITWISE_OR, self.u32t, ops![acc, v]) };
+        }
+        if c > len {
+            // Only the bytes asked for (a word part store ORs the value into a shared word).
+            let mask = b.c_u32((1u32 << (len * 8)) - 1);
+            acc = e.op(b, op::BITWISE_AND, self.u32t, ops![acc, mask]);
         }
         acc
     }

@@ -43,9 +43,8 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     if found.raw_access_chains && options.emulate_raw_access_chains {
         passes::raw_access_chains::run(&mut module, options, &mut stats)?;
     }
-    let storage = found.small_storage.and(&options.emulate_storage);
-    if storage.any() {
-        passes::small_storage::run(&mut module, storage, options, &mut stats)?;
+    if found.small_storage.and(&options.emulate_storage).any() {
+        passes::small_storage::run(&mut module, options, &mut stats)?;
     }
     // The lowering allocates fresh ids past the input's bound; an input already near the
     // universal limit can be pushed over it, and the result would be invalid SPIR-V.

@@ -52,6 +52,7 @@ pub mod op {
     pub const FUNCTION_CALL: u32 = 57;
     pub const VARIABLE: u32 = 59;
     pub const LOAD: u32 = 61;
+    pub const COPY_MEMORY: u32 = 63;
     pub const STORE: u32 = 62;
     pub const ACCESS_CHAIN: u32 = 65;
     pub const IN_BOUNDS_ACCESS_CHAIN: u32 = 66;
@@ -73,6 +74,7 @@ pub mod op {
     pub const I_ADD: u32 = 128;
     pub const I_SUB: u32 = 130;
     pub const I_MUL: u32 = 132;
+    pub const U_DIV: u32 = 134;
     pub const I_ADD_CARRY: u32 = 149;
     pub const LOGICAL_AND: u32 = 167;
     pub const SELECT: u32 = 169;

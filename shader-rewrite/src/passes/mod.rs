@@ -1,2 +1,3 @@
 pub mod raw_access_chains;
 pub mod small_storage;
+pub(crate) mod util;

@@ -26,7 +26,8 @@ mod control_flow;
 mod physical;
 mod shadows;
 
-use chains::{access_shape, collect_accesses, collect_chains, describe, pointer_operands, Chain};
+use chains::{access_shape, collect_accesses, collect_chains, describe, Chain};
+use super::util::{pointer_operands, split_memory_operands, MEM_ALIGNED};
 use control_flow::{split_loop_header, waterfall_length};
 use physical::physical_address;
 use shadows::{check_block, pointer_of, shadow_ty, views_of, Shadows};
@@ -40,8 +41,6 @@ const MEMORY_MODEL_VULKAN: u32 = 3;
 /// Raw Access Chain Operands (SPV_NV_raw_access_chains "Raw Access Chain Operands").
 const ROBUST_PER_COMPONENT: u32 = 0x1;
 const ROBUST_PER_ELEMENT: u32 = 0x2;
-/// Memory operand bits (SPIR-V spec 3.26).
-const MEM_ALIGNED: u32 = 0x2;
 
 /// Where a function-local id is defined.
 #[derive(Debug, Clone, Copy)]
