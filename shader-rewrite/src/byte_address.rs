@@ -262,6 +262,8 @@ struct Chunk {
     off: u32,
     bytes: u32,
     v: u32,
+    /// The bits above `bytes` are zero (a zero-extended 8/16-bit view load).
+    clean: bool,
 }
 
 impl Backend {
@@ -524,22 +526,22 @@ impl Ctx<'_> {
                     let v = self.load(e, b, k, a);
                     for j in 0..k.bytes() / 4 {
                         let w = e.op(b, op::COMPOSITE_EXTRACT, self.u32t, ops![v, j]);
-                        chunks.push(Chunk { off: o + 4 * j, bytes: 4, v: w });
+                        chunks.push(Chunk { off: o + 4 * j, bytes: 4, v: w, clean: true });
                     }
                 }
                 Unit::Alias(AliasKind::U32) => {
                     let v = self.load(e, b, AliasKind::U32, a);
-                    chunks.push(Chunk { off: o, bytes: 4, v });
+                    chunks.push(Chunk { off: o, bytes: 4, v, clean: true });
                 }
                 Unit::Alias(k) => {
                     let v = self.load(e, b, k, a);
                     let w = e.op(b, op::U_CONVERT, self.u32t, ops![v]);
-                    chunks.push(Chunk { off: o, bytes: k.bytes(), v: w });
+                    chunks.push(Chunk { off: o, bytes: k.bytes(), v: w, clean: true });
                 }
                 Unit::WordPart(n) => {
                     let w = self.load(e, b, AliasKind::U32, a);
                     let v = self.shift_by_byte_pos(e, b, op::SHIFT_RIGHT_LOGICAL, w, a);
-                    chunks.push(Chunk { off: o, bytes: n, v });
+                    chunks.push(Chunk { off: o, bytes: n, v, clean: false });
                 }
             }
         }
@@ -589,14 +591,34 @@ impl Ctx<'_> {
                 e.op(b, op::COMPOSITE_CONSTRUCT, uv2, ops![chunk(off).v, chunk(off + 4).v])
             }
             32 => chunk(off).v,
-            _ => {
-                let ch = chunk(off);
-                if off == ch.off {
-                    ch.v
-                } else {
-                    let s = b.c_u32((off - ch.off) * 8);
-                    e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![ch.v, s])
+            width => {
+                // The component's bytes may come from several chunks (byte views for a 16-bit
+                // value); bits above a chunk's bytes are masked off before pieces are combined.
+                let end = off + width / 8;
+                let (mut acc, mut at) = (0, off);
+                while at < end {
+                    let ch = chunk(at);
+                    let mut v = ch.v;
+                    if at > ch.off {
+                        let s = b.c_u32((at - ch.off) * 8);
+                        v = e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![v, s]);
+                    }
+                    let taken = (ch.off + ch.bytes).min(end) - at;
+                    if acc == 0 && at + taken == end {
+                        return v; // one piece: the caller ignores bits above the component
+                    }
+                    if taken < 4 && !(ch.clean && at + taken == ch.off + ch.bytes) {
+                        let mask = b.c_u32((1u32 << (taken * 8)) - 1);
+                        v = e.op(b, op::BITWISE_AND, self.u32t, ops![v, mask]);
+                    }
+                    if at > off {
+                        let s = b.c_u32((at - off) * 8);
+                        v = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, ops![v, s]);
+                    }
+                    acc = if acc == 0 { v } else { e.op(b, op::BITWISE_OR, self.u32t, ops![acc, v]) };
+                    at += taken;
                 }
+                acc
             }
         }
     }

@@ -4,6 +4,9 @@
 use polyfill_e2e::ash::vk;
 use polyfill_e2e::Context;
 
+mod rig;
+pub use rig::*;
+
 pub fn fail(msg: &str) -> ! {
     eprintln!("{} bench: {msg}", env!("CARGO_CRATE_NAME"));
     std::process::exit(1);

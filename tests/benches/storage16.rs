@@ -1,0 +1,173 @@
+//! Emulated vs native 16-bit storage-buffer kernels on lavapipe (which has
+//! storageBuffer16BitAccess natively, so both sides run on the same driver).
+//!
+//! Kernel (1<<20 invocations, 64 per workgroup): `out[i] = f16(f32(in[i]) * 2 + 1)` on f16
+//! storage buffers, without Float16 arithmetic (only StorageBuffer16BitAccess), one f16 or one
+//! f16vec4 per invocation.
+//! - native: the module as written.
+//! - emulated: the same module rewritten by `shader-rewrite` for a target without 16-bit
+//!   storage but with 8-bit storage (byte views: no atomics), and for a Vulkan 1.0 core target
+//!   (atomic and/or pairs for the half-word stores). The f32 → f16 conversion then rounds in
+//!   integer code.
+//!
+//! Each pipeline's command buffer is recorded once and submitted repeatedly; all pipelines run
+//! once per round in an order that rotates every round. Outputs are checked equal first.
+//!
+//! Run: `cargo bench -p polyfill-e2e --bench storage16`
+//! Env: `STORAGE16_REPS` (rounds, default 101), `STORAGE16_LOG2_INVOCATIONS` (default 20).
+mod common;
+
+use common::*;
+use polyfill_e2e::{bytes, spirv_as, Context, ContextOptions};
+use shader_rewrite::{rewrite, Options, SmallStorage, Target};
+use std::time::Instant;
+
+const WORKGROUP: u32 = 64;
+
+fn kernel(vec4: bool) -> String {
+    let (ty, fty, stride) = if vec4 { ("%v4h", "%v4f", 8) } else { ("%h", "%f32", 2) };
+    let consts = if vec4 { "%two = OpConstantComposite %v4f %c2f %c2f %c2f %c2f\n%one = OpConstantComposite %v4f %c1f %c1f %c1f %c1f" } else { "" };
+    let (two, one) = if vec4 { ("%two", "%one") } else { ("%c2f", "%c1f") };
+    format!(
+        r#"
+OpCapability Shader
+OpCapability StorageBuffer16BitAccess
+OpExtension "SPV_KHR_16bit_storage"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta ArrayStride {stride}
+OpMemberDecorate %blk 0 Offset 0
+OpDecorate %blk Block
+OpDecorate %in DescriptorSet 0
+OpDecorate %in Binding 0
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%f32 = OpTypeFloat 32
+%h = OpTypeFloat 16
+%v4h = OpTypeVector %h 4
+%v4f = OpTypeVector %f32 4
+%v3 = OpTypeVector %u32 3
+%rta = OpTypeRuntimeArray {ty}
+%blk = OpTypeStruct %rta
+%pblk = OpTypePointer StorageBuffer %blk
+%pel = OpTypePointer StorageBuffer {ty}
+%in = OpVariable %pblk StorageBuffer
+%out = OpVariable %pblk StorageBuffer
+%pv3in = OpTypePointer Input %v3
+%gid = OpVariable %pv3in Input
+%c0 = OpConstant %u32 0
+%c1f = OpConstant %f32 1
+%c2f = OpConstant %f32 2
+{consts}
+%main = OpFunction %void None %fn
+%l = OpLabel
+%g = OpLoad %v3 %gid
+%i = OpCompositeExtract %u32 %g 0
+%pi = OpAccessChain %pel %in %c0 %i
+%x = OpLoad {ty} %pi
+%xf = OpFConvert {fty} %x
+%y = OpFMul {fty} %xf {two}
+%z = OpFAdd {fty} %y {one}
+%zh = OpFConvert {ty} %z
+%po = OpAccessChain %pel %out %c0 %i
+OpStore %po %zh
+OpReturn
+OpFunctionEnd
+"#
+    )
+}
+
+fn emulated(words: &[u32], core: bool) -> Vec<u32> {
+    let target = if core { Target::core() } else { Target { storage_buffer_16bit: false, uniform_and_storage_buffer_16bit: false, ..Target::all() } };
+    let options = Options { target, emulate_storage: SmallStorage::missing_from(&target), ..Options::default() };
+    rewrite(words, &options).unwrap_or_else(|e| fail(&format!("rewrite: {e}"))).words
+}
+
+fn main() {
+    let reps = env_num("STORAGE16_REPS", 101).max(1) as usize;
+    let log2 = env_num("STORAGE16_LOG2_INVOCATIONS", 20).clamp(6, 24);
+    let n = 1usize << log2;
+    let groups = (n as u32) / WORKGROUP;
+    let ctx = Context::new(&ContextOptions::native()).unwrap_or_else(|e| fail(&format!("native context: {e}")));
+    println!("== storage16: emulated vs native 16-bit storage-buffer kernels ==");
+    println!("device: {} | {n} invocations ({groups} workgroups of {WORKGROUP}) | {reps} rounds", ctx.device_name());
+
+    // Inputs: f16 values whose f32 results (x*2+1) are exact in f16 or round.
+    let halves: Vec<u16> = (0..n * 4).map(|k| half::f16::from_f32(((k % 4093) as f32) * 0.37 - 700.0).to_bits()).collect();
+    let input = HostBuffer::new(&ctx, n * 8);
+    input.write(&bytes::from_u16s(&halves));
+    let out_a = HostBuffer::new(&ctx, n * 8);
+    let out_b = HostBuffer::new(&ctx, n * 8);
+    let rig = Rig::new(&ctx, &input, [&out_a, &out_b], groups);
+
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut rows = vec![];
+    for vec4 in [false, true] {
+        let shape = if vec4 { "f16vec4" } else { "f16" };
+        let native = spirv_as(&kernel(vec4), "vulkan1.1").unwrap_or_else(|e| fail(&e));
+        let base = jobs.len();
+        jobs.push(rig.job(&format!("native {shape}"), &native, 0));
+        jobs.push(rig.job(&format!("emulated {shape} (8-bit views)"), &emulated(&native, false), 1));
+        jobs.push(rig.job(&format!("emulated {shape} (core)"), &emulated(&native, true), 1));
+        rows.push((base, base + 1));
+        rows.push((base, base + 2));
+    }
+    let outs = [&out_a, &out_b];
+    for &(a, b) in &rows {
+        let mut results = vec![];
+        for j in [a, b] {
+            outs[jobs[j].out].fill(0xCD);
+            rig.run(&jobs[j]);
+            results.push(outs[jobs[j].out].read());
+        }
+        let used = if jobs[a].name.contains("vec4") { n * 8 } else { n * 2 };
+        if let Some(at) = bytes::first_difference(&results[0][..used], &results[1][..used]) {
+            fail(&format!("outputs differ: {} vs {} at byte {at}: {:02x?} vs {:02x?} (input {:02x?})", jobs[a].name, jobs[b].name, &results[0][at & !7..(at & !7) + 8], &results[1][at & !7..(at & !7) + 8], &bytes::from_u16s(&halves)[at & !7..(at & !7) + 8]));
+        }
+    }
+    println!("correctness: every emulated kernel writes the native kernel's bytes");
+
+    for j in &jobs {
+        rig.run(j);
+    }
+    let started = Instant::now();
+    for r in 0..reps {
+        for k in 0..jobs.len() {
+            let j = (k + r) % jobs.len();
+            let (ts, wall) = rig.run(&jobs[j]);
+            jobs[j].ts_ms.push(ts);
+            jobs[j].wall_ms.push(wall);
+        }
+    }
+    let pick = |j: &Job| if rig.timestamps { j.ts_ms.clone() } else { j.wall_ms.clone() };
+    println!();
+    println!("{} per dispatch, ms (median [min..max]); ratio = emulated / native, paired = median of same-round ratios:", if rig.timestamps { "GPU timestamps" } else { "wall time" });
+    for &(a, b) in &rows {
+        let (ta, tb) = (pick(&jobs[a]), pick(&jobs[b]));
+        let paired: Vec<f64> = tb.iter().zip(&ta).map(|(x, y)| x / y).collect();
+        println!(
+            "  {:<30} {:>7.3} [{:.3}..{:.3}]  vs {:<12} {:>7.3}   ratio {:.3}  paired {:.3}",
+            jobs[b].name,
+            median(&tb),
+            min(&tb),
+            max(&tb),
+            jobs[a].name,
+            median(&ta),
+            median(&tb) / median(&ta),
+            median(&paired)
+        );
+    }
+    println!("timed rounds took {:.1}s (load average {}); figures are printed, never asserted", started.elapsed().as_secs_f64(), loadavg());
+    for j in &jobs {
+        rig.destroy_job(j);
+    }
+    rig.destroy();
+    for b in [&input, &out_a, &out_b] {
+        b.destroy(&ctx);
+    }
+}
