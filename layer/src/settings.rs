@@ -27,6 +27,13 @@ pub const SETTINGS_FILE_NAME: &str = "vk_layer_settings.txt";
 pub const KEYS: &[&str] = &[
     "force_enable",
     "raw_access_chains",
+    "storage_buffer_16bit_access",
+    "uniform_and_storage_buffer_16bit_access",
+    "storage_push_constant_16",
+    "storage_input_output_16",
+    "storage_buffer_8bit_access",
+    "uniform_and_storage_buffer_8bit_access",
+    "storage_push_constant_8",
     "log_level",
     "log_file",
     "dump_shaders_dir",
@@ -59,7 +66,7 @@ impl DebugTarget {
     }
 }
 
-/// Per-extension mode.
+/// Per-extension (or per-feature) mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Emulate only where the driver lacks the extension.
@@ -86,6 +93,15 @@ pub struct Settings {
     /// Emulate every extension even where the driver has it (a per-extension `off` still wins).
     pub force_enable: bool,
     pub raw_access_chains: Mode,
+    /// 8/16-bit storage features (VK_KHR_16bit_storage / VK_KHR_8bit_storage), one mode each;
+    /// fields named like their keys.
+    pub storage_buffer_16bit_access: Mode,
+    pub uniform_and_storage_buffer_16bit_access: Mode,
+    pub storage_push_constant_16: Mode,
+    pub storage_input_output_16: Mode,
+    pub storage_buffer_8bit_access: Mode,
+    pub uniform_and_storage_buffer_8bit_access: Mode,
+    pub storage_push_constant_8: Mode,
     pub log_level: Level,
     /// `None` = stderr.
     pub log_file: Option<PathBuf>,
@@ -102,6 +118,13 @@ impl Default for Settings {
         Settings {
             force_enable: false,
             raw_access_chains: Mode::Auto,
+            storage_buffer_16bit_access: Mode::Auto,
+            uniform_and_storage_buffer_16bit_access: Mode::Auto,
+            storage_push_constant_16: Mode::Auto,
+            storage_input_output_16: Mode::Auto,
+            storage_buffer_8bit_access: Mode::Auto,
+            uniform_and_storage_buffer_8bit_access: Mode::Auto,
+            storage_push_constant_8: Mode::Auto,
             log_level: Level::Error,
             log_file: None,
             dump_shaders_dir: None,
@@ -141,18 +164,36 @@ fn optional_path(value: &str) -> Option<PathBuf> {
 }
 
 impl Settings {
+    /// The mode setting named `key` (`raw_access_chains` and the 8/16-bit storage features).
+    pub fn mode_mut(&mut self, key: &str) -> Option<&mut Mode> {
+        Some(match key {
+            "raw_access_chains" => &mut self.raw_access_chains,
+            "storage_buffer_16bit_access" => &mut self.storage_buffer_16bit_access,
+            "uniform_and_storage_buffer_16bit_access" => &mut self.uniform_and_storage_buffer_16bit_access,
+            "storage_push_constant_16" => &mut self.storage_push_constant_16,
+            "storage_input_output_16" => &mut self.storage_input_output_16,
+            "storage_buffer_8bit_access" => &mut self.storage_buffer_8bit_access,
+            "uniform_and_storage_buffer_8bit_access" => &mut self.uniform_and_storage_buffer_8bit_access,
+            "storage_push_constant_8" => &mut self.storage_push_constant_8,
+            _ => return None,
+        })
+    }
+
     /// Sets one key. `Err` carries a warning (unknown key or bad value; the setting keeps its
     /// previous value).
     pub fn set(&mut self, key: &str, value: &str, source: &str) -> Result<(), String> {
         let bad = |what: &str| Err(format!("{source}: bad value `{value}` for `{key}` (expected {what}); ignored"));
+        if let Some(mode) = self.mode_mut(key) {
+            match Mode::parse(value) {
+                Some(m) => *mode = m,
+                None => return bad("auto/force/off"),
+            }
+            return Ok(());
+        }
         match key {
             "force_enable" => match parse_bool(value) {
                 Some(b) => self.force_enable = b,
                 None => return bad("true/false/1/0"),
-            },
-            "raw_access_chains" => match Mode::parse(value) {
-                Some(m) => self.raw_access_chains = m,
-                None => return bad("auto/force/off"),
             },
             "log_level" => match Level::parse(value) {
                 Some(l) => self.log_level = l,
@@ -459,7 +500,74 @@ mod tests {
         assert_eq!(s.debug_oob_poison, Some(0xab));
         assert_eq!(s.debug_inject_panic.as_deref(), Some("vkCreateShaderModule"));
         assert_eq!(s.debug_target, DebugTarget::Core);
-        assert_eq!(KEYS.len(), 8);
+        assert_eq!(KEYS.len(), 15);
+    }
+
+    /// The seven 8/16-bit storage feature modes: every source, precedence env > file > API,
+    /// bad values warn and keep the previous value.
+    #[test]
+    fn storage_feature_modes() {
+        const STORAGE_KEYS: [&str; 7] = [
+            "storage_buffer_16bit_access",
+            "uniform_and_storage_buffer_16bit_access",
+            "storage_push_constant_16",
+            "storage_input_output_16",
+            "storage_buffer_8bit_access",
+            "uniform_and_storage_buffer_8bit_access",
+            "storage_push_constant_8",
+        ];
+        let d = Settings::default();
+        for k in STORAGE_KEYS {
+            assert!(KEYS.contains(&k), "{k} missing from KEYS");
+            assert_eq!(d.clone().mode_mut(k).copied(), Some(Mode::Auto), "{k} default");
+            for (v, m) in [("auto", Mode::Auto), ("FORCE", Mode::Force), (" off ", Mode::Off)] {
+                let mut s = Settings::default();
+                assert_eq!(s.set(k, v, "test"), Ok(()));
+                assert_eq!(*s.mode_mut(k).unwrap(), m, "{k}={v}");
+                // Only that key changed.
+                for other in STORAGE_KEYS.iter().filter(|o| **o != k) {
+                    assert_eq!(*s.mode_mut(other).unwrap(), Mode::Auto, "{other} changed by {k}");
+                }
+            }
+            let mut s = Settings::default();
+            s.set(k, "force", "test").unwrap();
+            let w = s.set(k, "sometimes", "test").unwrap_err();
+            assert!(w.contains(k) && w.contains("auto/force/off"), "{w}");
+            assert_eq!(*s.mode_mut(k).unwrap(), Mode::Force);
+        }
+        assert!(Settings::default().mode_mut("log_level").is_none());
+
+        // API sets all three, the file overrides two, the environment one.
+        let api = env(&[
+            ("storage_input_output_16", "off"),
+            ("storage_push_constant_8", "off"),
+            ("storage_buffer_16bit_access", "off"),
+        ]);
+        let file = "polyfill_extensions.storage_input_output_16 = force
+                    polyfill_extensions.storage_push_constant_8 = force
+";
+        let e = env(&[("VK_POLYFILL_EXTENSIONS_STORAGE_INPUT_OUTPUT_16", "auto")]);
+        let (s, w) = Settings::from_sources(&api, Some((Path::new("f"), file)), e);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(s.storage_input_output_16, Mode::Auto); // env
+        assert_eq!(s.storage_push_constant_8, Mode::Force); // file
+        assert_eq!(s.storage_buffer_16bit_access, Mode::Off); // api
+        assert_eq!(s.uniform_and_storage_buffer_8bit_access, Mode::Auto); // default
+
+        // Every key of every source reaches its field (env names are the upper-cased keys).
+        let e: Vec<(String, String)> =
+            STORAGE_KEYS.iter().map(|k| (format!("{ENV_PREFIX}{}", k.to_ascii_uppercase()), "off".to_string())).collect();
+        let (mut s, w) = Settings::from_sources(&[], None, e);
+        assert!(w.is_empty(), "{w:?}");
+        for k in STORAGE_KEYS {
+            assert_eq!(*s.mode_mut(k).unwrap(), Mode::Off, "{k} from the environment");
+        }
+        let file: String = STORAGE_KEYS.iter().map(|k| format!("{FILE_PREFIX}{k} = force\n")).collect();
+        let (mut s2, w) = Settings::from_sources(&[], Some((Path::new("f"), &file)), Vec::new());
+        assert!(w.is_empty(), "{w:?}");
+        for k in STORAGE_KEYS {
+            assert_eq!(*s2.mode_mut(k).unwrap(), Mode::Force, "{k} from the file");
+        }
     }
 
     #[test]
