@@ -1,9 +1,10 @@
-//! vkCreateDevice / vkDestroyDevice: decide per extension (off / native / emulated), hand the
-//! driver a copied create info without our extension names and feature structs and with the
-//! features the lowering needs, and build the device's rewrite options from what was enabled.
+//! vkCreateDevice / vkDestroyDevice: decide per extension and per 8/16-bit storage feature (off /
+//! native / emulated), hand the driver a copied create info without our extension names and
+//! feature structs, without emulated 8/16-bit storage bits, and with the features the lowering
+//! needs, and build the device's rewrite options from what was enabled.
 use crate::device_features::{self, effective_version};
 use crate::dispatch::{self, dispatch_key, load_device, load_instance, DeviceData, DeviceNext, DEVICES};
-use crate::ext::{self, EmulatedExtension, Status};
+use crate::ext::{self, small_storage, Decision, EmulatedExtension};
 use crate::ffi_guard::guard;
 use crate::instance::names;
 use crate::pnext::Chain;
@@ -28,37 +29,7 @@ pub unsafe extern "system" fn create_device(
 /// The decision for one extension on this device.
 struct Plan {
     ext: &'static dyn EmulatedExtension,
-    native: bool,
-    status: Status,
-    /// The application enabled the extension name or one of its feature bits.
-    requested: bool,
-}
-
-impl Plan {
-    fn emulated(&self) -> bool {
-        matches!(self.status, Status::Emulated { .. })
-    }
-    /// Shaders get rewritten for this extension.
-    fn active(&self) -> bool {
-        match self.status {
-            Status::Emulated { forced } => forced || self.requested,
-            _ => false,
-        }
-    }
-    fn describe(&self) -> String {
-        let name = self.ext.name().to_string_lossy();
-        match self.status {
-            Status::Off => format!("{name} off (setting)"),
-            Status::Native => format!("{name} native (driver supports it)"),
-            Status::Emulated { .. } if !self.active() => {
-                format!("{name} available but not enabled by the application; not emulated")
-            }
-            Status::Emulated { forced: true } => {
-                format!("{name} emulated (forced; driver {} it)", if self.native { "has" } else { "lacks" })
-            }
-            Status::Emulated { forced: false } => format!("{name} emulated (driver lacks it)"),
-        }
-    }
+    d: Decision,
 }
 
 unsafe fn create_device_impl(
@@ -99,20 +70,25 @@ unsafe fn create_device_impl(
         .iter()
         .map(|e| {
             let native = phys.has_extension(e.name());
-            Plan {
-                ext: *e,
+            let d = Decision {
+                name: e.name().to_str().unwrap_or("?"),
                 native,
                 status: ext::status(*e, &inst.settings, native),
                 requested: app_exts.contains(&e.name()) || e.feature_requested(ci.p_next),
-            }
+            };
+            Plan { ext: *e, d }
         })
         .collect();
-    for p in &plans {
-        log_info!("vkCreateDevice: device '{}': {}", phys.name, p.describe());
+    let supported = device_features::supported_cached(&inst, pd, &phys);
+    let storage = small_storage::Plan::new(&inst.settings, &supported, ci.p_next);
+    for d in plans.iter().map(|p| &p.d).chain(storage.decisions.iter().map(|(_, d)| d)) {
+        log_info!("vkCreateDevice: device '{}': {}", phys.name, d.describe());
     }
+    let storage_emulated = storage.emulated();
+    let storage_active = storage.active();
 
     let mut options = None;
-    let result = if !plans.iter().any(Plan::emulated) {
+    let result = if !plans.iter().any(|p| p.d.emulated()) && !storage_emulated.any() {
         next_create(pd, p_create_info, p_allocator, p_device)
     } else {
         // Never write to the application's structures: edit copies.
@@ -120,10 +96,10 @@ unsafe fn create_device_impl(
         if let Some(t) = chain.tail_s_type() {
             log_debug!("vkCreateDevice: pNext chain has an unknown structure (sType {}); it and what follows are passed as-is", t.as_raw());
         }
-        let ours: Vec<&CStr> = plans.iter().filter(|p| p.emulated()).map(|p| p.ext.name()).collect();
+        let ours: Vec<&CStr> = plans.iter().filter(|p| p.d.emulated()).map(|p| p.ext.name()).collect();
         let kept: Vec<&CStr> = app_exts.iter().copied().filter(|n| !ours.contains(n)).collect();
         let kept_ptrs: Vec<*const c_char> = kept.iter().map(|n| n.as_ptr()).collect();
-        for p in plans.iter().filter(|p| p.emulated()) {
+        for p in plans.iter().filter(|p| p.d.emulated()) {
             for st in p.ext.feature_struct_types() {
                 chain.remove(*st);
                 if chain.tail_contains(*st) {
@@ -134,12 +110,25 @@ unsafe fn create_device_impl(
                 }
             }
         }
-        let active: Vec<&Plan> = plans.iter().filter(|p| p.active()).collect();
+        // Emulated 8/16-bit storage bits: the driver must not see them (it may lack them, and a
+        // forced one must not be used natively), wherever they sit.
+        let stuck = small_storage::clear(&mut chain, &storage_emulated);
+        if stuck.any() {
+            log_warn!(
+                "vkCreateDevice: device '{}': cannot clear {} behind an unknown structure; the driver will see it",
+                phys.name,
+                stuck.names().join(", ")
+            );
+        }
+        let active: Vec<&Plan> = plans.iter().filter(|p| p.d.active()).collect();
+        let any_active = !active.is_empty() || storage_active.any();
         let mut enabled_features = ci.p_enabled_features.as_ref().copied();
-        if !active.is_empty() {
+        if any_active {
             let version = effective_version(inst.api_version, phys.api_version);
-            let supported = device_features::supported(&inst, pd, &phys);
-            let added = device_features::enable_for_lowering(&mut chain, &mut enabled_features, &kept, version, supported);
+            // Never turn on a feature the layer emulates (that would defeat a `force`).
+            let mut lowering = supported;
+            small_storage::mask_target(&mut lowering, &storage_emulated);
+            let added = device_features::enable_for_lowering(&mut chain, &mut enabled_features, &kept, version, lowering);
             if !added.features.is_empty() {
                 log_info!("vkCreateDevice: device '{}': enabling driver features for the lowering: {}", phys.name, added.features.join(", "));
             }
@@ -153,11 +142,11 @@ unsafe fn create_device_impl(
         copy.pp_enabled_extension_names = if kept_ptrs.is_empty() { std::ptr::null() } else { kept_ptrs.as_ptr() };
         copy.p_enabled_features = enabled_features.as_ref().map_or(std::ptr::null(), |f| f as *const _);
         let r = next_create(pd, &copy, p_allocator, p_device);
-        if !active.is_empty() {
+        if any_active {
             // debug_target=core: rewrite as if the device had none of the optional features
             // (no 8/16-bit storage, no Int8/16/64), to exercise the word-granular bounds and the
             // atomic sub-word stores on a device that has them.
-            let target = match inst.settings.debug_target {
+            let mut target = match inst.settings.debug_target {
                 DebugTarget::Device => device_features::enabled_target(copy.p_next, copy.p_enabled_features),
                 DebugTarget::Core => {
                     log_info!(
@@ -167,10 +156,13 @@ unsafe fn create_device_impl(
                     shader_rewrite::Target::core()
                 }
             };
+            // The lowering must not use what it emulates (cleared above already; a bit stuck
+            // behind an unknown structure must not count either).
+            small_storage::mask_target(&mut target, &storage_emulated);
             let mut o = shader_rewrite::Options {
                 target,
                 emulate_raw_access_chains: false,
-                emulate_storage: shader_rewrite::SmallStorage::default(),
+                emulate_storage: storage_active,
                 oob_poison: inst.settings.debug_oob_poison,
             };
             // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform

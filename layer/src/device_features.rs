@@ -74,6 +74,14 @@ pub unsafe fn supported(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Phys
     }
 }
 
+/// [`supported`], queried once per physical device and instance.
+///
+/// # Safety
+/// `pd` must belong to `inst`; `phys` must be its info.
+pub unsafe fn supported_cached(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Target {
+    *phys.supported.get_or_init(|| supported(inst, pd, phys))
+}
+
 /// Sets `*bit` when `supported`; records `name` if that changed it.
 fn turn_on(bit: &mut vk::Bool32, supported: bool, name: &'static str, added: &mut Vec<&'static str>) {
     if supported && *bit == vk::FALSE {
@@ -209,22 +217,28 @@ pub unsafe fn enabled_target(head: *const c_void, enabled: *const vk::PhysicalDe
                 let f = &*(n as *const vk::PhysicalDeviceVulkan11Features);
                 t.storage_buffer_16bit |= on(f.storage_buffer16_bit_access);
                 t.uniform_and_storage_buffer_16bit |= on(f.uniform_and_storage_buffer16_bit_access);
+                t.storage_push_constant_16 |= on(f.storage_push_constant16);
+                t.storage_input_output_16 |= on(f.storage_input_output16);
             }
             S::PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES => {
                 let f = &*(n as *const vk::PhysicalDevice16BitStorageFeatures);
                 t.storage_buffer_16bit |= on(f.storage_buffer16_bit_access);
                 t.uniform_and_storage_buffer_16bit |= on(f.uniform_and_storage_buffer16_bit_access);
+                t.storage_push_constant_16 |= on(f.storage_push_constant16);
+                t.storage_input_output_16 |= on(f.storage_input_output16);
             }
             S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES => {
                 let f = &*(n as *const vk::PhysicalDeviceVulkan12Features);
                 t.storage_buffer_8bit |= on(f.storage_buffer8_bit_access);
                 t.uniform_and_storage_buffer_8bit |= on(f.uniform_and_storage_buffer8_bit_access);
+                t.storage_push_constant_8 |= on(f.storage_push_constant8);
                 t.int8 |= on(f.shader_int8);
             }
             S::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES => {
                 let f = &*(n as *const vk::PhysicalDevice8BitStorageFeatures);
                 t.storage_buffer_8bit |= on(f.storage_buffer8_bit_access);
                 t.uniform_and_storage_buffer_8bit |= on(f.uniform_and_storage_buffer8_bit_access);
+                t.storage_push_constant_8 |= on(f.storage_push_constant8);
             }
             S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES => {
                 t.int8 |= on((*(n as *const vk::PhysicalDeviceShaderFloat16Int8Features)).shader_int8);
@@ -241,6 +255,12 @@ mod tests {
 
     fn s_types(head: *const c_void) -> Vec<S> {
         unsafe { pnext::walk(head).map(|n| (*n).s_type).collect() }
+    }
+
+    /// What `enable_for_lowering` turns on out of `sup`: the byte-address lowering uses 8/16-bit
+    /// storage-buffer views and Int8/16/64, never push-constant or Input/Output 8/16-bit storage.
+    fn lowering_features(sup: Target) -> Target {
+        Target { storage_push_constant_8: false, storage_push_constant_16: false, storage_input_output_16: false, ..sup }
     }
 
     #[test]
@@ -263,7 +283,7 @@ mod tests {
         assert!(types.contains(&S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES));
         let ef = ef.unwrap();
         assert_eq!((ef.shader_int16, ef.shader_int64), (vk::TRUE, vk::TRUE));
-        assert_eq!(unsafe { enabled_target(head, &ef) }, Target::all());
+        assert_eq!(unsafe { enabled_target(head, &ef) }, lowering_features(Target::all()));
     }
 
     #[test]
@@ -283,7 +303,7 @@ mod tests {
             s_types(head),
             vec![S::PHYSICAL_DEVICE_FEATURES_2, S::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES]
         );
-        assert_eq!(unsafe { enabled_target(head, std::ptr::null()) }, sup);
+        assert_eq!(unsafe { enabled_target(head, std::ptr::null()) }, lowering_features(sup));
         // The application's structs are untouched.
         assert_eq!(v12.storage_buffer8_bit_access, vk::FALSE);
         assert_eq!(v11.storage_buffer16_bit_access, vk::FALSE);
@@ -316,5 +336,48 @@ mod tests {
         assert_eq!(added.features, vec!["storageBuffer8BitAccess"]);
         assert!(ef.is_none());
         assert_eq!(unsafe { enabled_target(chain.link(), std::ptr::null()) }, sup);
+    }
+
+    /// A feature being emulated is masked out of the support handed to `enable_for_lowering`
+    /// (device.rs does that with `small_storage::mask_target`): it stays off, the others go on.
+    #[test]
+    fn masked_features_stay_off() {
+        let mut sup = Target::all();
+        sup.storage_buffer_16bit = false;
+        sup.uniform_and_storage_buffer_8bit = false;
+        let mut v11 = vk::PhysicalDeviceVulkan11Features::default();
+        let s8 = vk::PhysicalDevice8BitStorageFeatures { p_next: &mut v11 as *mut _ as *mut c_void, ..Default::default() };
+        let mut chain = unsafe { Chain::copy(&s8 as *const _ as *const c_void) };
+        let added = unsafe { enable_for_lowering(&mut chain, &mut None, &[], vk::API_VERSION_1_3, sup) };
+        assert!(!added.features.contains(&"storageBuffer16BitAccess") && !added.features.contains(&"uniformAndStorageBuffer8BitAccess"));
+        let t = unsafe { enabled_target(chain.link(), std::ptr::null()) };
+        assert!(!t.storage_buffer_16bit && !t.uniform_and_storage_buffer_8bit);
+        assert!(t.uniform_and_storage_buffer_16bit && t.storage_buffer_8bit && t.int8);
+    }
+
+    /// `enabled_target` reads every 8/16-bit storage bit the application enabled, from the
+    /// aggregate and the dedicated structures.
+    #[test]
+    fn enabled_target_reads_push_constant_and_io_bits() {
+        let v12 = vk::PhysicalDeviceVulkan12Features { storage_push_constant8: vk::TRUE, ..Default::default() };
+        let v11 = vk::PhysicalDeviceVulkan11Features {
+            p_next: &v12 as *const _ as *mut c_void,
+            storage_input_output16: vk::TRUE,
+            ..Default::default()
+        };
+        let t = unsafe { enabled_target(&v11 as *const _ as *const c_void, std::ptr::null()) };
+        assert_eq!(t, Target { storage_push_constant_8: true, storage_input_output_16: true, ..Target::core() });
+        let s8 = vk::PhysicalDevice8BitStorageFeatures { storage_push_constant8: vk::TRUE, ..Default::default() };
+        let s16 = vk::PhysicalDevice16BitStorageFeatures {
+            p_next: &s8 as *const _ as *mut c_void,
+            storage_push_constant16: vk::TRUE,
+            storage_input_output16: vk::TRUE,
+            ..Default::default()
+        };
+        let t = unsafe { enabled_target(&s16 as *const _ as *const c_void, std::ptr::null()) };
+        assert_eq!(
+            t,
+            Target { storage_push_constant_8: true, storage_push_constant_16: true, storage_input_output_16: true, ..Target::core() }
+        );
     }
 }

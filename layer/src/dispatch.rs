@@ -48,6 +48,8 @@ pub struct PhysicalDeviceInfo {
     pub api_version: u32,
     /// Device extensions below us (driver + lower layers).
     pub extensions: Vec<vk::ExtensionProperties>,
+    /// The optional features the device supports (`device_features::supported_cached`).
+    pub supported: std::sync::OnceLock<shader_rewrite::Target>,
 }
 
 impl PhysicalDeviceInfo {
@@ -100,6 +102,7 @@ impl InstanceData {
                 name: props.device_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
                 api_version: props.api_version,
                 extensions: extensions.unwrap_or_default(),
+                supported: std::sync::OnceLock::new(),
             }
         };
         let info = Arc::new(info);

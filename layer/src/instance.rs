@@ -2,7 +2,8 @@
 //! queries that advertise emulated extensions (vkEnumerateDeviceExtensionProperties,
 //! vkGetPhysicalDeviceFeatures2 + its KHR alias).
 use crate::dispatch::{self, dispatch_key, load_instance, InstanceData, INSTANCES};
-use crate::ext::{self, Status};
+use crate::device_features;
+use crate::ext::{self, small_storage, Status};
 use crate::ffi_guard::guard;
 use crate::pnext;
 use crate::settings::{self, Settings, LAYER_NAME};
@@ -184,7 +185,8 @@ pub unsafe extern "system" fn get_physical_device_features2_khr(pd: vk::Physical
 
 /// Unlinks our feature structures (the driver may not know them;
 /// VUID-VkPhysicalDeviceFeatures2-pNext-pNext), calls down, relinks them exactly as they were,
-/// then reports our feature bits.
+/// then reports our feature bits, and those of emulated 8/16-bit storage features in the
+/// driver's structures.
 unsafe fn features2(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceFeatures2, khr: bool) {
     let Some(inst) = dispatch::instance_of(pd) else {
         log_error!("vkGetPhysicalDeviceFeatures2: unknown physical device {pd:?}");
@@ -203,7 +205,10 @@ unsafe fn features2(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceF
         .iter()
         .filter(|e| matches!(ext::status(**e, &inst.settings, phys.has_extension(e.name())), Status::Emulated { .. }))
         .collect();
-    if emulated.is_empty() {
+    // 8/16-bit storage features: their structures are the driver's own, so they stay linked;
+    // the emulated bits are set after the driver filled them.
+    let storage = small_storage::emulated(&inst.settings, || device_features::supported_cached(&inst, pd, &phys));
+    if emulated.is_empty() && !storage.any() {
         return next(pd, p_features);
     }
     let ours: Vec<vk::StructureType> = emulated.iter().flat_map(|e| e.feature_struct_types().iter().copied()).collect();
@@ -213,6 +218,7 @@ unsafe fn features2(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceF
         for e in &emulated {
             e.report_features(at);
         }
+        small_storage::report(at, &storage);
         at = (*at).p_next;
     }
 }

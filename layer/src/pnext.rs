@@ -100,6 +100,17 @@ impl Chain {
         self.nodes.iter().map(|n| n.s_type()).collect()
     }
 
+    /// The copied (editable) nodes, in order.
+    pub fn nodes_mut(&mut self) -> impl Iterator<Item = *mut vk::BaseOutStructure<'static>> + '_ {
+        self.nodes.iter_mut().map(Node::base)
+    }
+
+    /// The untouched tail: the application's own first unknown node and what follows (null
+    /// when the whole chain was copied). Read-only.
+    pub fn tail(&self) -> *const c_void {
+        self.tail
+    }
+
     /// sType of the first unknown node, if the chain has an untouched tail.
     pub fn tail_s_type(&self) -> Option<vk::StructureType> {
         // SAFETY: the tail is a valid chain node (checked non-null).

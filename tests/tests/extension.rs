@@ -139,11 +139,17 @@ fn manifest_template_used_and_lists_settings() {
         "log_file",
         "log_level",
         "raw_access_chains",
+        "debug_target",
+        "storage_buffer_16bit_access",
+        "uniform_and_storage_buffer_16bit_access",
+        "storage_push_constant_16",
+        "storage_input_output_16",
+        "storage_buffer_8bit_access",
+        "uniform_and_storage_buffer_8bit_access",
+        "storage_push_constant_8",
     ];
     want.sort();
-    for k in &want {
-        assert!(keys.contains(k), "manifest features.settings lacks {k} (has {keys:?})");
-    }
+    assert_eq!(keys, want, "manifest features.settings keys");
 }
 
 /// `packaging/make-manifest.sh <dir>` (relative `library_path`) works with the real loader.

@@ -1,12 +1,20 @@
-//! One module per emulated extension. Each describes: its name/spec version, its mode setting,
-//! the feature structures the driver must not see, how to report its feature bits, whether an
-//! application's `VkDeviceCreateInfo` asks for it, and which rewrite options it turns on.
-//! Sibling modules (16-bit storage, bindless) plug into [`ALL`].
+//! One module per emulated extension or feature family.
+//!
+//! - Extensions the layer adds (raw access chains; bindless later) implement
+//!   [`EmulatedExtension`]: name/spec version, mode setting, the feature structures the driver
+//!   must not see, how to report the feature bits, whether an application's `VkDeviceCreateInfo`
+//!   asks for it, and which rewrite options it turns on. They plug into [`ALL`].
+//! - Feature bits of structures the driver knows (8/16-bit storage, [`small_storage`]) are not
+//!   extensions of ours: nothing is advertised or unlinked; per feature, the bit is reported,
+//!   cleared from the device create info and lowered. That module is a table over its features.
+//!
+//! Both share the mode → [`Status`] rule ([`status_for`]) and the per-device [`Decision`].
 use crate::settings::{Mode, Settings};
 use ash::vk;
 use std::ffi::{c_char, CStr};
 
 pub mod raw_access_chains;
+pub mod small_storage;
 
 pub trait EmulatedExtension: Sync {
     fn name(&self) -> &'static CStr;
@@ -43,23 +51,72 @@ pub enum Status {
     Emulated { forced: bool },
 }
 
-/// Effective mode: a per-extension `off` wins over `force_enable`; `force_enable` upgrades
-/// `auto` to `force`.
-pub fn effective_mode(ext: &dyn EmulatedExtension, settings: &Settings) -> Mode {
-    match ext.mode_setting(settings) {
+/// Effective mode: a per-extension (per-feature) `off` wins over `force_enable`; `force_enable`
+/// upgrades `auto` to `force`.
+pub fn effective(mode: Mode, force_enable: bool) -> Mode {
+    match mode {
         Mode::Off => Mode::Off,
         Mode::Force => Mode::Force,
-        Mode::Auto if settings.force_enable => Mode::Force,
+        Mode::Auto if force_enable => Mode::Force,
         Mode::Auto => Mode::Auto,
     }
 }
 
-pub fn status(ext: &dyn EmulatedExtension, settings: &Settings, driver_has_it: bool) -> Status {
-    match effective_mode(ext, settings) {
+/// The status for a mode setting (before `force_enable`) and driver support.
+pub fn status_for(mode: Mode, force_enable: bool, driver_has_it: bool) -> Status {
+    match effective(mode, force_enable) {
         Mode::Off => Status::Off,
         Mode::Force => Status::Emulated { forced: true },
         Mode::Auto if driver_has_it => Status::Native,
         Mode::Auto => Status::Emulated { forced: false },
+    }
+}
+
+pub fn effective_mode(ext: &dyn EmulatedExtension, settings: &Settings) -> Mode {
+    effective(ext.mode_setting(settings), settings.force_enable)
+}
+
+pub fn status(ext: &dyn EmulatedExtension, settings: &Settings, driver_has_it: bool) -> Status {
+    status_for(ext.mode_setting(settings), settings.force_enable, driver_has_it)
+}
+
+/// What the layer does for one extension or feature on the device being created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// Extension or feature name, for the log.
+    pub name: &'static str,
+    /// The driver supports it.
+    pub native: bool,
+    pub status: Status,
+    /// The application enabled it (extension name or feature bit).
+    pub requested: bool,
+}
+
+impl Decision {
+    pub fn emulated(&self) -> bool {
+        matches!(self.status, Status::Emulated { .. })
+    }
+    /// Shaders get rewritten for it.
+    pub fn active(&self) -> bool {
+        match self.status {
+            Status::Emulated { forced } => forced || self.requested,
+            _ => false,
+        }
+    }
+    /// One log line's worth (after "device '<name>': ").
+    pub fn describe(&self) -> String {
+        let name = self.name;
+        match self.status {
+            Status::Off => format!("{name} off (setting)"),
+            Status::Native => format!("{name} native (driver supports it)"),
+            Status::Emulated { .. } if !self.active() => {
+                format!("{name} available but not enabled by the application; not emulated")
+            }
+            Status::Emulated { forced: true } => {
+                format!("{name} emulated (forced; driver {} it)", if self.native { "has" } else { "lacks" })
+            }
+            Status::Emulated { forced: false } => format!("{name} emulated (driver lacks it)"),
+        }
     }
 }
 
@@ -172,5 +229,30 @@ mod tests {
         s.force_enable = false;
         s.raw_access_chains = Mode::Force;
         assert_eq!(status(e, &s, true), Status::Emulated { forced: true });
+    }
+
+    #[test]
+    fn decisions() {
+        let d = |status, native, requested| Decision { name: "storageInputOutput16", native, status, requested };
+        let off = d(Status::Off, true, true);
+        assert!(!off.emulated() && !off.active());
+        assert_eq!(off.describe(), "storageInputOutput16 off (setting)");
+        let native = d(Status::Native, true, true);
+        assert!(!native.emulated() && !native.active());
+        assert!(native.describe().contains("native"));
+        let idle = d(Status::Emulated { forced: false }, false, false);
+        assert!(idle.emulated() && !idle.active());
+        assert!(idle.describe().contains("not enabled by the application"), "{}", idle.describe());
+        let on = d(Status::Emulated { forced: false }, false, true);
+        assert!(on.active());
+        assert_eq!(on.describe(), "storageInputOutput16 emulated (driver lacks it)");
+        let forced = d(Status::Emulated { forced: true }, true, false);
+        assert!(forced.active());
+        assert_eq!(forced.describe(), "storageInputOutput16 emulated (forced; driver has it)");
+        // force_enable upgrades auto only; off wins.
+        assert_eq!(status_for(Mode::Auto, true, true), Status::Emulated { forced: true });
+        assert_eq!(status_for(Mode::Off, true, false), Status::Off);
+        assert_eq!(status_for(Mode::Force, false, true), Status::Emulated { forced: true });
+        assert_eq!(status_for(Mode::Auto, false, false), Status::Emulated { forced: false });
     }
 }
