@@ -4,7 +4,8 @@
 //! Input: little-endian 32-bit words (a trailing partial word is dropped), i.e. a `.spv` file
 //! as-is; seeds are the assembled dxil-spirv corpus (fuzz/seed.sh). Every input is rewritten
 //! under both option sets (default = every optional device feature; `Target::core()` =
-//! Vulkan 1.0 only, which takes the 8/16/64-bit emulation paths).
+//! Vulkan 1.0 only, which takes the 8/16/64-bit emulation paths and lowers every 8/16-bit
+//! storage capability).
 //!
 //! Properties: no panic, and on `Ok`:
 //! - the output has the 5-word header with the SPIR-V magic;
@@ -18,7 +19,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use shader_rewrite::module::{Module, HEADER_WORDS, MAGIC};
-use shader_rewrite::{rewrite, Options, Target};
+use shader_rewrite::{rewrite, Options, SmallStorage, Target};
 
 fn check(words: &[u32], options: &Options) {
     let Ok(out) = rewrite(words, options) else { return };
@@ -37,5 +38,6 @@ fn check(words: &[u32], options: &Options) {
 fuzz_target!(|data: &[u8]| {
     let words: Vec<u32> = data.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
     check(&words, &Options::default());
-    check(&words, &Options { target: Target::core(), ..Options::default() });
+    let core = Target::core();
+    check(&words, &Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() });
 });

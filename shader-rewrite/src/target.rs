@@ -161,7 +161,7 @@ impl SmallStorage {
 }
 
 /// Options for one rewrite.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Options {
     pub target: Target,
     /// Lower `OpRawAccessChainNV` (capability RawAccessChainsNV).

@@ -1,12 +1,13 @@
 //! Bounded mutation fuzzing of the rewriter (runs in the default test command; the open-ended
 //! variant is the cargo-fuzz target in fuzz/). Seeds: the dxil-spirv corpus. Mutations: bit
 //! flips, word overwrites with interesting values, truncation, word insertion/deletion,
-//! instruction-header corruption. Properties: no panic (and no hang: every call is bounded by
+//! instruction-header corruption. Seeds: the dxil-spirv corpus and the 8/16-bit storage modules
+//! (tests/corpus/small-storage). Properties: no panic (and no hang: every call is bounded by
 //! the input size), and when a mutated input is valid SPIR-V and the rewrite succeeds, the
 //! output is valid too (checked on a sample, since spirv-val is a process per module).
 //! `POLYFILL_FUZZ_ITERS` sets the number of mutations (default 20000).
 mod common;
-use shader_rewrite::{rewrite, Options, Target};
+use shader_rewrite::{rewrite, Options, SmallStorage, Target};
 
 struct Rng(u64);
 impl Rng {
@@ -22,8 +23,14 @@ impl Rng {
 }
 
 fn seeds() -> Vec<Vec<u32>> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/dxil-spirv-raw-access");
-    let mut v: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "spvasm")).collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
+    let mut v: Vec<_> = ["dxil-spirv-raw-access", "small-storage"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "spvasm"))
+        .collect();
     v.sort();
     v.iter().map(|p| common::assemble(&std::fs::read_to_string(p).unwrap(), "vulkan1.1")).collect()
 }
@@ -54,7 +61,8 @@ fn mutated_modules_never_panic_and_valid_inputs_give_valid_outputs() {
     let iters: usize = std::env::var("POLYFILL_FUZZ_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(20_000);
     let seeds = seeds();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let options = [Options::default(), Options { target: Target::core(), ..Options::default() }];
+    let core = Target::core();
+    let options = [Options::default(), Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() }];
     let (mut ok, mut err, mut checked) = (0, 0, 0);
     for i in 0..iters {
         let mut words = seeds[i % seeds.len()].clone();

@@ -512,7 +512,7 @@ impl Cx<'_, '_> {
 
     #[allow(clippy::too_many_arguments)]
     fn load(&mut self, e: &mut Emitter, p: &Ptr, vp: &[u32], ty: u32, off: u32, align: u32, mat: MatrixLayout, cs: u32, mem: &[u32], inst: &Inst) -> Result<u32, RewriteError> {
-        if let Some(sv) = self.b.scalar_vec(ty) {
+        if let Some(sv) = self.leaf(ty, inst)? {
             let small = sv.width < 32;
             let wide = if sv.n == 1 || cs == 0 || cs == sv.width / 8 {
                 let addr = self.view_address(e, p.root, off);
@@ -550,7 +550,7 @@ impl Cx<'_, '_> {
 
     #[allow(clippy::too_many_arguments)]
     fn store(&mut self, e: &mut Emitter, p: &Ptr, vp: &[u32], ty: u32, off: u32, align: u32, mat: MatrixLayout, cs: u32, value: u32, mem: &[u32], inst: &Inst) -> Result<(), RewriteError> {
-        if let Some(sv) = self.b.scalar_vec(ty) {
+        if let Some(sv) = self.leaf(ty, inst)? {
             let small = sv.width < 32;
             let wide = if small {
                 let wt = self.wide_ty(sv);
@@ -582,6 +582,15 @@ impl Cx<'_, '_> {
             self.store(e, p, vp, part.ty, o, a, part.mat, part.comp_stride, v, mem, inst)?;
         }
         Ok(())
+    }
+
+    /// `ty` as a scalar/vector leaf of a load or store (None for composites).
+    fn leaf(&self, ty: u32, inst: &Inst) -> Result<Option<ScalarVec>, RewriteError> {
+        match self.b.scalar_vec(ty) {
+            Some(sv) if matches!(sv.width, 8 | 16 | 32 | 64) && (1..=4).contains(&sv.n) => Ok(Some(sv)),
+            Some(_) => Err(RewriteError::unsupported(describe(inst), format!("type %{ty} is not an 8/16/32/64-bit scalar or 2-4 component vector"))),
+            None => Ok(None),
+        }
     }
 
     /// The members / elements / columns of a composite in an explicit layout.
