@@ -14,7 +14,9 @@
 //!   word count fits, every opcode is known and has its fixed operands, every result type /
 //!   result id is nonzero, below the header's bound and defined once, and the function/block
 //!   structure is intact;
-//! - rewriting is deterministic.
+//! - rewriting is deterministic;
+//! - with `FUZZ_SPIRV_VAL=/path/to/spirv-val` set (SPIRV-Tools >= 2024.2): when the input passes
+//!   spirv-val, the output must too (two processes per rewritten input, so runs are slower).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -32,7 +34,27 @@ fn check(words: &[u32], options: &Options) {
         }
         let again = rewrite(words, options).expect("second rewrite of the same input failed");
         assert_eq!(again.words, out, "rewrite is not deterministic");
+        if let Some(val) = std::env::var_os("FUZZ_SPIRV_VAL") {
+            if spirv_val(&val, words) {
+                assert!(spirv_val(&val, &out), "input passes spirv-val, the rewritten module does not");
+            }
+        }
     }
+}
+
+/// Does `words` pass `spirv-val --target-env vulkan1.3`?
+fn spirv_val(tool: &std::ffi::OsStr, words: &[u32]) -> bool {
+    use std::io::Write;
+    let mut child = std::process::Command::new(tool)
+        .args(["--target-env", "vulkan1.3", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("FUZZ_SPIRV_VAL does not run");
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let _ = child.stdin.take().unwrap().write_all(&bytes);
+    child.wait().map(|s| s.success()).unwrap_or(false)
 }
 
 fuzz_target!(|data: &[u8]| {
