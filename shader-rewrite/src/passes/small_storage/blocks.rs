@@ -210,7 +210,7 @@ pub(super) fn lower(
             }
         }
     }
-    let mut cx = Cx { b, layouts, backend: &mut backend, roots: &roots, types, ptrs: HashMap::default(), exact: HashSet::default(), stats };
+    let mut cx = Cx { b, layouts, backend: &mut backend, roots: &roots, types, ptrs: HashMap::default(), exact: HashSet::default(), stats, leaf_budget: 0 };
     for f in functions.iter_mut() {
         for blk in f.blocks.iter_mut() {
             let mut e = Emitter::new(blk.label);
@@ -259,7 +259,13 @@ struct Cx<'a, 'm> {
     ptrs: HashMap<u32, Ptr>,
     exact: HashSet<u32>,
     stats: &'a mut Stats,
+    /// Scalar/vector leaves the current load/store may still emit (a whole-array access of a
+    /// huge array must fail, not exhaust memory).
+    leaf_budget: u32,
 }
+
+/// Most leaves one load or store of a composite may split into.
+const MAX_LEAVES: u32 = 4096;
 
 fn describe(inst: &Inst) -> String {
     let id = if inst.id != 0 { format!("%{} = ", inst.id) } else { String::new() };
@@ -319,6 +325,7 @@ impl Cx<'_, '_> {
                 let p = self.ptr(first).expect("tracked");
                 let mem = memory_operands(inst.ops.get(1..).unwrap_or(&[]));
                 let vp = self.view_ptrs(e, &p, &inst)?;
+                self.leaf_budget = MAX_LEAVES;
                 let v = self.load(e, &p, &vp, p.ty, p.off, p.align, p.mat, p.comp_stride, &mem, &inst)?;
                 e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
                 self.stats.small_storage_loads += 1;
@@ -328,6 +335,7 @@ impl Cx<'_, '_> {
                 let value = *inst.ops.get(1).ok_or_else(|| RewriteError::malformed(0, "OpStore without an object"))?;
                 let mem = memory_operands(inst.ops.get(2..).unwrap_or(&[]));
                 let vp = self.view_ptrs(e, &p, &inst)?;
+                self.leaf_budget = MAX_LEAVES;
                 self.store(e, &p, &vp, p.ty, p.off, p.align, p.mat, p.comp_stride, value, &mem, &inst)?;
                 self.stats.small_storage_stores += 1;
             }
@@ -585,7 +593,11 @@ impl Cx<'_, '_> {
     }
 
     /// `ty` as a scalar/vector leaf of a load or store (None for composites).
-    fn leaf(&self, ty: u32, inst: &Inst) -> Result<Option<ScalarVec>, RewriteError> {
+    fn leaf(&mut self, ty: u32, inst: &Inst) -> Result<Option<ScalarVec>, RewriteError> {
+        if self.leaf_budget == 0 {
+            return Err(RewriteError::unsupported(describe(inst), format!("loads or stores a composite of more than {MAX_LEAVES} scalars/vectors")));
+        }
+        self.leaf_budget -= 1;
         match self.b.scalar_vec(ty) {
             Some(sv) if matches!(sv.width, 8 | 16 | 32 | 64) && (1..=4).contains(&sv.n) => Ok(Some(sv)),
             Some(_) => Err(RewriteError::unsupported(describe(inst), format!("type %{ty} is not an 8/16/32/64-bit scalar or 2-4 component vector"))),
@@ -606,7 +618,11 @@ impl Cx<'_, '_> {
                 })
                 .collect::<Result<_, RewriteError>>()?,
             op::TYPE_ARRAY => {
-                let n = self.b.const_value(t.ops[1]).ok_or_else(|| RewriteError::unsupported(describe(inst), "array length is a specialization constant"))? as u32;
+                let n = self.b.const_value(t.ops[1]).ok_or_else(|| RewriteError::unsupported(describe(inst), "array length is a specialization constant"))?;
+                if n > MAX_LEAVES as u64 {
+                    return Err(RewriteError::unsupported(describe(inst), format!("loads or stores an array of {n} elements (at most {MAX_LEAVES})")));
+                }
+                let n = n as u32;
                 let stride = self.layouts.array_stride(ty).ok_or_else(|| RewriteError::unsupported(describe(inst), format!("array %{ty} has no ArrayStride")))?;
                 (0..n).map(|i| Part { ty: t.ops[0], offset: i * stride, mat, comp_stride: 0 }).collect()
             }
@@ -682,6 +698,7 @@ impl Cx<'_, '_> {
     /// OpCopyMemory with a lowered side: a load and a store.
     fn copy_memory(&mut self, e: &mut Emitter, inst: &Inst) -> Result<(), RewriteError> {
         let (dst, src) = (inst.ops[0], inst.ops[1]);
+        self.leaf_budget = MAX_LEAVES;
         let ty = match self.ptr(src) {
             Some(p) => p.ty,
             None => self.b.pointer(self.type_of(src)).map(|(_, t)| t).unwrap_or(0),
@@ -696,6 +713,7 @@ impl Cx<'_, '_> {
         match self.ptr(dst) {
             Some(p) => {
                 let vp = self.view_ptrs(e, &p, inst)?;
+                self.leaf_budget = MAX_LEAVES;
                 self.store(e, &p, &vp, p.ty, p.off, p.align, p.mat, p.comp_stride, value, &[], inst)?;
             }
             None => e.stmt(op::STORE, ops![dst, value]),

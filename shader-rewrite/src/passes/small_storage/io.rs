@@ -7,6 +7,10 @@
 use super::layout::{contains_width, Layouts, BUILT_IN, TYPE_MATRIX};
 use super::*;
 
+/// More elements than any interface array can have (maxVertexOutputComponents and friends are
+/// far below); longer arrays are malformed input, see the check in `widen`.
+const MAX_INTERFACE_ELEMENTS: u64 = 4096;
+
 /// GLSL.std.450 InterpolateAtCentroid / AtSample / AtOffset: they read an Input through a pointer.
 const INTERPOLATE_AT: [u32; 3] = [76, 77, 78];
 
@@ -24,6 +28,9 @@ pub(super) fn widen(b: &mut Builder, functions: &mut [Function], layouts: &Layou
         }
         if var.ops.len() > 1 {
             return Err(RewriteError::unsupported(format!("%{} = OpVariable", var.id), "a 16-bit Input/Output variable with an initializer"));
+        }
+        if interface_elements(b, pointee, 0) > MAX_INTERFACE_ELEMENTS {
+            return Err(RewriteError::unsupported(format!("%{} = OpVariable", var.id), "an Input/Output variable with more than 4096 elements"));
         }
         let w = wide.ty(b, pointee);
         let pty = b.t_ptr(storage, w);
@@ -98,6 +105,20 @@ pub(super) fn widen(b: &mut Builder, functions: &mut [Function], layouts: &Layou
         }
     }
     Ok(())
+}
+
+/// How many scalars/vectors a value of `ty` holds (saturating; bounded depth).
+fn interface_elements(b: &Builder, ty: u32, depth: u32) -> u64 {
+    let Some(g) = b.global(ty) else { return 1 };
+    if depth > 16 {
+        return u64::MAX;
+    }
+    match g.op {
+        op::TYPE_STRUCT => g.ops.iter().fold(0u64, |acc, &m| acc.saturating_add(interface_elements(b, m, depth + 1))),
+        op::TYPE_ARRAY => b.const_value(g.ops[1]).unwrap_or(0).saturating_mul(interface_elements(b, g.ops[0], depth + 1)),
+        TYPE_MATRIX => g.ops[1] as u64,
+        _ => 1,
+    }
 }
 
 /// The struct a type is, or is an array of.
@@ -186,10 +207,12 @@ impl Wide {
             return e.op(b, opcode, to, ops![v]);
         }
         let g = b.global(t).cloned().expect("a composite type");
+        // Interface arrays are small (Location limits); a malformed length must not exhaust memory.
+        let count = |n: u64| n.min(MAX_INTERFACE_ELEMENTS) as usize;
         let parts: Vec<u32> = match g.op {
             op::TYPE_STRUCT => g.ops.to_vec(),
-            op::TYPE_ARRAY => vec![g.ops[0]; b.const_value(g.ops[1]).unwrap_or(0) as usize],
-            _ => vec![g.ops[0]; g.ops[1] as usize], // matrix columns
+            op::TYPE_ARRAY => vec![g.ops[0]; count(b.const_value(g.ops[1]).unwrap_or(0))],
+            _ => vec![g.ops[0]; count(g.ops[1] as u64)], // matrix columns
         };
         let vals: Vec<u32> = parts
             .iter()
