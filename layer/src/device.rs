@@ -128,7 +128,12 @@ unsafe fn create_device_impl(
             // Never turn on a feature the layer emulates (that would defeat a `force`).
             let mut lowering = supported;
             small_storage::mask_target(&mut lowering, &storage_emulated);
-            let added = device_features::enable_for_lowering(&mut chain, &mut enabled_features, &kept, version, lowering);
+            let mut added = device_features::enable_for_lowering(&mut chain, &mut enabled_features, &kept, version, lowering);
+            match device_features::enable_device_scope(&inst, pd, &mut chain) {
+                Ok(Some(name)) => added.features.push(name),
+                Ok(None) => {}
+                Err(why) => added.skipped.push(why.into()),
+            }
             if !added.features.is_empty() {
                 log_info!("vkCreateDevice: device '{}': enabling driver features for the lowering: {}", phys.name, added.features.join(", "));
             }

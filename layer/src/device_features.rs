@@ -195,6 +195,40 @@ pub unsafe fn enable_for_lowering(
     out
 }
 
+/// Turns on `vulkanMemoryModelDeviceScope` where the application enabled `vulkanMemoryModel`
+/// without it and the device supports it: the sub-word stores the lowering emits are atomics at
+/// Device scope, which VUID-RuntimeSpirv-vulkanMemoryModel-06265 forbids in that configuration
+/// (QueueFamily scope would need the VulkanMemoryModel capability in every module). Returns the
+/// feature name when it was turned on, or why it could not be.
+///
+/// # Safety
+/// `chain` must be a copy of a valid VkDeviceCreateInfo chain; `pd` must belong to `inst`.
+pub unsafe fn enable_device_scope(inst: &InstanceData, pd: vk::PhysicalDevice, chain: &mut Chain) -> Result<Option<&'static str>, &'static str> {
+    let (model, scope) = if let Some(v12) = chain.find_mut::<vk::PhysicalDeviceVulkan12Features>(S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
+        (v12.vulkan_memory_model, v12.vulkan_memory_model_device_scope)
+    } else if let Some(m) = chain.find_mut::<vk::PhysicalDeviceVulkanMemoryModelFeatures>(S::PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES) {
+        (m.vulkan_memory_model, m.vulkan_memory_model_device_scope)
+    } else {
+        return Ok(None);
+    };
+    if model == vk::FALSE || scope != vk::FALSE {
+        return Ok(None);
+    }
+    let Some(features2) = inst.features2_for_query() else { return Err("vulkanMemoryModelDeviceScope: cannot query features") };
+    let mut mm = vk::PhysicalDeviceVulkanMemoryModelFeatures::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: &mut mm as *mut _ as *mut c_void, ..Default::default() };
+    features2(pd, &mut f2);
+    if mm.vulkan_memory_model_device_scope == vk::FALSE {
+        return Err("vulkanMemoryModelDeviceScope: unsupported, so sub-word stores use Device scope the validation layer will report");
+    }
+    if let Some(v12) = chain.find_mut::<vk::PhysicalDeviceVulkan12Features>(S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
+        v12.vulkan_memory_model_device_scope = vk::TRUE;
+    } else if let Some(m) = chain.find_mut::<vk::PhysicalDeviceVulkanMemoryModelFeatures>(S::PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES) {
+        m.vulkan_memory_model_device_scope = vk::TRUE;
+    }
+    Ok(Some("vulkanMemoryModelDeviceScope"))
+}
+
 /// The lowering features a final create-info chain enables.
 ///
 /// # Safety

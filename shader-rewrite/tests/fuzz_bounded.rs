@@ -5,7 +5,8 @@
 //! (tests/corpus/small-storage). Properties: no panic (and no hang: every call is bounded by
 //! the input size), and when a mutated input is valid SPIR-V and the rewrite succeeds, the
 //! output is valid too (checked on a sample, since spirv-val is a process per module).
-//! `POLYFILL_FUZZ_ITERS` sets the number of mutations (default 20000).
+//! `POLYFILL_FUZZ_ITERS` sets the number of mutations (default 20000); `POLYFILL_FUZZ_TRACE=FILE`
+//! writes each input to FILE before rewriting it (to catch one that aborts the process).
 mod common;
 use shader_rewrite::{rewrite, Options, SmallStorage, Target};
 
@@ -64,10 +65,16 @@ fn mutated_modules_never_panic_and_valid_inputs_give_valid_outputs() {
     let core = Target::core();
     let options = [Options::default(), Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() }];
     let (mut ok, mut err, mut checked) = (0, 0, 0);
+    // POLYFILL_FUZZ_TRACE=FILE: write each input there before rewriting it.
+    let trace = std::env::var_os("POLYFILL_FUZZ_TRACE");
     for i in 0..iters {
         let mut words = seeds[i % seeds.len()].clone();
         mutate(&mut rng, &mut words);
         let o = &options[i % 2];
+        if let Some(path) = &trace {
+            // Aborts (stack overflow, out of memory) cannot be caught: keep the input at hand.
+            std::fs::write(path, words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        }
         let result = std::panic::catch_unwind(|| rewrite(&words, o));
         let result = result.unwrap_or_else(|_| {
             let path = std::env::temp_dir().join(format!("polyfill-fuzz-crash-{i}.spv"));

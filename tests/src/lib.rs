@@ -5,13 +5,17 @@
 //! - [`vk`]: [`vk::Context`] on lavapipe with/without the layer (and validation below it),
 //!   [`vk::Context::run_compute`] for compute dispatches.
 //! - [`child`]: run one test in a child process with its own env/cwd.
+//! - [`graphics`]: offscreen rendering (render pass, vertex buffer, attachments read back).
 //! - [`samples`]: raw-access-chain compute shaders with CPU references (shared by tests and
 //!   the demo).
+//! - [`small_storage`]: generated 8/16-bit storage shaders, run natively and force-emulated.
 
 pub mod child;
+pub mod graphics;
 pub mod layer;
 pub mod matrix;
 pub mod samples;
+pub mod small_storage;
 pub mod tools;
 pub mod vk;
 

@@ -38,6 +38,9 @@ pub struct ContextOptions {
     pub layer_settings: Vec<(String, String)>,
     /// Instance API version (default 1.3).
     pub api_version: u32,
+    /// Request `storageInputOutput16` in `vkCreateDevice` (lavapipe lacks it; through the layer
+    /// it is emulated). Default false.
+    pub storage_input_output_16: bool,
 }
 
 impl Default for ContextOptions {
@@ -51,6 +54,7 @@ impl Default for ContextOptions {
             robust_buffer_access: false,
             layer_settings: Vec::new(),
             api_version: vk::API_VERSION_1_3,
+            storage_input_output_16: false,
         }
     }
 }
@@ -78,6 +82,11 @@ impl ContextOptions {
         self.validation = on;
         self
     }
+    /// Builder: request `storageInputOutput16` at device creation.
+    pub fn storage_input_output_16(mut self, on: bool) -> Self {
+        self.storage_input_output_16 = on;
+        self
+    }
     /// Builder: add a `VkLayerSettingsCreateInfoEXT` entry.
     pub fn setting(mut self, key: &str, value: &str) -> Self {
         self.layer_settings.push((key.to_string(), value.to_string()));
@@ -99,6 +108,7 @@ pub struct EnabledFeatures {
     pub uniform_and_storage_buffer_16bit: bool,
     pub storage_push_constant_8: bool,
     pub storage_push_constant_16: bool,
+    pub storage_input_output_16: bool,
     pub buffer_device_address: bool,
     pub runtime_descriptor_array: bool,
     pub storage_buffer_array_non_uniform_indexing: bool,
@@ -444,6 +454,7 @@ impl Context {
             uniform_and_storage_buffer_16bit: on(s11.uniform_and_storage_buffer16_bit_access),
             storage_push_constant_8: on(s12.storage_push_constant8),
             storage_push_constant_16: on(s11.storage_push_constant16),
+            storage_input_output_16: options.storage_input_output_16,
             buffer_device_address: on(s12.buffer_device_address),
             runtime_descriptor_array: on(s12.runtime_descriptor_array),
             storage_buffer_array_non_uniform_indexing: on(s12.shader_storage_buffer_array_non_uniform_indexing),
@@ -470,6 +481,7 @@ impl Context {
             storage_buffer16_bit_access: b(f.storage_buffer_16bit),
             uniform_and_storage_buffer16_bit_access: b(f.uniform_and_storage_buffer_16bit),
             storage_push_constant16: b(f.storage_push_constant_16),
+            storage_input_output16: b(f.storage_input_output_16),
             variable_pointers: b(f.variable_pointers),
             variable_pointers_storage_buffer: b(f.variable_pointers_storage_buffer),
             ..Default::default()
@@ -609,6 +621,15 @@ impl Context {
         let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut raw);
         unsafe { self.instance.get_physical_device_features2(self.physical_device, &mut f2) };
         raw.shader_raw_access_chains == vk::TRUE
+    }
+
+    /// `storageInputOutput16` as reported by `vkGetPhysicalDeviceFeatures2` (through whatever
+    /// layers are enabled).
+    pub fn query_storage_input_output_16_feature(&self) -> bool {
+        let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f11);
+        unsafe { self.instance.get_physical_device_features2(self.physical_device, &mut f2) };
+        f11.storage_input_output16 == vk::TRUE
     }
 
     /// Raw `vkGetDeviceProcAddr(device, name)`.

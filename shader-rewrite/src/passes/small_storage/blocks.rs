@@ -210,7 +210,7 @@ pub(super) fn lower(
             }
         }
     }
-    let mut cx = Cx { b, layouts, backend: &mut backend, roots: &roots, types, ptrs: HashMap::default(), exact: HashSet::default(), stats, leaf_budget: 0 };
+    let mut cx = Cx { b, layouts, backend: &mut backend, roots: &roots, types, ptrs: HashMap::default(), exact: HashSet::default(), stats, leaf_budget: 0, depth: 0 };
     for f in functions.iter_mut() {
         for blk in f.blocks.iter_mut() {
             let mut e = Emitter::new(blk.label);
@@ -262,10 +262,13 @@ struct Cx<'a, 'm> {
     /// Scalar/vector leaves the current load/store may still emit (a whole-array access of a
     /// huge array must fail, not exhaust memory).
     leaf_budget: u32,
+    depth: u32,
 }
 
 /// Most leaves one load or store of a composite may split into.
 const MAX_LEAVES: u32 = 4096;
+/// Deepest composite nesting a load or store may walk.
+const MAX_DEPTH: u32 = 64;
 
 fn describe(inst: &Inst) -> String {
     let id = if inst.id != 0 { format!("%{} = ", inst.id) } else { String::new() };
@@ -325,7 +328,7 @@ impl Cx<'_, '_> {
                 let p = self.ptr(first).expect("tracked");
                 let mem = memory_operands(inst.ops.get(1..).unwrap_or(&[]));
                 let vp = self.view_ptrs(e, &p, &inst)?;
-                self.leaf_budget = MAX_LEAVES;
+                self.begin_access();
                 let v = self.load(e, &p, &vp, p.ty, p.off, p.align, p.mat, p.comp_stride, &mem, &inst)?;
                 e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
                 self.stats.small_storage_loads += 1;
@@ -335,7 +338,7 @@ impl Cx<'_, '_> {
                 let value = *inst.ops.get(1).ok_or_else(|| RewriteError::malformed(0, "OpStore without an object"))?;
                 let mem = memory_operands(inst.ops.get(2..).unwrap_or(&[]));
                 let vp = self.view_ptrs(e, &p, &inst)?;
-                self.leaf_budget = MAX_LEAVES;
+                self.begin_access();
                 self.store(e, &p, &vp, p.ty, p.off, p.align, p.mat, p.comp_stride, value, &mem, &inst)?;
                 self.stats.small_storage_stores += 1;
             }
@@ -549,10 +552,12 @@ impl Cx<'_, '_> {
         }
         let parts = self.parts(ty, mat, inst)?;
         let mut vals = vec![];
+        self.nest(inst)?;
         for part in parts {
             let (o, a) = self.at(e, off, align, part.offset);
             vals.push(self.load(e, p, vp, part.ty, o, a, part.mat, part.comp_stride, mem, inst)?);
         }
+        self.depth -= 1;
         Ok(e.op(self.b, op::COMPOSITE_CONSTRUCT, ty, vals))
     }
 
@@ -584,11 +589,28 @@ impl Cx<'_, '_> {
             return Ok(());
         }
         let parts = self.parts(ty, mat, inst)?;
+        self.nest(inst)?;
         for (i, part) in parts.into_iter().enumerate() {
             let v = e.op(self.b, op::COMPOSITE_EXTRACT, part.ty, ops![value, i as u32]);
             let (o, a) = self.at(e, off, align, part.offset);
             self.store(e, p, vp, part.ty, o, a, part.mat, part.comp_stride, v, mem, inst)?;
         }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// Resets the per-access limits before one load or store is split into leaves.
+    fn begin_access(&mut self) {
+        self.leaf_budget = MAX_LEAVES;
+        self.depth = 0;
+    }
+
+    /// One level deeper into a composite (a malformed type may contain itself).
+    fn nest(&mut self, inst: &Inst) -> Result<(), RewriteError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(RewriteError::unsupported(describe(inst), format!("loads or stores a composite nested more than {MAX_DEPTH} levels deep")));
+        }
+        self.depth += 1;
         Ok(())
     }
 
@@ -698,7 +720,7 @@ impl Cx<'_, '_> {
     /// OpCopyMemory with a lowered side: a load and a store.
     fn copy_memory(&mut self, e: &mut Emitter, inst: &Inst) -> Result<(), RewriteError> {
         let (dst, src) = (inst.ops[0], inst.ops[1]);
-        self.leaf_budget = MAX_LEAVES;
+        self.begin_access();
         let ty = match self.ptr(src) {
             Some(p) => p.ty,
             None => self.b.pointer(self.type_of(src)).map(|(_, t)| t).unwrap_or(0),
@@ -713,7 +735,7 @@ impl Cx<'_, '_> {
         match self.ptr(dst) {
             Some(p) => {
                 let vp = self.view_ptrs(e, &p, inst)?;
-                self.leaf_budget = MAX_LEAVES;
+                self.begin_access();
                 self.store(e, &p, &vp, p.ty, p.off, p.align, p.mat, p.comp_stride, value, &[], inst)?;
             }
             None => e.stmt(op::STORE, ops![dst, value]),

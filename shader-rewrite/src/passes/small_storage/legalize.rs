@@ -13,7 +13,7 @@
 //! With the arithmetic capability present the types stay; FConvert decorated FPRoundingMode
 //! still gets its rounding done in integer code (the decoration is only valid on conversions
 //! stored through 16-bit pointers, which the lowering removed).
-use super::round::{f16_bits, f32_of_f16_bits, f32_round_to_odd, pack_half};
+use super::round::{f16_bits, f32_of_f16_bits, f32_round_to_odd};
 use super::*;
 
 const CAP_FLOAT16: u32 = 9;
@@ -192,10 +192,10 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                             src
                         } else {
                             let x = if fk.width == 64 { f32_round_to_odd(&mut e, &mut b, src, n) } else { src };
-                            // No FPRoundingMode: the rounding is the implementation's (Vulkan
-                            // "Precision and Operation of SPIR-V Instructions"), so the driver's own
-                            // f32 → f16 conversion in PackHalf2x16 serves, at a fraction of the cost.
-                            let bits = if rounding.contains_key(&inst.id) { f16_bits(&mut e, &mut b, x, n, rtz) } else { pack_half(&mut e, &mut b, x, n) };
+                            // No FPRoundingMode: round to nearest even in integer code too. The
+                            // cheaper UnpackHalf2x16(PackHalf2x16(x)) is folded to x by Mesa's
+                            // NIR, which would skip the rounding a real f16 value undergoes.
+                            let bits = f16_bits(&mut e, &mut b, x, n, rtz);
                             stats.rounded_conversions += 1;
                             let f = f32_of_f16_bits(&mut e, &mut b, bits, n);
                             if small_to { f } else { e.op(&mut b, op::F_CONVERT, inst.ty, ops![f]) } // exact

@@ -8,7 +8,6 @@ const UMIN: u32 = 38;
 const UMAX: u32 = 41;
 const FABS: u32 = 4;
 const UNPACK_HALF_2X16: u32 = 62;
-const PACK_HALF_2X16: u32 = 58;
 
 const OP_I_EQUAL: u32 = 170;
 const OP_U_GREATER_THAN: u32 = 172;
@@ -103,28 +102,6 @@ pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bo
     let is_special = e.op(b, OP_LOGICAL_OR, bt, ops![is_nan, is_inf]);
     let h = e.op(b, op::SELECT, ut, ops![is_special, special, finite]);
     e.op(b, op::BITWISE_OR, ut, ops![h, sign])
-}
-
-/// binary16 bits of f32 value(s) through PackHalf2x16 (the implementation's rounding).
-pub(super) fn pack_half(e: &mut Emitter, b: &mut Builder, x: u32, n: u32) -> u32 {
-    let f32t = b.t_float(32);
-    let v2 = b.t_vec(f32t, 2);
-    let u32t = b.t_u32();
-    let glsl = b.glsl_std450();
-    let zero = b.c_f32(0.0);
-    let comps: Vec<u32> = (0..n)
-        .map(|i| {
-            let c = if n == 1 { x } else { e.op(b, op::COMPOSITE_EXTRACT, f32t, ops![x, i]) };
-            let pair = e.op(b, op::COMPOSITE_CONSTRUCT, v2, ops![c, zero]);
-            e.op(b, op::EXT_INST, u32t, ops![glsl, PACK_HALF_2X16, pair])
-        })
-        .collect();
-    if n == 1 {
-        comps[0]
-    } else {
-        let ty = b.t_vec(u32t, n);
-        e.op(b, op::COMPOSITE_CONSTRUCT, ty, comps)
-    }
 }
 
 /// f32 value(s) of binary16 bits (low half of each component): exact, via UnpackHalf2x16.
