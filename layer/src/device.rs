@@ -169,6 +169,7 @@ unsafe fn create_device_impl(
                 emulate_raw_access_chains: false,
                 emulate_storage: storage_active,
                 oob_poison: inst.settings.debug_oob_poison,
+                bindless: None,
             };
             // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform
             // descriptor index (seen on Mesa 25.0): the rewriter works around it.

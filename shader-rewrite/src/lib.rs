@@ -19,7 +19,7 @@ pub mod passes;
 pub use error::RewriteError;
 pub use scan::{needs_rewrite, scan, ScanResult};
 pub use stats::Stats;
-pub use target::{Options, SmallStorage, Target};
+pub use target::{BindlessTable, Options, SmallStorage, Target};
 
 /// The result of a successful rewrite.
 #[derive(Debug, Clone)]
@@ -45,6 +45,9 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     }
     if found.small_storage.and(&options.emulate_storage).any() {
         passes::small_storage::run(&mut module, options, &mut stats)?;
+    }
+    if let (true, Some(table)) = (found.bindless_texture, options.bindless) {
+        passes::bindless::run(&mut module, &table, options, &mut stats)?;
     }
     // The lowering allocates fresh ids past the input's bound; an input already near the
     // universal limit can be pushed over it, and the result would be invalid SPIR-V.

@@ -8,21 +8,27 @@ use crate::target::{Options, SmallStorage};
 /// Capability RawAccessChainsNV (SPV_NV_raw_access_chains).
 pub const CAP_RAW_ACCESS_CHAINS_NV: u32 = 5414;
 
+/// Capability BindlessTextureNV (SPV_NV_bindless_texture).
+pub const CAP_BINDLESS_TEXTURE_NV: u32 = 5390;
+
 /// Which emulated features a module declares.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScanResult {
     pub raw_access_chains: bool,
     /// The 8/16-bit storage capabilities declared.
     pub small_storage: SmallStorage,
+    pub bindless_texture: bool,
 }
 
 impl ScanResult {
     /// Does anything found need emulating under `options`?
     pub fn any(&self, options: &Options) -> bool {
-        (self.raw_access_chains && options.emulate_raw_access_chains) || self.small_storage.and(&options.emulate_storage).any()
+        (self.raw_access_chains && options.emulate_raw_access_chains)
+            || self.small_storage.and(&options.emulate_storage).any()
+            || (self.bindless_texture && options.bindless.is_some())
     }
     fn any_declared(&self) -> bool {
-        self.raw_access_chains || self.small_storage.any()
+        self.raw_access_chains || self.small_storage.any() || self.bindless_texture
     }
 }
 
@@ -55,6 +61,9 @@ pub fn scan(words: &[u32]) -> Result<ScanResult, RewriteError> {
                 let cap = words[at + 1];
                 if cap == CAP_RAW_ACCESS_CHAINS_NV {
                     result.raw_access_chains = true;
+                }
+                if cap == CAP_BINDLESS_TEXTURE_NV {
+                    result.bindless_texture = true;
                 }
                 result.small_storage.set(cap, true);
             }

@@ -29,6 +29,13 @@ pub struct Stats {
     pub widened_types: u32,
     /// FConvert with FPRoundingMode (or to a widened 16-bit float) rounded in integer code.
     pub rounded_conversions: u32,
+    /// SPV_NV_bindless_texture: OpConvertUTo*NV conversions lowered to descriptor-table loads.
+    pub bindless_conversions: u32,
+    /// SPV_NV_bindless_texture: images/samplers at the points of use, loaded from the table.
+    pub bindless_descriptor_loads: u32,
+    /// SPV_NV_bindless_texture: variables, members, phis and selects that carry a handle
+    /// (an integer) instead of an image, sampler or sampled image.
+    pub bindless_handle_values: u32,
 }
 
 impl Stats {
@@ -63,6 +70,13 @@ impl fmt::Display for Stats {
                 self.widened_io_variables,
                 self.widened_types,
                 self.rounded_conversions
+            )?;
+        }
+        if self.bindless_conversions + self.bindless_descriptor_loads + self.bindless_handle_values > 0 {
+            write!(
+                f,
+                "; bindless textures: {} handle conversions, {} descriptor-table loads, {} values carried as handles",
+                self.bindless_conversions, self.bindless_descriptor_loads, self.bindless_handle_values
             )?;
         }
         Ok(())

@@ -172,10 +172,47 @@ pub struct Options {
     /// Debug aid: out-of-bounds loads caught by the emulated robustness checks return this
     /// byte pattern (repeated) instead of 0, so tests and users can see the layer caught them.
     pub oob_poison: Option<u8>,
+    /// Lower SPV_NV_bindless_texture (capability BindlessTextureNV) onto this descriptor table;
+    /// `None` leaves such modules alone.
+    pub bindless: Option<BindlessTable>,
+}
+
+/// The layer-owned descriptor table that SPV_NV_bindless_texture handles index.
+///
+/// A handle (a u32, or the low 32 bits of a u64 / the `.x` of a uvec2 under addressing mode 64;
+/// the high word is ignored) holds an image slot in bits 0..20 and a sampler slot in bits 20..32
+/// (the layout NVK uses). Sampled images (`Sampled` = 1, or 0) index the sampled-image array,
+/// storage images (`Sampled` = 2) the storage-image array, samplers the sampler array. The
+/// lowering clamps each slot to its array's size, so a garbage handle cannot index past it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BindlessTable {
+    /// Descriptor set index of the table.
+    pub set: u32,
+    /// Binding of the `VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE` array and its descriptor count.
+    pub sampled_images_binding: u32,
+    pub sampled_images_count: u32,
+    /// Binding of the `VK_DESCRIPTOR_TYPE_STORAGE_IMAGE` array and its descriptor count.
+    pub storage_images_binding: u32,
+    pub storage_images_count: u32,
+    /// Binding of the `VK_DESCRIPTOR_TYPE_SAMPLER` array and its descriptor count.
+    pub samplers_binding: u32,
+    pub samplers_count: u32,
+}
+
+impl BindlessTable {
+    /// Bits of a handle that hold the image slot.
+    pub const IMAGE_SLOT_BITS: u32 = 20;
+    /// Bits above them that hold the sampler slot.
+    pub const SAMPLER_SLOT_BITS: u32 = 12;
+
+    /// Handle for an image slot and a sampler slot (the layer hands these out).
+    pub const fn handle(image_slot: u32, sampler_slot: u32) -> u32 {
+        (image_slot & ((1 << Self::IMAGE_SLOT_BITS) - 1)) | (sampler_slot << Self::IMAGE_SLOT_BITS)
+    }
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { target: Target::all(), emulate_raw_access_chains: true, emulate_storage: SmallStorage::default(), oob_poison: None }
+        Options { target: Target::all(), emulate_raw_access_chains: true, emulate_storage: SmallStorage::default(), oob_poison: None, bindless: None }
     }
 }

@@ -1,3 +1,4 @@
+pub mod bindless;
 pub mod raw_access_chains;
 pub mod small_storage;
 pub(crate) mod util;

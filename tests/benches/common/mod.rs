@@ -5,6 +5,7 @@ use polyfill_e2e::ash::vk;
 use polyfill_e2e::Context;
 
 mod rig;
+#[allow(unused_imports)]
 pub use rig::*;
 
 pub fn fail(msg: &str) -> ! {
