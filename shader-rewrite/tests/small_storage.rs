@@ -132,3 +132,51 @@ fn fp_rounding_mode_is_done_in_integer_code() {
     assert!(!dis.contains("FPRoundingMode"), "{dis}");
     assert_eq!(stats.rounded_conversions, 1);
 }
+
+/// Found by the bounded fuzzer (10⁶ mutations): a matrix member whose column count was mutated to
+/// 2³⁰ made the whole-matrix load split into that many leaves (a 10 GiB allocation). Now a
+/// precise error.
+#[test]
+fn damaged_matrix_column_count_is_an_error() {
+    let text = r#"
+OpCapability Shader
+OpCapability Float16
+OpCapability StorageBuffer16BitAccess
+OpExtension "SPV_KHR_16bit_storage"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main"
+OpExecutionMode %main LocalSize 1 1 1
+OpDecorate %S Block
+OpMemberDecorate %S 0 Offset 0
+OpMemberDecorate %S 0 ColMajor
+OpMemberDecorate %S 0 MatrixStride 8
+OpDecorate %buf DescriptorSet 0
+OpDecorate %buf Binding 0
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%h = OpTypeFloat 16
+%v4h = OpTypeVector %h 4
+%m = OpTypeMatrix %v4h 4
+%S = OpTypeStruct %m
+%pS = OpTypePointer StorageBuffer %S
+%pm = OpTypePointer StorageBuffer %m
+%buf = OpVariable %pS StorageBuffer
+%c0 = OpConstant %u32 0
+%main = OpFunction %void None %fn
+%l = OpLabel
+%p = OpAccessChain %pm %buf %c0
+%v = OpLoad %m %p
+OpStore %p %v
+OpReturn
+OpFunctionEnd
+"#;
+    let mut words = assemble(text, "vulkan1.1");
+    validate(&words, "vulkan1.1").unwrap();
+    rewrite(&words, &core()).expect("the intact module rewrites");
+    // OpTypeMatrix %m %v4h 4 → column count 2³⁰.
+    let at = (5..words.len()).find(|&i| words[i] == (4 << 16) | 24 && words[i + 3] == 4).expect("OpTypeMatrix");
+    words[at + 3] = 1 << 30;
+    let err = rewrite(&words, &core()).expect_err("a damaged column count must be an error");
+    assert!(err.to_string().contains("columns"), "{err}");
+}

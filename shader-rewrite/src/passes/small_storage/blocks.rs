@@ -649,8 +649,14 @@ impl Cx<'_, '_> {
                 (0..n).map(|i| Part { ty: t.ops[0], offset: i * stride, mat, comp_stride: 0 }).collect()
             }
             TYPE_MATRIX => {
+                // OpTypeMatrix: "Column Count is the number of columns ... must be at least 2"
+                // and at most 4 (Vector16 aside); a damaged count must not size a Vec.
+                let columns = *t.ops.get(1).unwrap_or(&0);
+                if !(2..=4).contains(&columns) {
+                    return Err(RewriteError::malformed(0, format!("{}: matrix type %{ty} has {columns} columns", describe(inst))));
+                }
                 let comp = self.b.scalar_vec(t.ops[0]).map_or(4, |v| v.width / 8);
-                (0..t.ops[1])
+                (0..columns)
                     .map(|j| {
                         if mat.row_major {
                             Part { ty: t.ops[0], offset: j * comp, mat, comp_stride: mat.stride }
