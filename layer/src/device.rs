@@ -4,7 +4,7 @@
 //! needs, and build the device's rewrite options from what was enabled.
 use crate::device_features::{self, effective_version};
 use crate::dispatch::{self, dispatch_key, load_device, load_instance, DeviceData, DeviceNext, DEVICES};
-use crate::ext::{self, small_storage, Decision, EmulatedExtension};
+use crate::ext::{self, bindless, small_storage, Decision, EmulatedExtension, Status};
 use crate::ffi_guard::guard;
 use crate::instance::names;
 use crate::pnext::Chain;
@@ -73,7 +73,7 @@ unsafe fn create_device_impl(
             let d = Decision {
                 name: e.name().to_str().unwrap_or("?"),
                 native,
-                status: ext::status(*e, &inst.settings, native),
+                status: ext::status_on(*e, &inst, pd, &phys),
                 requested: app_exts.contains(&e.name()) || e.feature_requested(ci.p_next),
             };
             Plan { ext: *e, d }
@@ -84,6 +84,20 @@ unsafe fn create_device_impl(
     for d in plans.iter().map(|p| &p.d).chain(storage.decisions.iter().map(|(_, d)| d)) {
         log_info!("vkCreateDevice: device '{}': {}", phys.name, d.describe());
     }
+    for p in plans.iter().filter(|p| p.d.requested && p.d.status == Status::Unavailable) {
+        if let Some(why) = p.ext.unavailable(&inst, pd, &phys) {
+            log_error!(
+                "vkCreateDevice: device '{}': the application enabled {} but it cannot be emulated: {why}",
+                phys.name,
+                p.d.name
+            );
+        }
+    }
+    // Bindless textures: the table this device gets, when the emulation is active.
+    let bindless_caps = match plans.iter().any(|p| p.ext.name() == bindless::NAME && p.d.active()) {
+        true => bindless::caps_for(&inst, pd, &phys).ok(),
+        false => None,
+    };
     let storage_emulated = storage.emulated();
     let storage_active = storage.active();
 
@@ -140,6 +154,23 @@ unsafe fn create_device_impl(
             for s in &added.skipped {
                 log_info!("vkCreateDevice: device '{}': not enabling {s}", phys.name);
             }
+            if let Some(caps) = &bindless_caps {
+                match bindless::enable_features(&mut chain, &mut enabled_features, &kept, version, caps) {
+                    Ok(names) if names.is_empty() => {}
+                    Ok(names) => log_info!(
+                        "vkCreateDevice: device '{}': enabling driver features for the bindless descriptor table: {}",
+                        phys.name,
+                        names.join(", ")
+                    ),
+                    Err(why) => {
+                        log_error!(
+                            "vkCreateDevice: device '{}': VK_NVX_image_view_handle cannot be emulated: {why}; returning VK_ERROR_FEATURE_NOT_PRESENT",
+                            phys.name
+                        );
+                        return vk::Result::ERROR_FEATURE_NOT_PRESENT;
+                    }
+                }
+            }
         }
         let mut copy = *ci;
         copy.p_next = chain.link();
@@ -177,6 +208,7 @@ unsafe fn create_device_impl(
             for p in &active {
                 p.ext.enable_in_options(&mut o);
             }
+            o.bindless = bindless_caps.map(|c| c.table);
             log_debug!("vkCreateDevice: device '{}': rewrite options {o:?}", phys.name);
             options = Some(o);
         }
@@ -200,6 +232,28 @@ unsafe fn create_device_impl(
         create_shaders_ext: load_device(next_gdpa, device, c"vkCreateShadersEXT"),
         get_shader_module_create_info_identifier_ext: load_device(next_gdpa, device, c"vkGetShaderModuleCreateInfoIdentifierEXT"),
     };
+    let bindless = match &bindless_caps {
+        Some(caps) => match bindless::BindlessDevice::create(device, next_gdpa, &phys.name, caps) {
+            Ok(b) => {
+                log_info!(
+                    "vkCreateDevice: device '{}': VK_NVX_image_view_handle emulated; the table is appended to every pipeline layout at set {} and bound before work with bindless pipelines",
+                    phys.name,
+                    caps.table.set
+                );
+                Some(Arc::new(b))
+            }
+            Err(why) => {
+                log_error!(
+                    "vkCreateDevice: device '{}': cannot create the bindless descriptor table: {why}; destroying the device and returning VK_ERROR_INITIALIZATION_FAILED",
+                    phys.name
+                );
+                destroy_device(device, p_allocator);
+                *p_device = vk::Device::null();
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            }
+        },
+        None => None,
+    };
     let data = DeviceData {
         device,
         next_gdpa,
@@ -209,6 +263,7 @@ unsafe fn create_device_impl(
         destroy_device,
         next,
         keep_alive: Mutex::new(Vec::new()),
+        bindless,
     };
     DEVICES.insert(dispatch_key(device), Arc::new(data));
     vk::Result::SUCCESS
@@ -220,7 +275,12 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *c
             return;
         }
         match DEVICES.remove(&dispatch_key(device)) {
-            Some((_, data)) => (data.destroy_device)(device, p_allocator),
+            Some((_, data)) => {
+                if let Some(b) = &data.bindless {
+                    b.destroy();
+                }
+                (data.destroy_device)(device, p_allocator)
+            }
             None => log_error!("vkDestroyDevice: unknown device {device:?}; cannot call down"),
         }
     })

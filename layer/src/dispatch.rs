@@ -50,6 +50,8 @@ pub struct PhysicalDeviceInfo {
     pub extensions: Vec<vk::ExtensionProperties>,
     /// The optional features the device supports (`device_features::supported_cached`).
     pub supported: std::sync::OnceLock<shader_rewrite::Target>,
+    /// The bindless descriptor table this device can hold, or why not (`ext::bindless::caps_for`).
+    pub bindless: std::sync::OnceLock<Result<crate::ext::bindless::Caps, String>>,
 }
 
 impl PhysicalDeviceInfo {
@@ -72,6 +74,8 @@ pub struct InstanceData {
     pub get_physical_device_features: vk::PFN_vkGetPhysicalDeviceFeatures,
     pub get_physical_device_features2: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
     pub get_physical_device_features2_khr: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
+    pub get_physical_device_properties2: Option<vk::PFN_vkGetPhysicalDeviceProperties2>,
+    pub get_physical_device_properties2_khr: Option<vk::PFN_vkGetPhysicalDeviceProperties2>,
     pub physical_devices: DashMap<u64, Arc<PhysicalDeviceInfo>>,
 }
 
@@ -83,6 +87,17 @@ impl InstanceData {
             self.get_physical_device_features2.or(self.get_physical_device_features2_khr)
         } else if self.props2_enabled {
             self.get_physical_device_features2_khr.or(self.get_physical_device_features2)
+        } else {
+            None
+        }
+    }
+
+    /// Properties2 through the next layer, under the same rule as [`Self::features2_for_query`].
+    pub fn properties2_for_query(&self) -> Option<vk::PFN_vkGetPhysicalDeviceProperties2> {
+        if self.api_version >= vk::API_VERSION_1_1 {
+            self.get_physical_device_properties2.or(self.get_physical_device_properties2_khr)
+        } else if self.props2_enabled {
+            self.get_physical_device_properties2_khr.or(self.get_physical_device_properties2)
         } else {
             None
         }
@@ -103,6 +118,7 @@ impl InstanceData {
                 api_version: props.api_version,
                 extensions: extensions.unwrap_or_default(),
                 supported: std::sync::OnceLock::new(),
+                bindless: std::sync::OnceLock::new(),
             }
         };
         let info = Arc::new(info);
@@ -167,6 +183,8 @@ pub struct DeviceData {
     pub destroy_device: vk::PFN_vkDestroyDevice,
     pub next: DeviceNext,
     pub keep_alive: Mutex<Vec<KeepAlive>>,
+    /// Bindless-texture emulation state, where it is active on this device.
+    pub bindless: Option<Arc<crate::ext::bindless::BindlessDevice>>,
 }
 
 /// Keys are dispatch-table pointers: FxHash is enough and much cheaper than SipHash on the

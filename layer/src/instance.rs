@@ -93,6 +93,8 @@ unsafe fn create_instance_impl(
         get_physical_device_features: feats,
         get_physical_device_features2: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceFeatures2")),
         get_physical_device_features2_khr: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceFeatures2KHR")),
+        get_physical_device_properties2: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceProperties2")),
+        get_physical_device_properties2_khr: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceProperties2KHR")),
         physical_devices: Default::default(),
     };
     INSTANCES.insert(dispatch_key(instance), Arc::new(data));
@@ -134,8 +136,9 @@ fn added_extensions(inst: &InstanceData, pd: vk::PhysicalDevice) -> Vec<vk::Exte
     ext::ALL
         .iter()
         .filter(|e| {
-            let native = phys.has_extension(e.name());
-            matches!(ext::status(**e, &inst.settings, native), Status::Emulated { .. }) && !native
+            // SAFETY: pd belongs to inst.
+            let status = unsafe { ext::status_on(**e, inst, pd, &phys) };
+            matches!(status, Status::Emulated { .. }) && !phys.has_extension(e.name())
         })
         .map(|e| ext::properties(*e))
         .collect()
@@ -203,7 +206,7 @@ unsafe fn features2(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceF
     let phys = inst.physical_device(pd);
     let emulated: Vec<_> = ext::ALL
         .iter()
-        .filter(|e| matches!(ext::status(**e, &inst.settings, phys.has_extension(e.name())), Status::Emulated { .. }))
+        .filter(|e| matches!(ext::status_on(**e, &inst, pd, &phys), Status::Emulated { .. }))
         .collect();
     // 8/16-bit storage features: their structures are the driver's own, so they stay linked;
     // the emulated bits are set after the driver filled them.

@@ -27,6 +27,7 @@ pub const SETTINGS_FILE_NAME: &str = "vk_layer_settings.txt";
 pub const KEYS: &[&str] = &[
     "force_enable",
     "raw_access_chains",
+    "image_view_handle",
     "storage_buffer_16bit_access",
     "uniform_and_storage_buffer_16bit_access",
     "storage_push_constant_16",
@@ -93,6 +94,8 @@ pub struct Settings {
     /// Emulate every extension even where the driver has it (a per-extension `off` still wins).
     pub force_enable: bool,
     pub raw_access_chains: Mode,
+    /// VK_NVX_image_view_handle (bindless textures over a layer-owned descriptor table).
+    pub image_view_handle: Mode,
     /// 8/16-bit storage features (VK_KHR_16bit_storage / VK_KHR_8bit_storage), one mode each;
     /// fields named like their keys.
     pub storage_buffer_16bit_access: Mode,
@@ -118,6 +121,7 @@ impl Default for Settings {
         Settings {
             force_enable: false,
             raw_access_chains: Mode::Auto,
+            image_view_handle: Mode::Auto,
             storage_buffer_16bit_access: Mode::Auto,
             uniform_and_storage_buffer_16bit_access: Mode::Auto,
             storage_push_constant_16: Mode::Auto,
@@ -168,6 +172,7 @@ impl Settings {
     pub fn mode_mut(&mut self, key: &str) -> Option<&mut Mode> {
         Some(match key {
             "raw_access_chains" => &mut self.raw_access_chains,
+            "image_view_handle" => &mut self.image_view_handle,
             "storage_buffer_16bit_access" => &mut self.storage_buffer_16bit_access,
             "uniform_and_storage_buffer_16bit_access" => &mut self.uniform_and_storage_buffer_16bit_access,
             "storage_push_constant_16" => &mut self.storage_push_constant_16,
@@ -500,7 +505,7 @@ mod tests {
         assert_eq!(s.debug_oob_poison, Some(0xab));
         assert_eq!(s.debug_inject_panic.as_deref(), Some("vkCreateShaderModule"));
         assert_eq!(s.debug_target, DebugTarget::Core);
-        assert_eq!(KEYS.len(), 15);
+        assert_eq!(KEYS.len(), 16);
     }
 
     /// The seven 8/16-bit storage feature modes: every source, precedence env > file > API,

@@ -14,7 +14,9 @@
 use crate::dispatch::{device_data, with_device, DeviceData, KeepAlive};
 use crate::ffi_guard::guard;
 use crate::log_error;
-use crate::module_rewrite::{needs_rewrite, prepare, Prepared, REWRITE_FAILED};
+use crate::ext::bindless::pipelines::library_info;
+use crate::ext::bindless::BindlessDevice;
+use crate::module_rewrite::{code_uses_bindless, needs_rewrite, prepare, Prepared, REWRITE_FAILED};
 use crate::pnext::{self, Chain};
 use ash::vk;
 use std::ffi::c_void;
@@ -143,10 +145,36 @@ pub unsafe extern "system" fn create_shader_module(
                 let mut copy = *ci;
                 copy.p_code = words.as_ptr();
                 copy.code_size = words.len() * 4;
-                next(device, &copy, p_allocator, p_module)
+                let r = next(device, &copy, p_allocator, p_module);
+                if let (vk::Result::SUCCESS, Some(b), Some(m)) = (r, dev.bindless.as_ref(), p_module.as_ref()) {
+                    b.record_module(*m, ci.p_code as *const c_void, ci.code_size);
+                }
+                r
             }
         }
     })
+}
+
+/// Records the bindless pipelines among those just created (`bindless` decides per create info,
+/// from the application's own create infos).
+unsafe fn record_pipelines<T>(
+    dev: &DeviceData,
+    hook: &str,
+    infos: &[T],
+    out: *mut vk::Pipeline,
+    bindless: impl Fn(&BindlessDevice, &T) -> (vk::PipelineLayout, bool),
+) {
+    let Some(b) = dev.bindless.as_ref() else { return };
+    if out.is_null() {
+        return;
+    }
+    for (i, info) in infos.iter().enumerate() {
+        let pipeline = *out.add(i);
+        if pipeline != vk::Pipeline::null() {
+            let (layout, uses) = bindless(b, info);
+            b.record_pipeline(hook, pipeline, layout, uses);
+        }
+    }
 }
 
 pub unsafe extern "system" fn create_compute_pipelines(
@@ -178,7 +206,11 @@ pub unsafe extern "system" fn create_compute_pipelines(
             }
         }
         let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
-        next(device, cache, count, p, p_allocator, p_pipelines)
+        let r = next(device, cache, count, p, p_allocator, p_pipelines);
+        record_pipelines(&dev, HOOK, infos, p_pipelines, |b, info| {
+            (info.layout, b.stage_is_bindless(&info.stage) || b.libraries_are_bindless(library_info(info.p_next)))
+        });
+        r
     })
 }
 
@@ -226,7 +258,12 @@ pub unsafe extern "system" fn create_graphics_pipelines(
             }
         }
         let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
-        next(device, cache, count, p, p_allocator, p_pipelines)
+        let r = next(device, cache, count, p, p_allocator, p_pipelines);
+        record_pipelines(&dev, HOOK, infos, p_pipelines, |b, info| {
+            let stages = graphics_stages_used(info) && b.stages_are_bindless(info.p_stages, info.stage_count);
+            (info.layout, stages || b.libraries_are_bindless(library_info(info.p_next)))
+        });
+        r
     })
 }
 
@@ -259,10 +296,23 @@ pub unsafe extern "system" fn create_ray_tracing_pipelines_khr(
                 Ok(Some(stages)) => copies.get_or_insert_with(|| infos.to_vec())[i].p_stages = stages,
             }
         }
+        let rt_bindless = |b: &BindlessDevice, info: &vk::RayTracingPipelineCreateInfoKHR| {
+            (info.layout, b.stages_are_bindless(info.p_stages, info.stage_count) || b.libraries_are_bindless(info.p_library_info))
+        };
+        if dev.bindless.is_some() && deferred != vk::DeferredOperationKHR::null() {
+            log_error!("{HOOK}: deferred creation of bindless ray-tracing pipelines is not tracked; the descriptor table will not be bound for them");
+        }
         let Some(copies) = copies else {
-            return next(device, deferred, cache, count, p_infos, p_allocator, p_pipelines);
+            let r = next(device, deferred, cache, count, p_infos, p_allocator, p_pipelines);
+            if deferred == vk::DeferredOperationKHR::null() {
+                record_pipelines(&dev, HOOK, infos, p_pipelines, rt_bindless);
+            }
+            return r;
         };
         let r = next(device, deferred, cache, count, copies.as_ptr(), p_allocator, p_pipelines);
+        if deferred == vk::DeferredOperationKHR::null() {
+            record_pipelines(&dev, HOOK, infos, p_pipelines, rt_bindless);
+        }
         if deferred != vk::DeferredOperationKHR::null() {
             // VK_KHR_deferred_host_operations: the implementation may read the create infos
             // until the deferred operation completes, so the copies must outlive this call.
@@ -298,6 +348,17 @@ pub unsafe extern "system" fn create_shaders_ext(
         for (i, info) in infos.iter().enumerate() {
             if info.code_type != vk::ShaderCodeTypeEXT::SPIRV {
                 continue; // binary code: created from previously rewritten SPIR-V
+            }
+            if dev.bindless.is_some() && code_uses_bindless(info.p_code, info.code_size) {
+                // The table would have to be appended to the shader's set layouts and bound
+                // before draws with shader objects: not implemented; fail clearly instead of
+                // handing the driver a shader that reads an unbound set.
+                log_error!(
+                    "{HOOK}: device '{}': shader object {i} uses bindless textures (SPV_NV_bindless_texture); bindless shader objects are not supported by the layer yet (use pipelines); returning {REWRITE_FAILED:?}",
+                    dev.name
+                );
+                null_out(p_shaders, count);
+                return REWRITE_FAILED;
             }
             match prepare(&dev, HOOK, info.p_code, info.code_size) {
                 Prepared::PassThrough => {}

@@ -9,10 +9,12 @@
 //!   cleared from the device create info and lowered. That module is a table over its features.
 //!
 //! Both share the mode → [`Status`] rule ([`status_for`]) and the per-device [`Decision`].
+use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
 use crate::settings::{Mode, Settings};
 use ash::vk;
 use std::ffi::{c_char, CStr};
 
+pub mod bindless;
 pub mod raw_access_chains;
 pub mod small_storage;
 
@@ -36,9 +38,17 @@ pub trait EmulatedExtension: Sync {
     unsafe fn feature_requested(&self, head: *const std::ffi::c_void) -> bool;
     /// Turns the lowering on in the rewrite options.
     fn enable_in_options(&self, options: &mut shader_rewrite::Options);
+    /// Why this physical device cannot host the emulation (`None`: it can). Extensions that need
+    /// device resources (the bindless descriptor table) check them here.
+    ///
+    /// # Safety
+    /// `pd` belongs to `inst`; `phys` is its info.
+    unsafe fn unavailable(&self, _inst: &InstanceData, _pd: vk::PhysicalDevice, _phys: &PhysicalDeviceInfo) -> Option<String> {
+        None
+    }
 }
 
-pub static ALL: &[&dyn EmulatedExtension] = &[&raw_access_chains::RawAccessChains];
+pub static ALL: &[&dyn EmulatedExtension] = &[&raw_access_chains::RawAccessChains, &bindless::ImageViewHandle];
 
 /// What the layer does for one extension on one physical device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +59,8 @@ pub enum Status {
     Native,
     /// The layer provides it (driver lacks it, or `force`/`force_enable`).
     Emulated { forced: bool },
+    /// It would be emulated, but the device lacks what the emulation needs (reason logged).
+    Unavailable,
 }
 
 /// Effective mode: a per-extension (per-feature) `off` wins over `force_enable`; `force_enable`
@@ -80,6 +92,20 @@ pub fn status(ext: &dyn EmulatedExtension, settings: &Settings, driver_has_it: b
     status_for(ext.mode_setting(settings), settings.force_enable, driver_has_it)
 }
 
+/// [`status`] on a physical device: also [`Status::Unavailable`] when the device cannot host the
+/// emulation ([`EmulatedExtension::unavailable`]).
+///
+/// # Safety
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn status_on(ext: &dyn EmulatedExtension, inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Status {
+    let s = status(ext, &inst.settings, phys.has_extension(ext.name()));
+    if matches!(s, Status::Emulated { .. }) && ext.unavailable(inst, pd, phys).is_some() {
+        Status::Unavailable
+    } else {
+        s
+    }
+}
+
 /// What the layer does for one extension or feature on the device being created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decision {
@@ -109,6 +135,7 @@ impl Decision {
         match self.status {
             Status::Off => format!("{name} off (setting)"),
             Status::Native => format!("{name} native (driver supports it)"),
+            Status::Unavailable => format!("{name} not emulated: the device lacks what the emulation needs"),
             Status::Emulated { .. } if !self.active() => {
                 format!("{name} available but not enabled by the application; not emulated")
             }
@@ -186,15 +213,19 @@ mod tests {
     #[test]
     fn merge_appends_once() {
         let ours = layer_device_extensions();
-        assert_eq!(names(&ours), vec!["VK_NV_raw_access_chains"]);
+        assert_eq!(names(&ours), vec!["VK_NV_raw_access_chains", "VK_NVX_image_view_handle"]);
         assert_eq!(ours[0].spec_version, 1);
+        assert_eq!(ours[1].spec_version, 1);
         let driver = vec![ext("VK_KHR_swapchain", 70), ext("VK_KHR_8bit_storage", 1)];
         let merged = merge_extensions(driver.clone(), &ours);
-        assert_eq!(names(&merged), vec!["VK_KHR_swapchain", "VK_KHR_8bit_storage", "VK_NV_raw_access_chains"]);
+        assert_eq!(
+            names(&merged),
+            vec!["VK_KHR_swapchain", "VK_KHR_8bit_storage", "VK_NV_raw_access_chains", "VK_NVX_image_view_handle"]
+        );
         let again = merge_extensions(merged.clone(), &ours);
-        assert_eq!(again.len(), 3);
+        assert_eq!(again.len(), 4);
         let native = vec![ext("VK_NV_raw_access_chains", 1)];
-        assert_eq!(merge_extensions(native, &ours).len(), 1);
+        assert_eq!(merge_extensions(native, &ours).len(), 2);
     }
 
     #[test]

@@ -1,0 +1,107 @@
+//! Which pipelines need the table: a pipeline is bindless when one of its stages' SPIR-V declares
+//! capability BindlessTextureNV (a module created through vkCreateShaderModule, recorded here,
+//! or a `VkShaderModuleCreateInfo` chained into the stage), or when it links a bindless
+//! pipeline library. Recorded at creation (pipeline → layout), forgotten on vkDestroyPipeline.
+use super::{bindless_device, BindlessDevice};
+use crate::ffi_guard::guard;
+use crate::module_rewrite::code_uses_bindless;
+use crate::pnext;
+use crate::{log_debug, log_error};
+use ash::vk::{self, Handle};
+use std::ffi::c_void;
+
+type S = vk::StructureType;
+
+impl BindlessDevice {
+    /// After a successful vkCreateShaderModule.
+    ///
+    /// # Safety
+    /// `code` readable for `size` bytes when non-null.
+    pub unsafe fn record_module(&self, module: vk::ShaderModule, code: *const c_void, size: usize) {
+        if module != vk::ShaderModule::null() && code_uses_bindless(code, size) {
+            self.modules.insert(module.as_raw(), ());
+        }
+    }
+
+    /// Does this stage run bindless code?
+    ///
+    /// # Safety
+    /// `stage` is a valid stage create info.
+    pub unsafe fn stage_is_bindless(&self, stage: &vk::PipelineShaderStageCreateInfo) -> bool {
+        if stage.module != vk::ShaderModule::null() {
+            return self.modules.contains_key(&stage.module.as_raw());
+        }
+        match pnext::find::<vk::ShaderModuleCreateInfo>(stage.p_next, S::SHADER_MODULE_CREATE_INFO) {
+            Some(m) => code_uses_bindless(m.p_code as *const c_void, m.code_size),
+            None => false,
+        }
+    }
+
+    /// # Safety
+    /// Valid stage array (or null / 0).
+    pub unsafe fn stages_are_bindless(&self, stages: *const vk::PipelineShaderStageCreateInfo, count: u32) -> bool {
+        if stages.is_null() || count == 0 {
+            return false;
+        }
+        std::slice::from_raw_parts(stages, count as usize).iter().any(|s| self.stage_is_bindless(s))
+    }
+
+    /// # Safety
+    /// `libs` null or a valid VkPipelineLibraryCreateInfoKHR.
+    pub unsafe fn libraries_are_bindless(&self, libs: *const vk::PipelineLibraryCreateInfoKHR) -> bool {
+        let Some(l) = libs.as_ref() else { return false };
+        if l.p_libraries.is_null() {
+            return false;
+        }
+        std::slice::from_raw_parts(l.p_libraries, l.library_count as usize).iter().any(|p| self.pipelines.contains_key(&p.as_raw()))
+    }
+
+    /// Records one created pipeline.
+    pub fn record_pipeline(&self, hook: &str, pipeline: vk::Pipeline, layout: vk::PipelineLayout, bindless: bool) {
+        if !bindless || pipeline == vk::Pipeline::null() {
+            return;
+        }
+        if !self.layout_has_table(layout) {
+            log_error!(
+                "{hook}: device '{}': pipeline {pipeline:?} uses bindless textures but its layout {layout:?} has no descriptor table at set {} (it uses all of the device's descriptor sets, or was not created through the layer); the table cannot be bound for it",
+                self.name,
+                self.table.config.set
+            );
+            return;
+        }
+        self.retain_layout(layout);
+        self.pipelines.insert(pipeline.as_raw(), layout);
+        log_debug!("{hook}: device '{}': pipeline {pipeline:?} (layout {layout:?}) uses the bindless table", self.name);
+    }
+}
+
+/// The pipeline-library info in a pNext chain.
+///
+/// # Safety
+/// `p_next` a valid chain.
+pub unsafe fn library_info(p_next: *const c_void) -> *const vk::PipelineLibraryCreateInfoKHR<'static> {
+    pnext::find::<vk::PipelineLibraryCreateInfoKHR>(p_next, S::PIPELINE_LIBRARY_CREATE_INFO_KHR).map_or(std::ptr::null(), |l| l as *const _)
+}
+
+pub unsafe extern "system" fn destroy_pipeline(device: vk::Device, pipeline: vk::Pipeline, p_allocator: *const vk::AllocationCallbacks) {
+    guard("vkDestroyPipeline", (), || unsafe {
+        let Some(b) = bindless_device(device) else { return };
+        let layout = b.pipelines.remove(&pipeline.as_raw()).map(|(_, l)| l);
+        if let Some(f) = b.next.destroy_pipeline {
+            f(device, pipeline, p_allocator);
+        }
+        if let Some(l) = layout {
+            b.release_layout(l);
+        }
+    })
+}
+
+pub unsafe extern "system" fn destroy_shader_module(device: vk::Device, module: vk::ShaderModule, p_allocator: *const vk::AllocationCallbacks) {
+    guard("vkDestroyShaderModule", (), || unsafe {
+        let Some(b) = bindless_device(device) else { return };
+        b.modules.remove(&module.as_raw());
+        if let Some(f) = b.next.destroy_shader_module {
+            f(device, module, p_allocator);
+        }
+    })
+}
