@@ -2,10 +2,10 @@
 //! shader-rewrite/tests/fuzz_bounded.rs).
 //!
 //! Input: little-endian 32-bit words (a trailing partial word is dropped), i.e. a `.spv` file
-//! as-is; seeds are the assembled dxil-spirv corpus (fuzz/seed.sh). Every input is rewritten
-//! under both option sets (default = every optional device feature; `Target::core()` =
-//! Vulkan 1.0 only, which takes the 8/16/64-bit emulation paths and lowers every 8/16-bit
-//! storage capability).
+//! as-is; seeds are the assembled test corpora (fuzz/seed.sh). Every input is rewritten under
+//! three option sets (default = every optional device feature; `Target::core()` = Vulkan 1.0
+//! only, which takes the 8/16/64-bit emulation paths and lowers every 8/16-bit storage
+//! capability; default + a bindless descriptor table, which lowers SPV_NV_bindless_texture).
 //!
 //! Properties: no panic, and on `Ok`:
 //! - the output has the 5-word header with the SPIR-V magic;
@@ -21,7 +21,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use shader_rewrite::module::{Module, HEADER_WORDS, MAGIC};
-use shader_rewrite::{rewrite, Options, SmallStorage, Target};
+use shader_rewrite::{rewrite, BindlessTable, Options, SmallStorage, Target};
 
 fn check(words: &[u32], options: &Options) {
     let Ok(out) = rewrite(words, options) else { return };
@@ -62,4 +62,14 @@ fuzz_target!(|data: &[u8]| {
     check(&words, &Options::default());
     let core = Target::core();
     check(&words, &Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() });
+    let table = BindlessTable {
+        set: 7,
+        sampled_images_binding: 0,
+        sampled_images_count: 64,
+        storage_images_binding: 1,
+        storage_images_count: 8,
+        samplers_binding: 2,
+        samplers_count: 4,
+    };
+    check(&words, &Options { bindless: Some(table), ..Options::default() });
 });

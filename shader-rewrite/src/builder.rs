@@ -194,6 +194,19 @@ impl<'m> Builder<'m> {
         self.constant(t, &[v.to_bits()])
     }
 
+    /// An OpConstantComposite of type `ty` with constituents `parts` (found or added).
+    pub fn constant_composite(&mut self, ty: u32, parts: &[u32]) -> u32 {
+        let mut key = vec![u32::MAX - 1]; // cannot collide with an OpConstant's literal words
+        key.extend_from_slice(parts);
+        if let Some(&id) = self.consts.get(&(ty, key.clone())) {
+            return id;
+        }
+        let id = self.id();
+        self.add_global(Inst::new(op::CONSTANT_COMPOSITE, ty, id, parts.to_vec()));
+        self.consts.insert((ty, key), id);
+        id
+    }
+
     /// A u32 scalar (`n` = 1) or an OpConstantComposite splat of `v` over `n` components.
     pub fn c_u32_splat(&mut self, v: u32, n: u32) -> u32 {
         let c = self.c_u32(v);

@@ -100,6 +100,17 @@ pub mod op {
     pub const DECORATE_STRING: u32 = 5632;
     pub const MEMBER_DECORATE_STRING: u32 = 5633;
     pub const RAW_ACCESS_CHAIN_NV: u32 = 5398;
+    pub const UNDEF: u32 = 1;
+    pub const TYPE_IMAGE: u32 = 25;
+    pub const TYPE_SAMPLER: u32 = 26;
+    pub const TYPE_SAMPLED_IMAGE: u32 = 27;
+    pub const IMAGE_TEXEL_POINTER: u32 = 60;
+    pub const COMPOSITE_INSERT: u32 = 82;
+    pub const SAMPLED_IMAGE: u32 = 86;
+    pub const IMAGE: u32 = 100;
+    pub const COPY_LOGICAL: u32 = 400;
+    /// SPV_NV_bindless_texture: belongs right after OpMemoryModel (its "Logical Layout" change).
+    pub const SAMPLER_IMAGE_ADDRESSING_MODE_NV: u32 = 5397;
 }
 
 /// Operand words, stored inline up to 6 (almost every instruction a pass emits): the
@@ -169,6 +180,45 @@ impl Inst {
         }
         out.extend_from_slice(&self.ops);
     }
+}
+
+/// How many operands (after the result type and result id) of an instruction with opcode `op`
+/// are certainly ids: those before its first literal, enumerant or optional operand (all of them
+/// when the rest are a list of ids). From rspirv's grammar, built once.
+pub fn leading_id_operands(op: u32) -> usize {
+    static TABLE: OnceLock<Vec<u8>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = vec![0u8; 1 << 16];
+        for inst in INSTRUCTION_TABLE.iter() {
+            let mut n = 0u8;
+            for operand in inst.operands.iter() {
+                match (operand.kind, operand.quantifier) {
+                    (OperandKind::IdResultType | OperandKind::IdResult, _) => {}
+                    (OperandKind::IdRef | OperandKind::IdScope | OperandKind::IdMemorySemantics, OperandQuantifier::One) => n = n.saturating_add(1),
+                    (OperandKind::IdRef, OperandQuantifier::ZeroOrMore) => {
+                        n = u8::MAX;
+                        break;
+                    }
+                    _ => break,
+                }
+            }
+            t[inst.opcode as u32 as usize] = n;
+        }
+        t
+    });
+    match table.get(op as usize).copied().unwrap_or(0) {
+        u8::MAX => usize::MAX,
+        n => n as usize,
+    }
+}
+
+/// `OpName` of an opcode, for error messages.
+pub fn opcode_name(opcode: u32) -> String {
+    INSTRUCTION_TABLE
+        .iter()
+        .find(|i| i.opcode as u32 == opcode)
+        .map(|i| format!("Op{}", i.opname))
+        .unwrap_or_else(|| format!("opcode {opcode}"))
 }
 
 /// Decodes a literal string operand (nul-terminated, packed little-endian into words).
@@ -319,7 +369,7 @@ impl Module {
                 op::CAPABILITY => m.capabilities.push(inst),
                 op::EXTENSION => m.extensions.push(inst),
                 op::EXT_INST_IMPORT => m.ext_inst_imports.push(inst),
-                op::MEMORY_MODEL => m.memory_model.push(inst),
+                op::MEMORY_MODEL | op::SAMPLER_IMAGE_ADDRESSING_MODE_NV => m.memory_model.push(inst),
                 op::ENTRY_POINT => m.entry_points.push(inst),
                 op::EXECUTION_MODE | op::EXECUTION_MODE_ID => m.execution_modes.push(inst),
                 op::SOURCE_CONTINUED | op::SOURCE | op::SOURCE_EXTENSION | op::NAME | op::MEMBER_NAME | op::STRING

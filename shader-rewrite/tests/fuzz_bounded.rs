@@ -1,14 +1,15 @@
 //! Bounded mutation fuzzing of the rewriter (runs in the default test command; the open-ended
 //! variant is the cargo-fuzz target in fuzz/). Seeds: the dxil-spirv corpus. Mutations: bit
 //! flips, word overwrites with interesting values, truncation, word insertion/deletion,
-//! instruction-header corruption. Seeds: the dxil-spirv corpus and the 8/16-bit storage modules
-//! (tests/corpus/small-storage). Properties: no panic (and no hang: every call is bounded by
+//! instruction-header corruption. Seeds: the dxil-spirv corpus, the 8/16-bit storage modules
+//! (tests/corpus/small-storage) and the SPV_NV_bindless_texture modules (tests/corpus/bindless,
+//! lowered under the third option set). Properties: no panic (and no hang: every call is bounded by
 //! the input size), and when a mutated input is valid SPIR-V and the rewrite succeeds, the
 //! output is valid too (checked on a sample, since spirv-val is a process per module).
 //! `POLYFILL_FUZZ_ITERS` sets the number of mutations (default 20000); `POLYFILL_FUZZ_TRACE=FILE`
 //! writes each input to FILE before rewriting it (to catch one that aborts the process).
 mod common;
-use shader_rewrite::{rewrite, Options, SmallStorage, Target};
+use shader_rewrite::{rewrite, BindlessTable, Options, SmallStorage, Target};
 
 struct Rng(u64);
 impl Rng {
@@ -25,7 +26,7 @@ impl Rng {
 
 fn seeds() -> Vec<Vec<u32>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
-    let mut v: Vec<_> = ["dxil-spirv-raw-access", "small-storage"]
+    let mut v: Vec<_> = ["dxil-spirv-raw-access", "small-storage", "bindless"]
         .iter()
         .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
         .filter_map(|e| e.ok())
@@ -63,14 +64,27 @@ fn mutated_modules_never_panic_and_valid_inputs_give_valid_outputs() {
     let seeds = seeds();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let core = Target::core();
-    let options = [Options::default(), Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() }];
+    let table = BindlessTable {
+        set: 7,
+        sampled_images_binding: 0,
+        sampled_images_count: 64,
+        storage_images_binding: 1,
+        storage_images_count: 8,
+        samplers_binding: 2,
+        samplers_count: 4,
+    };
+    let options = [
+        Options::default(),
+        Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() },
+        Options { bindless: Some(table), ..Options::default() },
+    ];
     let (mut ok, mut err, mut checked) = (0, 0, 0);
     // POLYFILL_FUZZ_TRACE=FILE: write each input there before rewriting it.
     let trace = std::env::var_os("POLYFILL_FUZZ_TRACE");
     for i in 0..iters {
         let mut words = seeds[i % seeds.len()].clone();
         mutate(&mut rng, &mut words);
-        let o = &options[i % 2];
+        let o = &options[i % options.len()];
         if let Some(path) = &trace {
             // Aborts (stack overflow, out of memory) cannot be caught: keep the input at hand.
             std::fs::write(path, words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()).unwrap();

@@ -1,11 +1,11 @@
 //! `spirv-polyfill`: the offline rewriter.
 //!
 //!   spirv-polyfill rewrite IN.spv -o OUT.spv [--stats] [--target all|core] [--no-int8-storage]
-//!                  [--no-int16-storage] [--oob-poison 0xAB]
+//!                  [--no-int16-storage] [--oob-poison 0xAB] [--bindless-set N [--bindless-counts S,T,P]]
 //!   spirv-polyfill scan IN.spv
 use std::process::ExitCode;
 
-use shader_rewrite::{rewrite, scan, words_from_bytes, Options, SmallStorage, Target};
+use shader_rewrite::{rewrite, scan, words_from_bytes, BindlessTable, Options, SmallStorage, Target};
 
 const USAGE: &str = "usage:
   spirv-polyfill rewrite IN.spv -o OUT.spv [options]   lower emulated extensions
@@ -23,7 +23,11 @@ options for rewrite:
   --oob-poison BYTE       out-of-bounds loads caught by emulated robustness return BYTE (debug aid)
   --quirk-nonuniform-array-length
                           target returns one OpArrayLength per subgroup for non-uniform
-                          descriptor indices (lavapipe): take such lengths in a waterfall loop";
+                          descriptor indices (lavapipe): take such lengths in a waterfall loop
+  --bindless-set N        lower SPV_NV_bindless_texture onto a descriptor table in set N: binding 0
+                          = sampled images, 1 = storage images, 2 = samplers; a handle holds the
+                          image slot in bits 0..20 and the sampler slot in bits 20..32
+  --bindless-counts S,T,P descriptor counts of those arrays (default 65536,65536,4096)";
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {
@@ -49,6 +53,8 @@ fn run(args: Vec<String>) -> Result<(), String> {
     let mut output = None;
     let mut stats = false;
     let mut options = Options::default();
+    let mut bindless_set = None;
+    let mut bindless_counts = [65536, 65536, 4096];
     let mut it = args[1..].iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -75,12 +81,33 @@ fn run(args: Vec<String>) -> Result<(), String> {
             "--no-16bit-io" => options.target.storage_input_output_16 = false,
             "--quirk-nonuniform-array-length" => options.target.nonuniform_array_length_broken = true,
             "--oob-poison" => options.oob_poison = Some(parse_byte(it.next().ok_or("--oob-poison needs a byte")?)?),
+            "--bindless-set" => {
+                let n = it.next().ok_or("--bindless-set needs a set index")?;
+                bindless_set = Some(n.parse::<u32>().map_err(|_| format!("`{n}` is not a set index"))?);
+            }
+            "--bindless-counts" => {
+                let s = it.next().ok_or("--bindless-counts needs S,T,P")?;
+                let v: Vec<u32> = s.split(',').map(|c| c.trim().parse::<u32>()).collect::<Result<_, _>>().map_err(|_| format!("`{s}` is not S,T,P"))?;
+                bindless_counts = v.try_into().map_err(|_| format!("`{s}`: --bindless-counts takes three counts"))?;
+                if bindless_counts.contains(&0) {
+                    return Err("--bindless-counts: counts must be at least 1".into());
+                }
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}")),
             s => input = Some(s.to_string()),
         }
     }
     options.emulate_storage = SmallStorage::missing_from(&options.target);
+    options.bindless = bindless_set.map(|set| BindlessTable {
+        set,
+        sampled_images_binding: 0,
+        sampled_images_count: bindless_counts[0],
+        storage_images_binding: 1,
+        storage_images_count: bindless_counts[1],
+        samplers_binding: 2,
+        samplers_count: bindless_counts[2],
+    });
     let input = input.ok_or(USAGE)?;
     let bytes = std::fs::read(&input).map_err(|e| format!("{input}: {e}"))?;
     let words = words_from_bytes(&bytes).map_err(|e| format!("{input}: {e}"))?;
@@ -88,6 +115,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
         "scan" => {
             let s = scan(&words).map_err(|e| format!("{input}: {e}"))?;
             println!("{input}: RawAccessChainsNV {}", if s.raw_access_chains { "yes" } else { "no" });
+            println!("{input}: BindlessTextureNV {}", if s.bindless_texture { "yes" } else { "no" });
             let caps = s.small_storage.names();
             println!("{input}: 8/16-bit storage {}", if caps.is_empty() { "none".to_string() } else { caps.join(", ") });
             Ok(())

@@ -1,5 +1,7 @@
 //! Helpers the passes share.
-use crate::module::{op, Inst};
+use rustc_hash::FxHashSet as HashSet;
+
+use crate::module::{op, Function, Inst, Module};
 
 /// Memory operand bit Aligned (SPIR-V spec 3.26).
 pub const MEM_ALIGNED: u32 = 0x2;
@@ -34,3 +36,100 @@ pub fn pointer_operands(inst: &Inst) -> Vec<(usize, u32)> {
     }
 }
 
+/// Drops names and decorations that target ids no longer defined.
+pub fn forget_ids(m: &mut Module, gone: &HashSet<u32>) {
+    if gone.is_empty() {
+        return;
+    }
+    m.debug.retain(|d| !(matches!(d.op, op::NAME | op::MEMBER_NAME) && d.ops.first().is_some_and(|id| gone.contains(id))));
+    m.annotations.retain(|a| {
+        !(matches!(a.op, op::DECORATE | op::MEMBER_DECORATE | op::DECORATE_ID | op::DECORATE_STRING | op::MEMBER_DECORATE_STRING)
+            && a.ops.first().is_some_and(|id| gone.contains(id)))
+    });
+}
+
+/// Ids a global refers to: its type and every operand word that may name a global. The literal
+/// operands of the common types and constants are skipped; other literals may alias ids, which
+/// only keeps more alive, never breaks order.
+fn refs(g: &Inst) -> impl Iterator<Item = u32> + '_ {
+    let ids = match g.op {
+        op::TYPE_INT | op::TYPE_FLOAT | op::CONSTANT | op::SPEC_CONSTANT => &g.ops[..0],
+        op::TYPE_VECTOR | 24 /* OpTypeMatrix */ | op::TYPE_IMAGE => &g.ops[..1],
+        op::TYPE_POINTER => &g.ops[1..],
+        op::VARIABLE => &g.ops[1..],
+        _ => &g.ops[..],
+    };
+    std::iter::once(g.ty).chain(ids.iter().copied()).filter(|&r| r != 0)
+}
+
+/// Removes types and constants nothing refers to (a lowering's old types may still need the
+/// capabilities it removed), and globals with an opcode in `also_removable` nothing refers to.
+pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
+    let is_removable = |g: &Inst| {
+        matches!(g.op, op::TYPE_STRUCT | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY | op::TYPE_POINTER | op::TYPE_VECTOR | op::TYPE_INT | op::TYPE_FLOAT | 24)
+            || matches!(g.op, op::CONSTANT | op::CONSTANT_COMPOSITE | op::CONSTANT_NULL | op::CONSTANT_TRUE | op::CONSTANT_FALSE)
+            || also_removable.contains(&g.op)
+    };
+    let mut live: HashSet<u32> = HashSet::default();
+    let mut work: Vec<u32> = vec![];
+    let mut mark = |id: u32, work: &mut Vec<u32>| {
+        if live.insert(id) {
+            work.push(id);
+        }
+    };
+    for f in &m.functions {
+        for i in std::iter::once(&f.def).chain(f.params.iter()).chain(f.blocks.iter().flat_map(|b| b.insts.iter())) {
+            for r in refs(i) {
+                mark(r, &mut work);
+            }
+        }
+    }
+    for i in m.entry_points.iter().chain(m.execution_modes.iter()) {
+        for &r in &i.ops {
+            mark(r, &mut work);
+        }
+    }
+    for a in m.annotations.iter().filter(|a| a.op == op::DECORATE_ID) {
+        for &r in a.ops.iter().skip(2) {
+            mark(r, &mut work);
+        }
+    }
+    for g in m.globals.iter().filter(|g| !is_removable(g)) {
+        mark(g.id, &mut work);
+    }
+    let index = m.global_index();
+    while let Some(id) = work.pop() {
+        if let Some(&n) = index.get(&id) {
+            let g = &m.globals[n];
+            for r in refs(g) {
+                if live.insert(r) {
+                    work.push(r);
+                }
+            }
+        }
+    }
+    let dead: HashSet<u32> = m.globals.iter().filter(|g| is_removable(g) && !live.contains(&g.id)).map(|g| g.id).collect();
+    m.globals.retain(|g| !dead.contains(&g.id));
+    forget_ids(m, &dead);
+}
+
+/// Ids of the functions `root`'s call tree reaches (itself included). From SPIR-V 1.4 on, an
+/// OpEntryPoint's interface lists every global variable its call tree references (SPIR-V spec
+/// 2.17 / OpEntryPoint), so a lowering that adds variables needs this per entry point.
+pub fn call_tree(functions: &[Function], root: u32) -> HashSet<u32> {
+    let index: rustc_hash::FxHashMap<u32, usize> = functions.iter().enumerate().map(|(n, f)| (f.def.id, n)).collect();
+    let mut seen: HashSet<u32> = HashSet::default();
+    let mut work = vec![root];
+    while let Some(id) = work.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let Some(&n) = index.get(&id) else { continue };
+        for inst in functions[n].blocks.iter().flat_map(|b| b.insts.iter()) {
+            if inst.op == op::FUNCTION_CALL && !inst.ops.is_empty() && !seen.contains(&inst.ops[0]) {
+                work.push(inst.ops[0]);
+            }
+        }
+    }
+    seen
+}

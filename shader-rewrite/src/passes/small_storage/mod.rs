@@ -20,7 +20,7 @@ use crate::ops;
 use crate::stats::Stats;
 use crate::target::{Options, SmallStorage};
 
-use super::util::{pointer_operands, split_memory_operands, MEM_ALIGNED};
+use super::util::{forget_ids, pointer_operands, split_memory_operands, sweep_dead_globals, MEM_ALIGNED};
 
 mod blocks;
 mod io;
@@ -88,7 +88,7 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
         }
     }
     order_globals(m);
-    sweep_dead_globals(m);
+    sweep_dead_globals(m, &[]);
     legalize::legalize(m, &exact, stats)?;
     Ok(())
 }
@@ -96,18 +96,6 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
 fn add_cap(b: &mut Builder, cap: u32, extension: &str) {
     b.m.add_capability(cap);
     b.m.add_extension(extension);
-}
-
-/// Drops names and decorations that target ids no longer defined.
-pub(super) fn forget_ids(m: &mut Module, gone: &HashSet<u32>) {
-    if gone.is_empty() {
-        return;
-    }
-    m.debug.retain(|d| !(matches!(d.op, op::NAME | op::MEMBER_NAME) && d.ops.first().is_some_and(|id| gone.contains(id))));
-    m.annotations.retain(|a| {
-        !(matches!(a.op, op::DECORATE | op::MEMBER_DECORATE | op::DECORATE_ID | op::DECORATE_STRING | op::MEMBER_DECORATE_STRING)
-            && a.ops.first().is_some_and(|id| gone.contains(id)))
-    });
 }
 
 /// Moves each variable that was retyped to a type declared after it to just after that type.
@@ -124,60 +112,4 @@ fn order_globals(m: &mut Module) {
         }
         i += 1;
     }
-}
-
-/// Ids a global refers to: its type and every operand word that names a global (literals may
-/// alias ids; that only keeps more alive or waits longer, never breaks order).
-fn refs(g: &Inst) -> impl Iterator<Item = u32> + '_ {
-    std::iter::once(g.ty).chain(g.ops.iter().copied()).filter(|&r| r != 0)
-}
-
-/// Removes types and constants nothing refers to (the lowered blocks' types would still need
-/// the removed capabilities).
-fn sweep_dead_globals(m: &mut Module) {
-    let is_removable = |g: &Inst| {
-        matches!(g.op, op::TYPE_STRUCT | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY | op::TYPE_POINTER | op::TYPE_VECTOR | op::TYPE_INT | op::TYPE_FLOAT | 24)
-            || matches!(g.op, op::CONSTANT | op::CONSTANT_COMPOSITE | op::CONSTANT_NULL | op::CONSTANT_TRUE | op::CONSTANT_FALSE)
-    };
-    let mut live: HashSet<u32> = HashSet::default();
-    let mut work: Vec<u32> = vec![];
-    let mut mark = |id: u32, work: &mut Vec<u32>| {
-        if live.insert(id) {
-            work.push(id);
-        }
-    };
-    for f in &m.functions {
-        for i in std::iter::once(&f.def).chain(f.params.iter()).chain(f.blocks.iter().flat_map(|b| b.insts.iter())) {
-            for r in refs(i) {
-                mark(r, &mut work);
-            }
-        }
-    }
-    for i in m.entry_points.iter().chain(m.execution_modes.iter()) {
-        for &r in &i.ops {
-            mark(r, &mut work);
-        }
-    }
-    for a in m.annotations.iter().filter(|a| a.op == op::DECORATE_ID) {
-        for &r in a.ops.iter().skip(2) {
-            mark(r, &mut work);
-        }
-    }
-    for g in m.globals.iter().filter(|g| !is_removable(g)) {
-        mark(g.id, &mut work);
-    }
-    let index = m.global_index();
-    while let Some(id) = work.pop() {
-        if let Some(&n) = index.get(&id) {
-            let g = &m.globals[n];
-            for r in refs(g) {
-                if live.insert(r) {
-                    work.push(r);
-                }
-            }
-        }
-    }
-    let dead: HashSet<u32> = m.globals.iter().filter(|g| is_removable(g) && !live.contains(&g.id)).map(|g| g.id).collect();
-    m.globals.retain(|g| !dead.contains(&g.id));
-    forget_ids(m, &dead);
 }
