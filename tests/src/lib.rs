@@ -9,7 +9,10 @@
 //! - [`samples`]: raw-access-chain compute shaders with CPU references (shared by tests and
 //!   the demo).
 //! - [`small_storage`]: generated 8/16-bit storage shaders, run natively and force-emulated.
+//! - [`bindless`]: SPV_NV_bindless_texture shaders on VK_NVX_image_view_handle handles through
+//!   the layer, with CPU references.
 
+pub mod bindless;
 pub mod child;
 pub mod graphics;
 pub mod layer;

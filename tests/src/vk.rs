@@ -41,7 +41,15 @@ pub struct ContextOptions {
     /// Request `storageInputOutput16` in `vkCreateDevice` (lavapipe lacks it; through the layer
     /// it is emulated). Default false.
     pub storage_input_output_16: bool,
+    /// Request the descriptor-indexing features a bindless table needs (non-uniform indexing
+    /// of sampled/storage image arrays, update-after-bind and partially-bound image bindings,
+    /// runtime descriptor arrays). Default false: the layer must turn on what its own
+    /// descriptor table needs.
+    pub bindless_features: bool,
 }
+
+/// The extension through which applications get bindless texture handles.
+pub const IMAGE_VIEW_HANDLE_EXT: &str = "VK_NVX_image_view_handle";
 
 impl Default for ContextOptions {
     fn default() -> Self {
@@ -55,6 +63,7 @@ impl Default for ContextOptions {
             layer_settings: Vec::new(),
             api_version: vk::API_VERSION_1_3,
             storage_input_output_16: false,
+            bindless_features: false,
         }
     }
 }
@@ -76,6 +85,15 @@ impl ContextOptions {
             raw_access_chains_feature: true,
             ..Self::default()
         }
+    }
+    /// Our layer enabled, `VK_NVX_image_view_handle` enabled (SPV_NV_bindless_texture shaders).
+    pub fn bindless() -> Self {
+        ContextOptions { enable_layer: true, device_extensions: vec![IMAGE_VIEW_HANDLE_EXT.to_string()], ..Self::default() }
+    }
+    /// Builder: request the descriptor-indexing features of [`ContextOptions::bindless_features`].
+    pub fn bindless_features(mut self, on: bool) -> Self {
+        self.bindless_features = on;
+        self
     }
     /// Builder: also enable the validation layer below ours.
     pub fn validation(mut self, on: bool) -> Self {
@@ -475,6 +493,8 @@ impl Context {
             // Fixed-size descriptor arrays indexed dynamically (capability
             // StorageBufferArrayDynamicIndexing in the matrix and corpus modules).
             shader_storage_buffer_array_dynamic_indexing: b(options.enable_optional_features && sup.shader_storage_buffer_array_dynamic_indexing == vk::TRUE),
+            shader_sampled_image_array_dynamic_indexing: b(options.bindless_features && sup.shader_sampled_image_array_dynamic_indexing == vk::TRUE),
+            shader_storage_image_array_dynamic_indexing: b(options.bindless_features && sup.shader_storage_image_array_dynamic_indexing == vk::TRUE),
             ..Default::default()
         };
         let mut e11 = vk::PhysicalDeviceVulkan11Features {
@@ -486,7 +506,11 @@ impl Context {
             variable_pointers_storage_buffer: b(f.variable_pointers_storage_buffer),
             ..Default::default()
         };
-        let any_indexing = f.runtime_descriptor_array || f.storage_buffer_array_non_uniform_indexing || f.uniform_buffer_array_non_uniform_indexing;
+        let bl = |x: vk::Bool32| options.bindless_features && x == vk::TRUE;
+        let any_indexing = f.runtime_descriptor_array
+            || f.storage_buffer_array_non_uniform_indexing
+            || f.uniform_buffer_array_non_uniform_indexing
+            || bl(s12.shader_sampled_image_array_non_uniform_indexing);
         let mut e12 = vk::PhysicalDeviceVulkan12Features {
             shader_int8: b(f.shader_int8),
             shader_float16: b(f.shader_float16),
@@ -495,7 +519,12 @@ impl Context {
             storage_push_constant8: b(f.storage_push_constant_8),
             buffer_device_address: b(f.buffer_device_address),
             descriptor_indexing: b(any_indexing && s12.descriptor_indexing == vk::TRUE),
-            runtime_descriptor_array: b(f.runtime_descriptor_array),
+            runtime_descriptor_array: b(f.runtime_descriptor_array || bl(s12.runtime_descriptor_array)),
+            shader_sampled_image_array_non_uniform_indexing: b(bl(s12.shader_sampled_image_array_non_uniform_indexing)),
+            shader_storage_image_array_non_uniform_indexing: b(bl(s12.shader_storage_image_array_non_uniform_indexing)),
+            descriptor_binding_sampled_image_update_after_bind: b(bl(s12.descriptor_binding_sampled_image_update_after_bind)),
+            descriptor_binding_storage_image_update_after_bind: b(bl(s12.descriptor_binding_storage_image_update_after_bind)),
+            descriptor_binding_partially_bound: b(bl(s12.descriptor_binding_partially_bound)),
             shader_storage_buffer_array_non_uniform_indexing: b(f.storage_buffer_array_non_uniform_indexing),
             shader_uniform_buffer_array_non_uniform_indexing: b(f.uniform_buffer_array_non_uniform_indexing),
             scalar_block_layout: b(f.scalar_block_layout),
