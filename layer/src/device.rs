@@ -102,6 +102,8 @@ unsafe fn create_device_impl(
     let storage_active = storage.active();
 
     let mut options = None;
+    // nullDescriptor was enabled for the bindless table's free slots.
+    let mut null_descriptor = false;
     let result = if !plans.iter().any(|p| p.d.emulated()) && !storage_emulated.any() {
         next_create(pd, p_create_info, p_allocator, p_device)
     } else {
@@ -111,8 +113,7 @@ unsafe fn create_device_impl(
             log_debug!("vkCreateDevice: pNext chain has an unknown structure (sType {}); it and what follows are passed as-is", t.as_raw());
         }
         let ours: Vec<&CStr> = plans.iter().filter(|p| p.d.emulated()).map(|p| p.ext.name()).collect();
-        let kept: Vec<&CStr> = app_exts.iter().copied().filter(|n| !ours.contains(n)).collect();
-        let kept_ptrs: Vec<*const c_char> = kept.iter().map(|n| n.as_ptr()).collect();
+        let mut kept: Vec<&CStr> = app_exts.iter().copied().filter(|n| !ours.contains(n)).collect();
         for p in plans.iter().filter(|p| p.d.emulated()) {
             for st in p.ext.feature_struct_types() {
                 chain.remove(*st);
@@ -170,8 +171,38 @@ unsafe fn create_device_impl(
                         return vk::Result::ERROR_FEATURE_NOT_PRESENT;
                     }
                 }
+                // Null descriptors for the table's free image slots (a garbage handle then reads
+                // zero instead of an unwritten descriptor).
+                let why = match bindless::null_descriptor_support(&inst, pd, &phys) {
+                    Ok(ext) => match bindless::enable_null_descriptor(&mut chain, &mut kept, ext) {
+                        Ok(added) => {
+                            null_descriptor = true;
+                            match added {
+                                Some(e) => log_info!(
+                                    "vkCreateDevice: device '{}': enabling {} (nullDescriptor) for the bindless descriptor table's free slots",
+                                    phys.name,
+                                    e.to_str().unwrap_or("?")
+                                ),
+                                None => log_info!(
+                                    "vkCreateDevice: device '{}': enabling nullDescriptor for the bindless descriptor table's free slots",
+                                    phys.name
+                                ),
+                            }
+                            None
+                        }
+                        Err(why) => Some(why),
+                    },
+                    Err(why) => Some(why),
+                };
+                if let Some(why) = why {
+                    log_warn!(
+                        "vkCreateDevice: device '{}': no null descriptors for the bindless table ({why}): free image slots stay unwritten, and a garbage handle naming one is undefined behaviour (may crash)",
+                        phys.name
+                    );
+                }
             }
         }
+        let kept_ptrs: Vec<*const c_char> = kept.iter().map(|n| n.as_ptr()).collect();
         let mut copy = *ci;
         copy.p_next = chain.link();
         copy.enabled_extension_count = kept_ptrs.len() as u32;
@@ -233,7 +264,7 @@ unsafe fn create_device_impl(
         get_shader_module_create_info_identifier_ext: load_device(next_gdpa, device, c"vkGetShaderModuleCreateInfoIdentifierEXT"),
     };
     let bindless = match &bindless_caps {
-        Some(caps) => match bindless::BindlessDevice::create(device, next_gdpa, &phys.name, caps) {
+        Some(caps) => match bindless::BindlessDevice::create(device, next_gdpa, &phys.name, caps, null_descriptor) {
             Ok(b) => {
                 log_info!(
                     "vkCreateDevice: device '{}': VK_NVX_image_view_handle emulated; the table is appended to every pipeline layout at set {} and bound before work with bindless pipelines",

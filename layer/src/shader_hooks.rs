@@ -345,20 +345,14 @@ pub unsafe extern "system" fn create_shaders_ext(
         let infos = std::slice::from_raw_parts(p_infos, count as usize);
         let mut codes: Vec<Vec<u32>> = Vec::new();
         let mut copies: Option<Vec<vk::ShaderCreateInfoEXT>> = None;
+        // Bindless (decided on the application's code, before the rewrite lowers it).
+        let bindless: Vec<bool> = infos
+            .iter()
+            .map(|info| dev.bindless.is_some() && info.code_type == vk::ShaderCodeTypeEXT::SPIRV && code_uses_bindless(info.p_code, info.code_size))
+            .collect();
         for (i, info) in infos.iter().enumerate() {
             if info.code_type != vk::ShaderCodeTypeEXT::SPIRV {
                 continue; // binary code: created from previously rewritten SPIR-V
-            }
-            if dev.bindless.is_some() && code_uses_bindless(info.p_code, info.code_size) {
-                // The table would have to be appended to the shader's set layouts and bound
-                // before draws with shader objects: not implemented; fail clearly instead of
-                // handing the driver a shader that reads an unbound set.
-                log_error!(
-                    "{HOOK}: device '{}': shader object {i} uses bindless textures (SPV_NV_bindless_texture); bindless shader objects are not supported by the layer yet (use pipelines); returning {REWRITE_FAILED:?}",
-                    dev.name
-                );
-                null_out(p_shaders, count);
-                return REWRITE_FAILED;
             }
             match prepare(&dev, HOOK, info.p_code, info.code_size) {
                 Prepared::PassThrough => {}
@@ -374,8 +368,44 @@ pub unsafe extern "system" fn create_shaders_ext(
                 }
             }
         }
-        let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
-        next(device, count, p, p_allocator, p_shaders)
+        let Some(b) = dev.bindless.as_ref() else {
+            let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
+            return next(device, count, p, p_allocator, p_shaders);
+        };
+        // Bindless device: every shader's set layouts padded to the table (as pipeline layouts
+        // are); bindless shaders get a layout to bind the table with.
+        let copies = copies.get_or_insert_with(|| infos.to_vec());
+        let padded = b.pad_shader_infos(HOOK, copies);
+        let mut layouts = vec![vk::PipelineLayout::null(); infos.len()];
+        for (i, c) in copies.iter().enumerate() {
+            if !bindless[i] {
+                continue;
+            }
+            if !padded.has_table[i] {
+                log_error!(
+                    "{HOOK}: device '{}': shader object {i} uses bindless textures but its {} set layouts reach the descriptor table's set {}; the table cannot be bound for it",
+                    dev.name,
+                    c.set_layout_count,
+                    b.table.config.set
+                );
+                continue;
+            }
+            match b.create_shader_layout(c) {
+                Ok(l) => layouts[i] = l,
+                Err(e) => {
+                    log_error!("{HOOK}: device '{}': cannot create the pipeline layout for bindless shader object {i}: {e:?}", dev.name);
+                    layouts.iter().for_each(|&l| b.destroy_shader_layout(l));
+                    null_out(p_shaders, count);
+                    return e;
+                }
+            }
+        }
+        let r = next(device, count, copies.as_ptr(), p_allocator, p_shaders);
+        drop(padded);
+        // Handles are written for the shaders that were created, also on some failures
+        // (VK_ERROR_INCOMPATIBLE_SHADER_BINARY_EXT); the others are null.
+        b.record_shaders(HOOK, &layouts, p_shaders);
+        r
     })
 }
 

@@ -46,6 +46,9 @@ pub struct ContextOptions {
     /// runtime descriptor arrays). Default false: the layer must turn on what its own
     /// descriptor table needs.
     pub bindless_features: bool,
+    /// Enable `VK_EXT_shader_object` and chain `VkPhysicalDeviceShaderObjectFeaturesEXT {
+    /// shaderObject = TRUE }` into `vkCreateDevice`. Default false.
+    pub shader_object: bool,
 }
 
 /// The extension through which applications get bindless texture handles.
@@ -64,6 +67,7 @@ impl Default for ContextOptions {
             api_version: vk::API_VERSION_1_3,
             storage_input_output_16: false,
             bindless_features: false,
+            shader_object: false,
         }
     }
 }
@@ -93,6 +97,11 @@ impl ContextOptions {
     /// Builder: request the descriptor-indexing features of [`ContextOptions::bindless_features`].
     pub fn bindless_features(mut self, on: bool) -> Self {
         self.bindless_features = on;
+        self
+    }
+    /// Builder: enable `VK_EXT_shader_object` with its `shaderObject` feature.
+    pub fn shader_object(mut self, on: bool) -> Self {
+        self.shader_object = on;
         self
     }
     /// Builder: also enable the validation layer below ours.
@@ -536,7 +545,12 @@ impl Context {
 
         let prio = [1.0f32];
         let qci = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&prio)];
-        let ext_c = cstrings(&options.device_extensions)?;
+        let mut so = vk::PhysicalDeviceShaderObjectFeaturesEXT::default().shader_object(true);
+        let mut exts = options.device_extensions.clone();
+        if options.shader_object && !exts.iter().any(|e| e == "VK_EXT_shader_object") {
+            exts.push("VK_EXT_shader_object".to_string());
+        }
+        let ext_c = cstrings(&exts)?;
         let ext_p: Vec<*const i8> = ext_c.iter().map(|c| c.as_ptr()).collect();
         let mut dci = vk::DeviceCreateInfo::default()
             .queue_create_infos(&qci)
@@ -546,6 +560,9 @@ impl Context {
             .push_next(&mut e12);
         if options.raw_access_chains_feature {
             dci = dci.push_next(&mut raw);
+        }
+        if options.shader_object {
+            dci = dci.push_next(&mut so);
         }
         let device = unsafe { instance.create_device(pd, &dci, None) }
             .map_err(|e| format!("vkCreateDevice (extensions {:?}, rawAccessChains feature {}): {e:?}", options.device_extensions, options.raw_access_chains_feature))?;

@@ -873,8 +873,18 @@ pub fn garbage_handles(ctx: &Context, pattern: Option<u32>) -> Result<(), String
         .collect();
     let hbuf = scope.buffer_with(&encode(HandleKind::U32, &hs))?;
     let out = scope.buffer(n * 32)?;
+    out.fill(0xCD);
     let w = shaders::sample_many(HandleKind::U32, false, 6).assemble()?;
-    dispatch(&mut scope, &w, &[hbuf.whole(0, SSBO), out.whole(1, SSBO)], &[], [(n / 16) as u32, 1, 1])
+    dispatch(&mut scope, &w, &[hbuf.whole(0, SSBO), out.whole(1, SSBO)], &[], [(n / 16) as u32, 1, 1])?;
+    // No handle was taken: every slot holds the filler, a null descriptor (nullDescriptor, which
+    // lavapipe has): sample and fetch read zero (alpha 0 or 1, VK_EXT_robustness2).
+    let got = vec4s(&out.read());
+    for (i, v) in got.iter().enumerate() {
+        if v[0] != 0.0 || v[1] != 0.0 || v[2] != 0.0 || (v[3] != 0.0 && v[3] != 1.0) {
+            return Err(format!("garbage handle {:#010x}: out[{i}] = {v:?}, expected zero (null descriptor)", hs[i / 2].0));
+        }
+    }
+    Ok(())
 }
 
 /// A native (no layer, no bindless) shader sampling `textures[p.tex]` with `samplers[p.smp]`

@@ -18,6 +18,7 @@
 pub mod cases;
 pub mod gpu;
 pub mod shaders;
+pub mod shader_object;
 
 use crate::vk::Context;
 use ash::vk;

@@ -133,7 +133,13 @@ pub unsafe extern "system" fn destroy_image_view(device: vk::Device, view: vk::I
     guard("vkDestroyImageView", (), || unsafe {
         let Some(b) = bindless_device(device) else { return };
         if view != vk::ImageView::null() {
-            let n = b.slots.lock().unwrap_or_else(|e| e.into_inner()).release_view(view.as_raw());
+            // Refill the freed slots before unlocking (and before the view is destroyed): no
+            // other thread can take them meanwhile, and no descriptor names a dead view.
+            let mut slots = b.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let r = slots.release_view(view.as_raw());
+            b.refill(&r.freed);
+            drop(slots);
+            let n = r.keys;
             if n > 0 {
                 log_debug!("vkDestroyImageView: device '{}': view {view:?}: released {n} bindless handle(s)", b.name);
             }
@@ -148,7 +154,11 @@ pub unsafe extern "system" fn destroy_sampler(device: vk::Device, sampler: vk::S
     guard("vkDestroySampler", (), || unsafe {
         let Some(b) = bindless_device(device) else { return };
         if sampler != vk::Sampler::null() {
-            let n = b.slots.lock().unwrap_or_else(|e| e.into_inner()).release_sampler(sampler.as_raw());
+            let mut slots = b.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let r = slots.release_sampler(sampler.as_raw());
+            b.refill(&r.freed);
+            drop(slots);
+            let n = r.keys;
             if n > 0 {
                 log_debug!("vkDestroySampler: device '{}': sampler {sampler:?}: released {n} bindless handle(s)", b.name);
             }

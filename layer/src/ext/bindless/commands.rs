@@ -1,7 +1,10 @@
 //! Binding the table before work that needs it.
 //!
 //! Per command buffer and bind point the layer knows the bound bindless pipeline's layout (or
-//! that the bound pipeline is not bindless) and the layout it last bound the table with. Before
+//! that the bound pipeline is not bindless), the layouts of bindless shader objects bound to
+//! the bind point's stages (VK_EXT_shader_object; see shader_objects.rs), and the layout it last
+//! bound the table with. Binding a pipeline unbinds the bind point's shader objects and binding
+//! shader objects unbinds its pipeline (VK_EXT_shader_object), so either decides the layout. Before
 //! a draw / dispatch / trace whose bound pipeline is bindless, if the table is not known to be
 //! bound compatibly, it calls the next layer's vkCmdBindDescriptorSets(bind point, *the
 //! pipeline's own layout*, reserved set, [table]). Using the pipeline's layout matters: the
@@ -46,11 +49,28 @@ pub fn bind_points_of_stages(stages: vk::ShaderStageFlags) -> [bool; BIND_POINTS
     [!graphics.is_empty(), stages.intersects(compute), stages.intersects(rt)]
 }
 
+/// Shader-object stages tracked per bind point: stage bit index (VERTEX 0 .. MESH_EXT 7).
+pub const SHADER_STAGES: usize = 8;
+
+/// Bind point and stage slot of a shader-object stage (one bit), if it is one.
+pub fn shader_stage_slot(stage: vk::ShaderStageFlags) -> Option<(usize, usize)> {
+    let bits = stage.as_raw();
+    if bits.count_ones() != 1 || bits.trailing_zeros() as usize >= SHADER_STAGES {
+        return None;
+    }
+    let bp = if stage == vk::ShaderStageFlags::COMPUTE { 1 } else { 0 };
+    Some((bp, bits.trailing_zeros() as usize))
+}
+
 /// One bind point's state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Point {
-    /// Layout of the bound pipeline when it is bindless (and its layout has the table).
+    /// The layout to bind the table with for the bound work: the bound pipeline's layout when
+    /// it is bindless (and its layout has the table), else that of the first bound bindless
+    /// shader object.
     pub pipeline_layout: Option<u64>,
+    /// Per shader-object stage: the layer's layout of the bindless shader bound there.
+    pub shader_layouts: [Option<u64>; SHADER_STAGES],
     /// The layout the table was last bound with, while no application bind may have disturbed it.
     pub table_layout: Option<u64>,
 }
@@ -62,8 +82,18 @@ pub struct CbState {
 }
 
 impl CbState {
+    /// A pipeline was bound at `bp`: it replaces any shader objects bound there.
     pub fn bind_pipeline(&mut self, bp: usize, bindless_layout: Option<u64>) {
-        self.points[bp].pipeline_layout = bindless_layout;
+        let p = &mut self.points[bp];
+        p.pipeline_layout = bindless_layout;
+        p.shader_layouts = [None; SHADER_STAGES];
+    }
+    /// A shader object (or none: unbound) was bound to `stage` of `bp`; `bindless_layout` is the
+    /// layer's layout for a bindless one. Unbinds the bind point's pipeline.
+    pub fn bind_shader(&mut self, bp: usize, stage: usize, bindless_layout: Option<u64>) {
+        let p = &mut self.points[bp];
+        p.shader_layouts[stage] = bindless_layout;
+        p.pipeline_layout = p.shader_layouts.iter().find_map(|l| *l);
     }
     /// The application bound or pushed sets at `bp` with `layout` (`None`: unknown layout).
     pub fn app_bound_sets(&mut self, bp: usize, layout: Option<u64>) {
@@ -232,6 +262,40 @@ pub unsafe extern "system" fn cmd_bind_pipeline(cb: vk::CommandBuffer, bp: vk::P
                     }
                 }
             }
+        }
+    })
+}
+
+/// vkCmdBindShadersEXT: each stage's shader (null: unbound; a null `pShaders`: all unbound).
+pub unsafe extern "system" fn cmd_bind_shaders_ext(
+    cb: vk::CommandBuffer,
+    count: u32,
+    stages: *const vk::ShaderStageFlags,
+    shaders: *const vk::ShaderEXT,
+) {
+    guard("vkCmdBindShadersEXT", (), || unsafe {
+        let Some(b) = device_for(cb, "vkCmdBindShadersEXT") else { return };
+        if let Some(f) = b.next.cmd_bind_shaders_ext {
+            f(cb, count, stages, shaders);
+        }
+        if stages.is_null() || count == 0 {
+            return;
+        }
+        let stages = std::slice::from_raw_parts(stages, count as usize);
+        let layouts: Vec<Option<u64>> = (0..stages.len())
+            .map(|i| if shaders.is_null() { None } else { b.shader_layout(*shaders.add(i)).map(|l| l.as_raw()) })
+            .collect();
+        let apply = |s: &mut CbState| {
+            for (stage, l) in stages.iter().zip(&layouts) {
+                if let Some((bp, slot)) = shader_stage_slot(*stage) {
+                    s.bind_shader(bp, slot, *l);
+                }
+            }
+        };
+        if layouts.iter().any(|l| l.is_some()) {
+            b.with_cb(cb, apply);
+        } else if let Some(mut s) = b.cbs.get_mut(&cb.as_raw()) {
+            apply(&mut s);
         }
     })
 }
@@ -529,6 +593,60 @@ mod tests {
         assert_eq!(s.before_work(0), None, "no pipeline known after vkCmdExecuteCommands");
         s.bind_pipeline(0, Some(100));
         assert_eq!(s.before_work(0), Some(100));
+    }
+
+    #[test]
+    fn shader_objects() {
+        type F = vk::ShaderStageFlags;
+        let slot = |f| shader_stage_slot(f).unwrap();
+        assert_eq!(slot(F::COMPUTE), (1, 5));
+        assert_eq!(slot(F::VERTEX), (0, 0));
+        assert_eq!(slot(F::FRAGMENT), (0, 4));
+        assert_eq!(slot(F::MESH_EXT), (0, 7));
+        assert_eq!(shader_stage_slot(F::RAYGEN_KHR), None);
+        assert_eq!(shader_stage_slot(F::VERTEX | F::FRAGMENT), None);
+        let mut s = CbState::default();
+        // A bindless compute shader: the table is bound with its layout, once.
+        let (c, cs) = slot(F::COMPUTE);
+        s.bind_shader(c, cs, Some(500));
+        assert_eq!(s.before_work(1), Some(500));
+        assert_eq!(s.before_work(1), None);
+        assert_eq!(s.before_work(0), None, "graphics untouched");
+        // The application binds its sets (with its own layout): rebind.
+        s.app_bound_sets(1, Some(100));
+        assert_eq!(s.before_work(1), Some(500));
+        // Unbinding the stage (null shader): nothing to bind.
+        s.bind_shader(c, cs, None);
+        assert_eq!(s.before_work(1), None);
+        // A non-bindless pipeline replaces shaders; a bindless shader then replaces it.
+        s.bind_shader(c, cs, Some(501));
+        s.bind_pipeline(1, None);
+        assert_eq!(s.before_work(1), None, "pipeline bind unbinds the shader objects");
+        s.bind_shader(c, cs, Some(501));
+        assert_eq!(s.before_work(1), Some(501));
+        // A bindless pipeline after shaders: its layout.
+        s.bind_pipeline(1, Some(100));
+        assert_eq!(s.before_work(1), Some(100));
+        // Binding shaders unbinds the pipeline: a plain shader leaves nothing to bind.
+        s.bind_shader(c, cs, None);
+        assert_eq!(s.before_work(1), None);
+        // Graphics: any bindless stage decides; others unbinding leaves it.
+        let (g, vs) = slot(F::VERTEX);
+        let (_, fs) = slot(F::FRAGMENT);
+        s.bind_shader(g, vs, None);
+        s.bind_shader(g, fs, Some(600));
+        assert_eq!(s.before_work(0), Some(600));
+        s.bind_shader(g, vs, None);
+        assert_eq!(s.before_work(0), None, "same layout still bound");
+        s.bind_shader(g, vs, Some(601));
+        assert_eq!(s.before_work(0), Some(601), "first bindless stage's layout");
+        s.bind_shader(g, vs, None);
+        s.bind_shader(g, fs, None);
+        assert_eq!(s.before_work(0), None);
+        // vkCmdExecuteCommands forgets shaders too.
+        s.bind_shader(c, cs, Some(700));
+        s.forget_all();
+        assert_eq!(s.before_work(1), None);
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //! - Every pipeline layout gets the table appended at the reserved index ([`layouts`]); the table
 //!   is bound before each draw / dispatch / trace whose pipeline uses bindless shaders
 //!   ([`commands`], [`pipelines`]).
+//! - Shader objects (VK_EXT_shader_object) get the same padded set layouts; a bindless one gets a
+//!   layer-created pipeline layout the table is bound with after vkCmdBindShadersEXT
+//!   ([`shader_objects`], [`commands`]).
 //!
 //! All of these hooks exist only on devices where the emulation is active (the application
 //! enabled the extension, or `image_view_handle=force` / `force_enable`).
@@ -36,6 +39,7 @@ pub mod api;
 pub mod commands;
 pub mod layouts;
 pub mod pipelines;
+pub mod shader_objects;
 pub mod slots;
 pub mod table;
 
@@ -188,6 +192,77 @@ pub unsafe fn enable_features(
     Ok(added)
 }
 
+/// The extension that makes `VkPhysicalDeviceRobustness2FeaturesEXT` valid in the chain, if the
+/// application enabled one (VK_KHR_robustness2 shares the structure and its sType).
+fn robustness2_enabled(extensions: &[&CStr]) -> Option<&'static CStr> {
+    const KHR: &CStr = c"VK_KHR_robustness2";
+    if extensions.contains(&vk::EXT_ROBUSTNESS2_NAME) {
+        Some(vk::EXT_ROBUSTNESS2_NAME)
+    } else if extensions.contains(&KHR) {
+        Some(KHR)
+    } else {
+        None
+    }
+}
+
+/// Whether the physical device supports `nullDescriptor` (VK_EXT_robustness2 /
+/// VK_KHR_robustness2), and the extension to enable for it.
+///
+/// # Safety
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn null_descriptor_support(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<&'static CStr, String> {
+    const KHR: &CStr = c"VK_KHR_robustness2";
+    let ext = if phys.has_extension(vk::EXT_ROBUSTNESS2_NAME) {
+        vk::EXT_ROBUSTNESS2_NAME
+    } else if phys.has_extension(KHR) {
+        KHR
+    } else {
+        return Err("the device has neither VK_EXT_robustness2 nor VK_KHR_robustness2".into());
+    };
+    let Some(features2) = inst.features2_for_query() else {
+        return Err("cannot query features (Vulkan 1.0 instance without VK_KHR_get_physical_device_properties2)".into());
+    };
+    let mut r2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: &mut r2 as *mut _ as *mut c_void, ..Default::default() };
+    features2(pd, &mut f2);
+    if r2.null_descriptor == vk::FALSE {
+        return Err(format!("{} lacks nullDescriptor", ext.to_str().unwrap_or("?")));
+    }
+    Ok(ext)
+}
+
+/// Turns on `nullDescriptor` in a copied `VkDeviceCreateInfo` chain for the table's free slots:
+/// in the application's `VkPhysicalDeviceRobustness2FeaturesEXT` copy when chained, else in a
+/// new one, adding `extension` (from [`null_descriptor_support`]) to `enabled_extensions` when
+/// the application enabled neither robustness2 extension (the structure is only valid then).
+/// Returns the extension added, if any.
+///
+/// # Safety
+/// `chain` is a copy of a valid VkDeviceCreateInfo chain.
+pub unsafe fn enable_null_descriptor(
+    chain: &mut Chain,
+    enabled_extensions: &mut Vec<&CStr>,
+    extension: &'static CStr,
+) -> Result<Option<&'static CStr>, String> {
+    type S = vk::StructureType;
+    if let Some(r2) = chain.find_mut::<vk::PhysicalDeviceRobustness2FeaturesEXT>(S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT) {
+        r2.null_descriptor = vk::TRUE;
+        return Ok(None);
+    }
+    if chain.tail_contains(S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT) {
+        return Err("the robustness2 feature structure sits behind an unknown structure".into());
+    }
+    let added = match robustness2_enabled(enabled_extensions) {
+        Some(_) => None,
+        None => {
+            enabled_extensions.push(extension);
+            Some(extension)
+        }
+    };
+    chain.push_front(vk::PhysicalDeviceRobustness2FeaturesEXT { null_descriptor: vk::TRUE, ..Default::default() });
+    Ok(added)
+}
+
 /// Next-layer device commands the bindless hooks call.
 #[derive(Default, Clone, Copy)]
 pub struct Next {
@@ -200,9 +275,12 @@ pub struct Next {
     pub create_pipeline_layout: Option<vk::PFN_vkCreatePipelineLayout>,
     pub destroy_pipeline_layout: Option<vk::PFN_vkDestroyPipelineLayout>,
     pub destroy_image_view: Option<vk::PFN_vkDestroyImageView>,
+    pub create_sampler: Option<vk::PFN_vkCreateSampler>,
     pub destroy_sampler: Option<vk::PFN_vkDestroySampler>,
     pub destroy_pipeline: Option<vk::PFN_vkDestroyPipeline>,
     pub destroy_shader_module: Option<vk::PFN_vkDestroyShaderModule>,
+    pub destroy_shader_ext: Option<vk::PFN_vkDestroyShaderEXT>,
+    pub cmd_bind_shaders_ext: Option<vk::PFN_vkCmdBindShadersEXT>,
     pub cmd_bind_pipeline: Option<vk::PFN_vkCmdBindPipeline>,
     pub cmd_bind_descriptor_sets: Option<vk::PFN_vkCmdBindDescriptorSets>,
     pub cmd_bind_descriptor_sets2_khr: Option<vk::PFN_vkCmdBindDescriptorSets2KHR>,
@@ -236,9 +314,12 @@ impl Next {
             create_pipeline_layout: load_device(gdpa, d, c"vkCreatePipelineLayout"),
             destroy_pipeline_layout: load_device(gdpa, d, c"vkDestroyPipelineLayout"),
             destroy_image_view: load_device(gdpa, d, c"vkDestroyImageView"),
+            create_sampler: load_device(gdpa, d, c"vkCreateSampler"),
             destroy_sampler: load_device(gdpa, d, c"vkDestroySampler"),
             destroy_pipeline: load_device(gdpa, d, c"vkDestroyPipeline"),
             destroy_shader_module: load_device(gdpa, d, c"vkDestroyShaderModule"),
+            destroy_shader_ext: load_device(gdpa, d, c"vkDestroyShaderEXT"),
+            cmd_bind_shaders_ext: load_device(gdpa, d, c"vkCmdBindShadersEXT"),
             cmd_bind_pipeline: load_device(gdpa, d, c"vkCmdBindPipeline"),
             cmd_bind_descriptor_sets: load_device(gdpa, d, c"vkCmdBindDescriptorSets"),
             cmd_bind_descriptor_sets2_khr: load_device(gdpa, d, c"vkCmdBindDescriptorSets2KHR"),
@@ -274,6 +355,8 @@ pub struct BindlessDevice {
     pub modules: FxMap<u64, ()>,
     /// Bindless pipelines (and pipeline libraries) → their layout.
     pub pipelines: FxMap<u64, vk::PipelineLayout>,
+    /// Bindless shader objects → the layer-created pipeline layout the table is bound with.
+    pub shaders: FxMap<u64, vk::PipelineLayout>,
     /// Pipeline layouts created on the device.
     pub layouts: FxMap<u64, layouts::LayoutInfo>,
     /// Command-buffer binding state (only command buffers that bound a bindless pipeline).
@@ -289,9 +372,17 @@ impl BindlessDevice {
     ///
     /// # Safety
     /// `device` is live and `gdpa` is its next GetDeviceProcAddr.
-    pub unsafe fn create(device: vk::Device, gdpa: vk::PFN_vkGetDeviceProcAddr, name: &str, caps: &Caps) -> Result<BindlessDevice, String> {
+    /// `null_descriptor`: the device was created with `nullDescriptor` enabled
+    /// ([`enable_null_descriptor`]).
+    pub unsafe fn create(
+        device: vk::Device,
+        gdpa: vk::PFN_vkGetDeviceProcAddr,
+        name: &str,
+        caps: &Caps,
+        null_descriptor: bool,
+    ) -> Result<BindlessDevice, String> {
         let next = Next::load(gdpa, device);
-        let table = table::Table::create(device, &next, caps.table, name)?;
+        let table = table::Table::create(device, &next, caps.table, name, null_descriptor)?;
         let c = caps.table;
         Ok(BindlessDevice {
             device,
@@ -301,11 +392,45 @@ impl BindlessDevice {
             slots: Mutex::new(slots::Slots::new(c.sampled_images_count, c.storage_images_count, c.samplers_count)),
             modules: Default::default(),
             pipelines: Default::default(),
+            shaders: Default::default(),
             layouts: Default::default(),
             cbs: Default::default(),
             pools: Default::default(),
             exhausted_logged: AtomicBool::new(false),
         })
+    }
+
+    /// Writes the filler (null image descriptor / default sampler) back into released slots.
+    /// Call with the `slots` lock still held (the slots are on the free list already, and
+    /// another thread may take and write them as soon as the lock is released).
+    ///
+    /// # Safety
+    /// The device is live.
+    pub unsafe fn refill(&self, freed: &[slots::Freed]) {
+        let Some(update) = self.next.update_descriptor_sets else { return };
+        let t = &self.table;
+        for f in freed {
+            let (binding, slot, ty) = match *f {
+                slots::Freed::Image { kind: slots::ImageKind::Sampled, slot } => {
+                    (t.config.sampled_images_binding, slot, vk::DescriptorType::SAMPLED_IMAGE)
+                }
+                slots::Freed::Image { kind: slots::ImageKind::Storage, slot } => {
+                    (t.config.storage_images_binding, slot, vk::DescriptorType::STORAGE_IMAGE)
+                }
+                slots::Freed::Sampler { slot } => (t.config.samplers_binding, slot, vk::DescriptorType::SAMPLER),
+            };
+            let Some(info) = t.filler(ty) else { continue };
+            let w = vk::WriteDescriptorSet {
+                dst_set: t.set,
+                dst_binding: binding,
+                dst_array_element: slot,
+                descriptor_count: 1,
+                descriptor_type: ty,
+                p_image_info: &info,
+                ..Default::default()
+            };
+            update(self.device, 1, &w, 0, std::ptr::null());
+        }
     }
 
     /// At vkDestroyDevice, before calling down.
@@ -314,6 +439,7 @@ impl BindlessDevice {
     /// The device is idle and about to be destroyed.
     pub unsafe fn destroy(&self) {
         self.destroy_kept_layouts();
+        self.destroy_shader_layouts();
         self.table.destroy(self.device, &self.next);
     }
 }
@@ -360,6 +486,8 @@ pub fn device_hook(name: &[u8], next_exists: bool) -> vk::PFN_vkVoidFunction {
         b"vkDestroyPipelineLayout" => pfn!(layouts::destroy_pipeline_layout as vk::PFN_vkDestroyPipelineLayout),
         b"vkDestroyPipeline" => pfn!(pipelines::destroy_pipeline as vk::PFN_vkDestroyPipeline),
         b"vkDestroyShaderModule" => pfn!(pipelines::destroy_shader_module as vk::PFN_vkDestroyShaderModule),
+        b"vkDestroyShaderEXT" => pfn!(shader_objects::destroy_shader_ext as vk::PFN_vkDestroyShaderEXT),
+        b"vkCmdBindShadersEXT" => pfn!(commands::cmd_bind_shaders_ext as vk::PFN_vkCmdBindShadersEXT),
         b"vkCmdBindPipeline" => pfn!(commands::cmd_bind_pipeline as vk::PFN_vkCmdBindPipeline),
         b"vkCmdBindDescriptorSets" => pfn!(commands::cmd_bind_descriptor_sets as vk::PFN_vkCmdBindDescriptorSets),
         b"vkCmdBindDescriptorSets2KHR" => pfn!(commands::cmd_bind_descriptor_sets2_khr as vk::PFN_vkCmdBindDescriptorSets2KHR),
@@ -396,6 +524,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn null_descriptor_enabling() {
+        type S = vk::StructureType;
+        let ext = vk::EXT_ROBUSTNESS2_NAME;
+        // Nothing chained, extension not enabled: new struct + extension added.
+        let mut chain = unsafe { Chain::copy(std::ptr::null()) };
+        let mut exts: Vec<&CStr> = vec![vk::KHR_SWAPCHAIN_NAME];
+        assert_eq!(unsafe { enable_null_descriptor(&mut chain, &mut exts, ext) }, Ok(Some(ext)));
+        assert_eq!(exts, vec![vk::KHR_SWAPCHAIN_NAME, ext]);
+        assert_eq!(chain.s_types(), vec![S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT]);
+        let r2 = unsafe { chain.find_mut::<vk::PhysicalDeviceRobustness2FeaturesEXT>(S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT) }.unwrap();
+        assert_eq!(r2.null_descriptor, vk::TRUE);
+        // The application enabled VK_KHR_robustness2: no extension added.
+        let mut chain = unsafe { Chain::copy(std::ptr::null()) };
+        let mut exts: Vec<&CStr> = vec![c"VK_KHR_robustness2"];
+        assert_eq!(unsafe { enable_null_descriptor(&mut chain, &mut exts, ext) }, Ok(None));
+        assert_eq!(exts.len(), 1);
+        // The application chained its own struct: its copy gets the bit, nothing is added.
+        let app = vk::PhysicalDeviceRobustness2FeaturesEXT { robust_image_access2: vk::TRUE, ..Default::default() };
+        let mut chain = unsafe { Chain::copy(&app as *const _ as *const c_void) };
+        let mut exts: Vec<&CStr> = vec![ext];
+        assert_eq!(unsafe { enable_null_descriptor(&mut chain, &mut exts, ext) }, Ok(None));
+        assert_eq!(chain.s_types(), vec![S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT]);
+        let r2 = unsafe { chain.find_mut::<vk::PhysicalDeviceRobustness2FeaturesEXT>(S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT) }.unwrap();
+        assert_eq!((r2.null_descriptor, r2.robust_image_access2), (vk::TRUE, vk::TRUE));
+        assert_eq!(app.null_descriptor, vk::FALSE, "application's struct untouched");
+    }
+
+    #[test]
     fn extension_identity() {
         assert_eq!(ImageViewHandle.name(), c"VK_NVX_image_view_handle");
         assert_eq!(ImageViewHandle.spec_version(), 1);
@@ -415,6 +571,9 @@ mod tests {
         assert!(device_hook(b"vkCmdDraw", false).is_none());
         assert!(device_hook(b"vkCmdCopyBuffer", true).is_none());
         assert!(device_hook(b"vkCmdTraceRaysKHR", true).is_some());
+        assert!(device_hook(b"vkCmdBindShadersEXT", true).is_some());
+        assert!(device_hook(b"vkCmdBindShadersEXT", false).is_none());
+        assert!(device_hook(b"vkDestroyShaderEXT", true).is_some());
     }
 
     #[test]

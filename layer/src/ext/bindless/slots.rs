@@ -9,7 +9,9 @@
 //! names it; a slot whose count drops to zero goes on a free list and is reused.
 //!
 //! Pure bookkeeping (no Vulkan calls): the caller writes the descriptors [`Acquired::New`]
-//! lists, under the same lock.
+//! lists, and writes the filler (null image / default sampler) back into every slot a release
+//! returns in [`Released::freed`], under the same lock (so a freed slot is never handed out and
+//! rewritten by another thread while its filler is being written).
 use shader_rewrite::BindlessTable;
 use std::collections::HashMap;
 
@@ -41,6 +43,22 @@ pub enum KeyKind {
 pub enum Write {
     Image { kind: ImageKind, slot: u32, view: u64 },
     Sampler { slot: u32, sampler: u64 },
+}
+
+/// A slot that went back to the free list: its descriptor must get the filler again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freed {
+    Image { kind: ImageKind, slot: u32 },
+    Sampler { slot: u32 },
+}
+
+/// What a release did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Released {
+    /// Keys (handles) released.
+    pub keys: usize,
+    /// Slots whose reference count dropped to zero.
+    pub freed: Vec<Freed>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,15 +164,16 @@ impl Slots {
         Ok((slot, Some(Write::Image { kind, slot, view })))
     }
 
-    fn drop_image(&mut self, view: u64, kind: ImageKind) {
-        if let Some(c) = self.images.get_mut(&(view, kind)) {
-            c.refs -= 1;
-            if c.refs == 0 {
-                let slot = c.slot;
-                self.images.remove(&(view, kind));
-                self.space(kind).release(slot);
-            }
+    fn drop_image(&mut self, view: u64, kind: ImageKind) -> Option<Freed> {
+        let c = self.images.get_mut(&(view, kind))?;
+        c.refs -= 1;
+        if c.refs != 0 {
+            return None;
         }
+        let slot = c.slot;
+        self.images.remove(&(view, kind));
+        self.space(kind).release(slot);
+        Some(Freed::Image { kind, slot })
     }
 
     fn take_sampler(&mut self, sampler: u64) -> Result<(u32, Option<Write>), SlotError> {
@@ -167,15 +186,16 @@ impl Slots {
         Ok((slot, Some(Write::Sampler { slot, sampler })))
     }
 
-    fn drop_sampler(&mut self, sampler: u64) {
-        if let Some(c) = self.sampler_slots.get_mut(&sampler) {
-            c.refs -= 1;
-            if c.refs == 0 {
-                let slot = c.slot;
-                self.sampler_slots.remove(&sampler);
-                self.samplers.release(slot);
-            }
+    fn drop_sampler(&mut self, sampler: u64) -> Option<Freed> {
+        let c = self.sampler_slots.get_mut(&sampler)?;
+        c.refs -= 1;
+        if c.refs != 0 {
+            return None;
         }
+        let slot = c.slot;
+        self.sampler_slots.remove(&sampler);
+        self.samplers.release(slot);
+        Some(Freed::Sampler { slot })
     }
 
     /// The handle for `key`, allocating slots on first use.
@@ -196,7 +216,8 @@ impl Slots {
                 let (sampler_slot, sw) = match self.take_sampler(key.sampler) {
                     Ok(x) => x,
                     Err(e) => {
-                        self.drop_image(key.view, ImageKind::Sampled);
+                        // A slot taken just now was never written: nothing to refill.
+                        let _ = self.drop_image(key.view, ImageKind::Sampled);
                         return Err(e);
                     }
                 };
@@ -213,22 +234,24 @@ impl Slots {
         Ok(Acquired::New { handle, writes })
     }
 
-    fn release_key(&mut self, key: Key) {
+    fn release_key(&mut self, key: Key, freed: &mut Vec<Freed>) {
         if self.keys.remove(&key).is_none() {
             return;
         }
         match key.kind {
-            KeyKind::SampledImage => self.drop_image(key.view, ImageKind::Sampled),
-            KeyKind::StorageImage => self.drop_image(key.view, ImageKind::Storage),
+            KeyKind::SampledImage => freed.extend(self.drop_image(key.view, ImageKind::Sampled)),
+            KeyKind::StorageImage => freed.extend(self.drop_image(key.view, ImageKind::Storage)),
             KeyKind::CombinedImageSampler => {
-                self.drop_image(key.view, ImageKind::Sampled);
-                self.drop_sampler(key.sampler);
+                freed.extend(self.drop_image(key.view, ImageKind::Sampled));
+                freed.extend(self.drop_sampler(key.sampler));
             }
         }
     }
 
-    /// Releases every key naming `view`; returns how many.
-    pub fn release_view(&mut self, view: u64) -> usize {
+    /// Releases every key naming `view`; the caller refills [`Released::freed`] before
+    /// unlocking.
+    pub fn release_view(&mut self, view: u64) -> Released {
+        let mut freed = Vec::new();
         let keys = self.by_view.remove(&view).unwrap_or_default();
         for k in &keys {
             if k.kind == KeyKind::CombinedImageSampler {
@@ -239,13 +262,15 @@ impl Slots {
                     }
                 }
             }
-            self.release_key(*k);
+            self.release_key(*k, &mut freed);
         }
-        keys.len()
+        Released { keys: keys.len(), freed }
     }
 
-    /// Releases every key naming `sampler`; returns how many.
-    pub fn release_sampler(&mut self, sampler: u64) -> usize {
+    /// Releases every key naming `sampler`; the caller refills [`Released::freed`] before
+    /// unlocking.
+    pub fn release_sampler(&mut self, sampler: u64) -> Released {
+        let mut freed = Vec::new();
         let keys = self.by_sampler.remove(&sampler).unwrap_or_default();
         for k in &keys {
             if let Some(list) = self.by_view.get_mut(&k.view) {
@@ -254,9 +279,9 @@ impl Slots {
                     self.by_view.remove(&k.view);
                 }
             }
-            self.release_key(*k);
+            self.release_key(*k, &mut freed);
         }
-        keys.len()
+        Released { keys: keys.len(), freed }
     }
 }
 
@@ -313,9 +338,19 @@ mod tests {
         new_handle(s.acquire(combined(10, 77)).unwrap());
         new_handle(s.acquire(storage(10)).unwrap());
         new_handle(s.acquire(sampled(11)).unwrap());
-        assert_eq!(s.release_view(10), 3);
+        assert_eq!(
+            s.release_view(10),
+            Released {
+                keys: 3,
+                freed: vec![
+                    Freed::Image { kind: ImageKind::Sampled, slot: 1 },
+                    Freed::Sampler { slot: 1 },
+                    Freed::Image { kind: ImageKind::Storage, slot: 1 }
+                ]
+            }
+        );
         assert_eq!(s.in_use(), (1, 0, 0));
-        assert_eq!(s.release_view(10), 0);
+        assert_eq!(s.release_view(10), Released::default());
         // Slot 1 is reused by the next view.
         assert_eq!(new_handle(s.acquire(sampled(12)).unwrap()), 1);
         // The sampler slot was released too (its only key named view 10).
@@ -329,12 +364,15 @@ mod tests {
         new_handle(s.acquire(combined(11, 77)).unwrap());
         new_handle(s.acquire(combined(11, 78)).unwrap());
         assert_eq!(s.in_use(), (2, 0, 2));
-        assert_eq!(s.release_sampler(77), 2);
+        let r = s.release_sampler(77);
+        assert_eq!(r.keys, 2);
+        // View 11's image slot stays (its key with sampler 78 holds it).
+        assert_eq!(r.freed, vec![Freed::Image { kind: ImageKind::Sampled, slot: 1 }, Freed::Sampler { slot: 1 }]);
         // View 10's slot had only that key; view 11 keeps its slot for the key with sampler 78.
         assert_eq!(s.in_use(), (1, 0, 1));
         assert_eq!(s.acquire(combined(11, 78)).unwrap(), Acquired::Existing(BindlessTable::handle(2, 2)));
         // Releasing the view afterwards finds only the remaining key.
-        assert_eq!(s.release_view(11), 1);
+        assert_eq!(s.release_view(11).keys, 1);
         assert_eq!(s.in_use(), (0, 0, 0));
     }
 

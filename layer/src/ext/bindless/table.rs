@@ -1,6 +1,13 @@
 //! The layer-owned descriptor table: what a physical device allows ([`caps`], a pure function of
 //! its limits and features), and creating / destroying the set layout, pool and set on a device
 //! through next-layer pointers.
+//!
+//! Every slot that is not a live handle holds a harmless filler, so that a garbage handle
+//! (clamped into the table by the lowering) never reads an unwritten descriptor: a null
+//! descriptor in the image arrays (`nullDescriptor` of VK_EXT_robustness2, when the device has
+//! it: reads return zero, writes are discarded) and a layer-owned default sampler (nearest,
+//! clamp-to-edge) in the sampler array. The fillers are written into all slots (slot 0
+//! included) at creation and written back into a slot when it is released.
 use super::Next;
 use crate::{log_error, log_info};
 use ash::vk;
@@ -132,6 +139,11 @@ pub struct Table {
     pub empty_layout: vk::DescriptorSetLayout,
     pub pool: vk::DescriptorPool,
     pub set: vk::DescriptorSet,
+    /// Layer-owned sampler (nearest, clamp-to-edge) in every free sampler slot.
+    pub default_sampler: vk::Sampler,
+    /// `nullDescriptor` is enabled: free image slots hold null descriptors (else they are left
+    /// unwritten / stale, and a garbage handle naming one is undefined behaviour).
+    pub null_descriptor: bool,
 }
 
 impl Table {
@@ -139,14 +151,28 @@ impl Table {
     ///
     /// # Safety
     /// `device` is a live device and `next` holds its next-layer commands.
-    pub unsafe fn create(device: vk::Device, next: &Next, config: BindlessTable, name: &str) -> Result<Table, String> {
-        let (Some(create_dsl), Some(destroy_dsl), Some(create_pool), Some(destroy_pool), Some(alloc)) = (
+    /// `null_descriptor`: the device was created with `nullDescriptor` enabled.
+    pub unsafe fn create(device: vk::Device, next: &Next, config: BindlessTable, name: &str, null_descriptor: bool) -> Result<Table, String> {
+        let (
+            Some(create_dsl),
+            Some(destroy_dsl),
+            Some(create_pool),
+            Some(destroy_pool),
+            Some(alloc),
+            Some(update),
+            Some(create_sampler),
+            Some(destroy_sampler),
+        ) = (
             next.create_descriptor_set_layout,
             next.destroy_descriptor_set_layout,
             next.create_descriptor_pool,
             next.destroy_descriptor_pool,
             next.allocate_descriptor_sets,
-        ) else {
+            next.update_descriptor_sets,
+            next.create_sampler,
+            next.destroy_sampler,
+        )
+        else {
             return Err("the next layer lacks descriptor commands".into());
         };
         let stages = vk::ShaderStageFlags::ALL;
@@ -234,27 +260,91 @@ impl Table {
             destroy_dsl(device, empty_layout, std::ptr::null());
             return Err(format!("vkAllocateDescriptorSets returned {r:?}"));
         }
+        let sampler_ci = default_sampler_info();
+        let mut default_sampler = vk::Sampler::null();
+        let r = create_sampler(device, &sampler_ci, std::ptr::null(), &mut default_sampler);
+        if r != vk::Result::SUCCESS {
+            destroy_pool(device, pool, std::ptr::null());
+            destroy_dsl(device, layout, std::ptr::null());
+            destroy_dsl(device, empty_layout, std::ptr::null());
+            return Err(format!("vkCreateSampler (default sampler) returned {r:?}"));
+        }
+        // (vkDestroySampler is checked above: Table::destroy needs it.)
+        let _ = destroy_sampler;
+        let table = Table { config, layout, empty_layout, pool, set, default_sampler, null_descriptor };
+        // Fillers in every slot, slot 0 included: one write per array.
+        let fill = |binding: u32, ty: vk::DescriptorType, count: u32| {
+            let Some(info) = table.filler(ty) else { return };
+            let infos = vec![info; count as usize];
+            let w = vk::WriteDescriptorSet {
+                dst_set: set,
+                dst_binding: binding,
+                dst_array_element: 0,
+                descriptor_count: count,
+                descriptor_type: ty,
+                p_image_info: infos.as_ptr(),
+                ..Default::default()
+            };
+            update(device, 1, &w, 0, std::ptr::null());
+        };
+        fill(config.sampled_images_binding, vk::DescriptorType::SAMPLED_IMAGE, config.sampled_images_count);
+        fill(config.storage_images_binding, vk::DescriptorType::STORAGE_IMAGE, config.storage_images_count);
+        fill(config.samplers_binding, vk::DescriptorType::SAMPLER, config.samplers_count);
         log_info!(
-            "bindless: device '{name}': descriptor table at set {}: {} sampled images (binding {SAMPLED_BINDING}), {} storage images (binding {STORAGE_BINDING}), {} samplers (binding {SAMPLER_BINDING}); slot 0 of each is reserved",
+            "bindless: device '{name}': descriptor table at set {}: {} sampled images (binding {SAMPLED_BINDING}), {} storage images (binding {STORAGE_BINDING}), {} samplers (binding {SAMPLER_BINDING}); slot 0 of each is reserved; free slots hold {} and the default sampler",
             config.set,
             config.sampled_images_count,
             config.storage_images_count,
-            config.samplers_count
+            config.samplers_count,
+            if null_descriptor { "null image descriptors" } else { "no image descriptor (nullDescriptor unavailable: a garbage handle is undefined behaviour)" }
         );
-        Ok(Table { config, layout, empty_layout, pool, set })
+        Ok(table)
+    }
+
+    /// The filler of a free slot of an array of `ty`: a null image descriptor (only with
+    /// `nullDescriptor`) or the default sampler.
+    pub fn filler(&self, ty: vk::DescriptorType) -> Option<vk::DescriptorImageInfo> {
+        match ty {
+            vk::DescriptorType::SAMPLER => Some(vk::DescriptorImageInfo { sampler: self.default_sampler, ..Default::default() }),
+            vk::DescriptorType::SAMPLED_IMAGE if self.null_descriptor => Some(vk::DescriptorImageInfo {
+                image_view: vk::ImageView::null(),
+                image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+                ..Default::default()
+            }),
+            vk::DescriptorType::STORAGE_IMAGE if self.null_descriptor => {
+                Some(vk::DescriptorImageInfo { image_view: vk::ImageView::null(), image_layout: vk::ImageLayout::GENERAL, ..Default::default() })
+            }
+            _ => None,
+        }
     }
 
     /// # Safety
     /// `device` is the live device the table was created on; no pending work uses it.
     pub unsafe fn destroy(&self, device: vk::Device, next: &Next) {
-        match (next.destroy_descriptor_pool, next.destroy_descriptor_set_layout) {
-            (Some(dp), Some(dl)) => {
+        match (next.destroy_descriptor_pool, next.destroy_descriptor_set_layout, next.destroy_sampler) {
+            (Some(dp), Some(dl), Some(ds)) => {
                 dp(device, self.pool, std::ptr::null());
                 dl(device, self.layout, std::ptr::null());
                 dl(device, self.empty_layout, std::ptr::null());
+                ds(device, self.default_sampler, std::ptr::null());
             }
             _ => log_error!("bindless: cannot destroy the descriptor table (next layer lacks the commands)"),
         }
+    }
+}
+
+/// The default sampler: nearest, clamp-to-edge, no anisotropy / compare.
+pub fn default_sampler_info() -> vk::SamplerCreateInfo<'static> {
+    vk::SamplerCreateInfo {
+        mag_filter: vk::Filter::NEAREST,
+        min_filter: vk::Filter::NEAREST,
+        mipmap_mode: vk::SamplerMipmapMode::NEAREST,
+        address_mode_u: vk::SamplerAddressMode::CLAMP_TO_EDGE,
+        address_mode_v: vk::SamplerAddressMode::CLAMP_TO_EDGE,
+        address_mode_w: vk::SamplerAddressMode::CLAMP_TO_EDGE,
+        max_lod: vk::LOD_CLAMP_NONE,
+        border_color: vk::BorderColor::FLOAT_TRANSPARENT_BLACK,
+        ..Default::default()
     }
 }
 

@@ -1,0 +1,150 @@
+//! Shader objects (VK_EXT_shader_object) on a bindless device.
+//!
+//! Every `VkShaderCreateInfoEXT` gets its set layouts padded exactly like pipeline layouts
+//! ([`layouts::padded`]): the application's sets, empty layouts up to the reserved index, the
+//! table. All shaders, not only bindless ones: the application binds its sets with (padded)
+//! pipeline layouts, and a shader's set layouts must be compatible with them.
+//!
+//! A bindless shader (its SPIR-V declares BindlessTextureNV) also gets a layer-created
+//! `VkPipelineLayout` (its padded set layouts and push-constant ranges), recorded per shader:
+//! the table is bound with it before work with the shader bound (commands.rs,
+//! vkCmdBindShadersEXT). It is compatible with the application's layouts for all of the
+//! application's sets (same set layouts, same push-constant ranges, as the spec requires of the
+//! layouts used with the shader), so binding the table with it disturbs none of them. It is
+//! destroyed with the shader (vkDestroyShaderEXT) or the device.
+//!
+//! Shaders created from binary code (`VK_SHADER_CODE_TYPE_BINARY_EXT`) are padded too, but the
+//! layer cannot tell whether the binary came from bindless SPIR-V: the table is not bound for
+//! them.
+use super::{bindless_device, layouts, BindlessDevice};
+use crate::ffi_guard::guard;
+use crate::{log_debug, log_error};
+use ash::vk::{self, Handle};
+
+/// Padded copies of a vkCreateShadersEXT call's create infos (the set-layout arrays live here).
+#[derive(Default)]
+pub struct Padded {
+    lists: Vec<Vec<vk::DescriptorSetLayout>>,
+    /// Per create info: the table sits at the reserved index.
+    pub has_table: Vec<bool>,
+}
+
+impl BindlessDevice {
+    /// Pads the set layouts of `infos` (copies, changed in place); the returned arrays must
+    /// outlive the call down.
+    ///
+    /// # Safety
+    /// `infos` are valid create infos.
+    pub unsafe fn pad_shader_infos(&self, hook: &str, infos: &mut [vk::ShaderCreateInfoEXT]) -> Padded {
+        let t = &self.table;
+        let mut out = Padded::default();
+        for (i, info) in infos.iter_mut().enumerate() {
+            let app: &[vk::DescriptorSetLayout] = if info.p_set_layouts.is_null() || info.set_layout_count == 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(info.p_set_layouts, info.set_layout_count as usize)
+            };
+            match layouts::padded(app, t.config.set, t.empty_layout, t.layout) {
+                Some(list) => {
+                    info.set_layout_count = list.len() as u32;
+                    info.p_set_layouts = list.as_ptr();
+                    out.lists.push(list);
+                    out.has_table.push(true);
+                }
+                None => {
+                    log_debug!(
+                        "{hook}: shader {i}: {} set layouts reach the bindless table's reserved set {}; left as is",
+                        app.len(),
+                        t.config.set
+                    );
+                    out.has_table.push(false);
+                }
+            }
+        }
+        out
+    }
+
+    /// The layout the table is bound with for a bindless shader created from `info` (padded).
+    ///
+    /// # Safety
+    /// `info` is a valid, padded create info.
+    pub unsafe fn create_shader_layout(&self, info: &vk::ShaderCreateInfoEXT) -> Result<vk::PipelineLayout, vk::Result> {
+        let Some(create) = self.next.create_pipeline_layout else { return Err(vk::Result::ERROR_INITIALIZATION_FAILED) };
+        let ci = vk::PipelineLayoutCreateInfo {
+            set_layout_count: info.set_layout_count,
+            p_set_layouts: info.p_set_layouts,
+            push_constant_range_count: info.push_constant_range_count,
+            p_push_constant_ranges: info.p_push_constant_ranges,
+            ..Default::default()
+        };
+        let mut l = vk::PipelineLayout::null();
+        match create(self.device, &ci, std::ptr::null(), &mut l) {
+            vk::Result::SUCCESS => Ok(l),
+            e => Err(e),
+        }
+    }
+
+    /// # Safety
+    /// `layout` was made by [`Self::create_shader_layout`] and is no longer used.
+    pub unsafe fn destroy_shader_layout(&self, layout: vk::PipelineLayout) {
+        if let (false, Some(d)) = (layout == vk::PipelineLayout::null(), self.next.destroy_pipeline_layout) {
+            d(self.device, layout, std::ptr::null());
+        }
+    }
+
+    /// After vkCreateShadersEXT: records each created shader that has a layout (`layouts[i]`
+    /// non-null); destroys the layouts of shaders that were not created.
+    ///
+    /// # Safety
+    /// `shaders` holds `layouts.len()` handles (or is null).
+    pub unsafe fn record_shaders(&self, hook: &str, layouts: &[vk::PipelineLayout], shaders: *const vk::ShaderEXT) {
+        for (i, &l) in layouts.iter().enumerate() {
+            if l == vk::PipelineLayout::null() {
+                continue;
+            }
+            let s = if shaders.is_null() { vk::ShaderEXT::null() } else { *shaders.add(i) };
+            if s == vk::ShaderEXT::null() {
+                self.destroy_shader_layout(l);
+            } else {
+                log_debug!("{hook}: device '{}': shader object {s:?} uses the bindless table (layout {l:?})", self.name);
+                if let Some(old) = self.shaders.insert(s.as_raw(), l) {
+                    self.destroy_shader_layout(old); // a stale entry for a reused handle value
+                }
+            }
+        }
+    }
+
+    /// The layout to bind the table with for a bound shader (None: not bindless).
+    pub fn shader_layout(&self, shader: vk::ShaderEXT) -> Option<vk::PipelineLayout> {
+        self.shaders.get(&shader.as_raw()).map(|l| *l)
+    }
+
+    /// At vkDestroyDevice: layouts of shaders the application did not destroy.
+    ///
+    /// # Safety
+    /// Calls down.
+    pub unsafe fn destroy_shader_layouts(&self) {
+        let all: Vec<vk::PipelineLayout> = self.shaders.iter().map(|e| *e.value()).collect();
+        self.shaders.clear();
+        for l in all {
+            self.destroy_shader_layout(l);
+        }
+    }
+}
+
+pub unsafe extern "system" fn destroy_shader_ext(device: vk::Device, shader: vk::ShaderEXT, p_allocator: *const vk::AllocationCallbacks) {
+    const HOOK: &str = "vkDestroyShaderEXT";
+    guard(HOOK, (), || unsafe {
+        let Some(b) = bindless_device(device) else {
+            log_error!("{HOOK}: device {device:?} has no bindless state");
+            return;
+        };
+        let layout = b.shaders.remove(&shader.as_raw()).map(|(_, l)| l);
+        if let Some(f) = b.next.destroy_shader_ext {
+            f(device, shader, p_allocator);
+        }
+        if let Some(l) = layout {
+            b.destroy_shader_layout(l);
+        }
+    })
+}
