@@ -139,6 +139,39 @@ fn host_buffer(ctx: &Context, g: &mut Gfx, usage: vk::BufferUsageFlags, size: us
 /// Renders `job` with the vertex shader `vs` and fragment shader `fs` (entry points `main`;
 /// modules created through whatever layers the context has) and returns every attachment's
 /// texels (row-major, `width × height × texel_size`).
+/// A one-subpass render pass writing one color attachment per format (cleared, stored, left in
+/// `final_layout`), with the dependency that makes the writes visible to transfer reads.
+pub fn color_render_pass(d: &ash::Device, formats: &[vk::Format], final_layout: vk::ImageLayout) -> Result<vk::RenderPass, String> {
+    let descs: Vec<vk::AttachmentDescription> = formats
+        .iter()
+        .map(|&f| {
+            vk::AttachmentDescription::default()
+                .format(f)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .load_op(vk::AttachmentLoadOp::CLEAR)
+                .store_op(vk::AttachmentStoreOp::STORE)
+                .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
+                .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
+                .initial_layout(vk::ImageLayout::UNDEFINED)
+                .final_layout(final_layout)
+        })
+        .collect();
+    let refs: Vec<vk::AttachmentReference> =
+        (0..formats.len() as u32).map(|i| vk::AttachmentReference { attachment: i, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }).collect();
+    let subpass = [vk::SubpassDescription::default().pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS).color_attachments(&refs)];
+    let deps = [vk::SubpassDependency {
+        src_subpass: 0,
+        dst_subpass: vk::SUBPASS_EXTERNAL,
+        src_stage_mask: vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+        dst_stage_mask: vk::PipelineStageFlags::TRANSFER,
+        src_access_mask: vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
+        dst_access_mask: vk::AccessFlags::TRANSFER_READ,
+        dependency_flags: vk::DependencyFlags::empty(),
+    }];
+    let rpci = vk::RenderPassCreateInfo::default().attachments(&descs).subpasses(&subpass).dependencies(&deps);
+    unsafe { d.create_render_pass(&rpci, None) }.map_err(|e| format!("vkCreateRenderPass: {e:?}"))
+}
+
 pub fn draw(ctx: &Context, vs: &[u32], fs: &[u32], job: &DrawJob) -> Result<Vec<Vec<u8>>, String> {
     let d = ctx.device();
     let mut g = Gfx {
@@ -187,35 +220,7 @@ pub fn draw(ctx: &Context, vs: &[u32], fs: &[u32], job: &DrawJob) -> Result<Vec<
     }
 
     // --- render pass + framebuffer
-    let descs: Vec<vk::AttachmentDescription> = job
-        .attachments
-        .iter()
-        .map(|&f| {
-            vk::AttachmentDescription::default()
-                .format(f)
-                .samples(vk::SampleCountFlags::TYPE_1)
-                .load_op(vk::AttachmentLoadOp::CLEAR)
-                .store_op(vk::AttachmentStoreOp::STORE)
-                .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
-                .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
-                .initial_layout(vk::ImageLayout::UNDEFINED)
-                .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-        })
-        .collect();
-    let refs: Vec<vk::AttachmentReference> =
-        (0..job.attachments.len() as u32).map(|i| vk::AttachmentReference { attachment: i, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }).collect();
-    let subpass = [vk::SubpassDescription::default().pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS).color_attachments(&refs)];
-    let deps = [vk::SubpassDependency {
-        src_subpass: 0,
-        dst_subpass: vk::SUBPASS_EXTERNAL,
-        src_stage_mask: vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-        dst_stage_mask: vk::PipelineStageFlags::TRANSFER,
-        src_access_mask: vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
-        dst_access_mask: vk::AccessFlags::TRANSFER_READ,
-        dependency_flags: vk::DependencyFlags::empty(),
-    }];
-    let rpci = vk::RenderPassCreateInfo::default().attachments(&descs).subpasses(&subpass).dependencies(&deps);
-    g.render_pass = unsafe { d.create_render_pass(&rpci, None) }.map_err(|e| format!("vkCreateRenderPass: {e:?}"))?;
+    g.render_pass = color_render_pass(d, &job.attachments, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)?;
     let fci = vk::FramebufferCreateInfo::default().render_pass(g.render_pass).attachments(&g.views).width(job.width).height(job.height).layers(1);
     g.framebuffer = unsafe { d.create_framebuffer(&fci, None) }.map_err(|e| format!("vkCreateFramebuffer: {e:?}"))?;
 

@@ -313,28 +313,7 @@ impl<'a> Scope<'a> {
     /// TRANSFER_SRC_OPTIMAL) and a framebuffer for `target`.
     pub fn render_target(&mut self, target: &Img) -> Result<(vk::RenderPass, vk::Framebuffer), String> {
         let d = self.ctx.device();
-        let desc = [vk::AttachmentDescription::default()
-            .format(target.format)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .load_op(vk::AttachmentLoadOp::CLEAR)
-            .store_op(vk::AttachmentStoreOp::STORE)
-            .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
-            .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
-            .initial_layout(vk::ImageLayout::UNDEFINED)
-            .final_layout(target.layout)];
-        let refs = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
-        let subpass = [vk::SubpassDescription::default().pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS).color_attachments(&refs)];
-        let deps = [vk::SubpassDependency {
-            src_subpass: 0,
-            dst_subpass: vk::SUBPASS_EXTERNAL,
-            src_stage_mask: vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-            dst_stage_mask: vk::PipelineStageFlags::TRANSFER,
-            src_access_mask: vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
-            dst_access_mask: vk::AccessFlags::TRANSFER_READ,
-            dependency_flags: vk::DependencyFlags::empty(),
-        }];
-        let rp = unsafe { d.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&desc).subpasses(&subpass).dependencies(&deps), None) }
-            .map_err(err("vkCreateRenderPass"))?;
+        let rp = crate::graphics::color_render_pass(d, &[target.format], target.layout)?;
         self.objs.push(Obj::RenderPass(rp));
         let views = [target.view];
         let fb = unsafe {

@@ -310,6 +310,15 @@ unsafe fn app_bound(b: &BindlessDevice, cb: vk::CommandBuffer, bp: Option<usize>
     }
 }
 
+/// The application bound or pushed sets for the bind points `stages` names (the *2 commands).
+unsafe fn app_bound_stages(b: &BindlessDevice, cb: vk::CommandBuffer, stages: vk::ShaderStageFlags, layout: Option<u64>) {
+    for (i, on) in bind_points_of_stages(stages).into_iter().enumerate() {
+        if on {
+            app_bound(b, cb, Some(i), layout);
+        }
+    }
+}
+
 fn raw_layout(l: vk::PipelineLayout) -> Option<u64> {
     (l != vk::PipelineLayout::null()).then(|| l.as_raw())
 }
@@ -345,11 +354,7 @@ unsafe fn bind_sets2(hook: &'static str, cb: vk::CommandBuffer, info: *const vk:
             f(cb, info);
         }
         if let Some(info) = info.as_ref() {
-            for (i, on) in bind_points_of_stages(info.stage_flags).into_iter().enumerate() {
-                if on {
-                    app_bound(&b, cb, Some(i), raw_layout(info.layout));
-                }
-            }
+            app_bound_stages(&b, cb, info.stage_flags, raw_layout(info.layout));
         }
     })
 }
@@ -362,6 +367,28 @@ pub unsafe extern "system" fn cmd_bind_descriptor_sets2(cb: vk::CommandBuffer, i
     bind_sets2("vkCmdBindDescriptorSets2", cb, info, true)
 }
 
+/// vkCmdPushDescriptorSet(KHR): the KHR and core entry points, with their own next pointers.
+#[allow(clippy::too_many_arguments)]
+unsafe fn push_set(
+    hook: &'static str,
+    cb: vk::CommandBuffer,
+    bp: vk::PipelineBindPoint,
+    layout: vk::PipelineLayout,
+    set: u32,
+    count: u32,
+    writes: *const vk::WriteDescriptorSet,
+    core: bool,
+) {
+    guard(hook, (), || unsafe {
+        let Some(b) = device_for(cb, hook) else { return };
+        let f = if core { b.next.cmd_push_descriptor_set } else { b.next.cmd_push_descriptor_set_khr };
+        if let Some(f) = f {
+            f(cb, bp, layout, set, count, writes);
+        }
+        app_bound(&b, cb, bind_point_index(bp), raw_layout(layout));
+    })
+}
+
 pub unsafe extern "system" fn cmd_push_descriptor_set_khr(
     cb: vk::CommandBuffer,
     bp: vk::PipelineBindPoint,
@@ -370,13 +397,7 @@ pub unsafe extern "system" fn cmd_push_descriptor_set_khr(
     count: u32,
     writes: *const vk::WriteDescriptorSet,
 ) {
-    guard("vkCmdPushDescriptorSetKHR", (), || unsafe {
-        let Some(b) = device_for(cb, "vkCmdPushDescriptorSetKHR") else { return };
-        if let Some(f) = b.next.cmd_push_descriptor_set_khr {
-            f(cb, bp, layout, set, count, writes);
-        }
-        app_bound(&b, cb, bind_point_index(bp), raw_layout(layout));
-    })
+    push_set("vkCmdPushDescriptorSetKHR", cb, bp, layout, set, count, writes, false)
 }
 
 pub unsafe extern "system" fn cmd_push_descriptor_set(
@@ -387,16 +408,30 @@ pub unsafe extern "system" fn cmd_push_descriptor_set(
     count: u32,
     writes: *const vk::WriteDescriptorSet,
 ) {
-    guard("vkCmdPushDescriptorSet", (), || unsafe {
-        let Some(b) = device_for(cb, "vkCmdPushDescriptorSet") else { return };
-        if let Some(f) = b.next.cmd_push_descriptor_set {
-            f(cb, bp, layout, set, count, writes);
+    push_set("vkCmdPushDescriptorSet", cb, bp, layout, set, count, writes, true)
+}
+
+/// vkCmdPushDescriptorSetWithTemplate(KHR). The template's bind point is not known here:
+/// every bind point counts as touched.
+unsafe fn push_with_template(
+    hook: &'static str,
+    cb: vk::CommandBuffer,
+    template: vk::DescriptorUpdateTemplate,
+    layout: vk::PipelineLayout,
+    set: u32,
+    data: *const c_void,
+    core: bool,
+) {
+    guard(hook, (), || unsafe {
+        let Some(b) = device_for(cb, hook) else { return };
+        let f = if core { b.next.cmd_push_descriptor_set_with_template } else { b.next.cmd_push_descriptor_set_with_template_khr };
+        if let Some(f) = f {
+            f(cb, template, layout, set, data);
         }
-        app_bound(&b, cb, bind_point_index(bp), raw_layout(layout));
+        app_bound(&b, cb, None, raw_layout(layout));
     })
 }
 
-/// The template's bind point is not known here: every bind point counts as touched.
 pub unsafe extern "system" fn cmd_push_descriptor_set_with_template_khr(
     cb: vk::CommandBuffer,
     template: vk::DescriptorUpdateTemplate,
@@ -404,13 +439,7 @@ pub unsafe extern "system" fn cmd_push_descriptor_set_with_template_khr(
     set: u32,
     data: *const c_void,
 ) {
-    guard("vkCmdPushDescriptorSetWithTemplateKHR", (), || unsafe {
-        let Some(b) = device_for(cb, "vkCmdPushDescriptorSetWithTemplateKHR") else { return };
-        if let Some(f) = b.next.cmd_push_descriptor_set_with_template_khr {
-            f(cb, template, layout, set, data);
-        }
-        app_bound(&b, cb, None, raw_layout(layout));
-    })
+    push_with_template("vkCmdPushDescriptorSetWithTemplateKHR", cb, template, layout, set, data, false)
 }
 
 pub unsafe extern "system" fn cmd_push_descriptor_set_with_template(
@@ -420,13 +449,7 @@ pub unsafe extern "system" fn cmd_push_descriptor_set_with_template(
     set: u32,
     data: *const c_void,
 ) {
-    guard("vkCmdPushDescriptorSetWithTemplate", (), || unsafe {
-        let Some(b) = device_for(cb, "vkCmdPushDescriptorSetWithTemplate") else { return };
-        if let Some(f) = b.next.cmd_push_descriptor_set_with_template {
-            f(cb, template, layout, set, data);
-        }
-        app_bound(&b, cb, None, raw_layout(layout));
-    })
+    push_with_template("vkCmdPushDescriptorSetWithTemplate", cb, template, layout, set, data, true)
 }
 
 /// vkCmdPushDescriptorSet2KHR (VK_KHR_maintenance6): the bind points its stageFlags name.
@@ -437,11 +460,7 @@ pub unsafe extern "system" fn cmd_push_descriptor_set2_khr(cb: vk::CommandBuffer
             f(cb, info);
         }
         if let Some(info) = info.as_ref() {
-            for (i, on) in bind_points_of_stages(info.stage_flags).into_iter().enumerate() {
-                if on {
-                    app_bound(&b, cb, Some(i), raw_layout(info.layout));
-                }
-            }
+            app_bound_stages(&b, cb, info.stage_flags, raw_layout(info.layout));
         }
     })
 }
