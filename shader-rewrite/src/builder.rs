@@ -287,6 +287,9 @@ impl<'m> Builder<'m> {
     }
 }
 
+/// A few ids (the values a branch arm yields), without a heap allocation.
+pub type Vals = smallvec::SmallVec<[u32; 4]>;
+
 /// Straight-line and structured code emission into a list of blocks.
 pub struct Emitter {
     pub blocks: Vec<Block>,
@@ -317,7 +320,8 @@ impl Emitter {
     /// Ends the current block with `terminator` and starts block `next`.
     pub fn terminate(&mut self, terminator: Inst, next: u32) {
         self.insts.push(terminator);
-        let insts = std::mem::take(&mut self.insts);
+        // An exactly sized copy: the scratch list keeps its capacity for the next block.
+        let insts = self.insts.drain(..).collect();
         self.blocks.push(Block { label: self.label, insts });
         self.label = next;
     }
@@ -333,11 +337,11 @@ impl Emitter {
         b: &mut Builder,
         cond: u32,
         tys: &[u32],
-        then: impl FnOnce(&mut Self, &mut Builder) -> Vec<u32>,
-        otherwise: impl FnOnce(&mut Self, &mut Builder) -> Vec<u32>,
-    ) -> Vec<u32> {
+        then: impl FnOnce(&mut Self, &mut Builder) -> Vals,
+        otherwise: impl FnOnce(&mut Self, &mut Builder) -> Vals,
+    ) -> Vals {
         let (l_then, l_else, l_merge) = (b.id(), b.id(), b.id());
-        self.stmt(op::SELECTION_MERGE, vec![l_merge, 0]);
+        self.stmt(op::SELECTION_MERGE, ops![l_merge, 0]);
         self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![cond, l_then, l_else]), l_then);
         let v_then = then(self, b);
         let end_then = self.label;
@@ -345,16 +349,31 @@ impl Emitter {
         let v_else = otherwise(self, b);
         let end_else = self.label;
         self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_merge);
-        tys.iter()
-            .zip(v_then.iter().zip(v_else.iter()))
-            .map(|(&ty, (&a, &c))| self.op(b, op::PHI, ty, vec![a, end_then, c, end_else]))
-            .collect()
+        self.phis(b, tys, &v_then, end_then, &v_else, end_else)
+    }
+
+    /// `if cond { then() } else { fallback }` where `fallback` holds values already available
+    /// before the branch (constants): the false edge goes straight to the merge block, which
+    /// takes them from the header (an OpPhi parent may be the selection header, SPIR-V spec 2.11).
+    pub fn if_or(&mut self, b: &mut Builder, cond: u32, tys: &[u32], then: impl FnOnce(&mut Self, &mut Builder) -> Vals, fallback: &[u32]) -> Vals {
+        let (l_then, l_merge) = (b.id(), b.id());
+        let header = self.label;
+        self.stmt(op::SELECTION_MERGE, ops![l_merge, 0]);
+        self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![cond, l_then, l_merge]), l_then);
+        let v_then = then(self, b);
+        let end_then = self.label;
+        self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_merge);
+        self.phis(b, tys, &v_then, end_then, fallback, header)
+    }
+
+    fn phis(&mut self, b: &mut Builder, tys: &[u32], a: &[u32], from_a: u32, c: &[u32], from_c: u32) -> Vals {
+        tys.iter().zip(a.iter().zip(c.iter())).map(|(&ty, (&x, &y))| self.op(b, op::PHI, ty, ops![x, from_a, y, from_c])).collect()
     }
 
     /// `if cond { then() }` with no value.
     pub fn if_then(&mut self, b: &mut Builder, cond: u32, then: impl FnOnce(&mut Self, &mut Builder)) {
         let (l_then, l_merge) = (b.id(), b.id());
-        self.stmt(op::SELECTION_MERGE, vec![l_merge, 0]);
+        self.stmt(op::SELECTION_MERGE, ops![l_merge, 0]);
         self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![cond, l_then, l_merge]), l_then);
         then(self, b);
         self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_merge);

@@ -16,7 +16,7 @@
 //!   types without Int16/Float16 arithmetic.
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::builder::{deco, sc, Builder, Emitter, ScalarVec};
+use crate::builder::{deco, sc, Builder, Emitter, ScalarVec, Vals};
 use crate::ops;
 use crate::module::op;
 use crate::target::Target;
@@ -243,15 +243,25 @@ pub struct Backend {
     pub views: HashMap<u32, AliasViews>,
     /// Sub-word stores emitted as atomic and/or pairs.
     pub atomic_subword_stores: u32,
+    /// Range lengths defined at the top of the current function's entry block: their bounds
+    /// limits are computed once, there (see [`Backend::begin_function`]).
+    entry_lens: rustc_hash::FxHashSet<u32>,
+    /// (length, access size) → limit id, for `entry_lens`.
+    limits: HashMap<(u32, u32), u32>,
+    /// Instructions computing those limits, for the caller to place after the lengths.
+    entry_insts: Vec<crate::module::Inst>,
 }
 
 /// Per-access state while emitting it.
+#[derive(Clone, Copy)]
 struct Ctx<'a> {
     shape: &'a AccessShape,
     views: &'a AliasViews,
     /// Pointers to the alias structs, in `views.kinds` order.
     view_ptrs: &'a [u32],
     addr: u32,
+    /// An already computed `addr + .0` (its id `.1`), reused by [`Ctx::offset`].
+    known: Option<(u32, u32)>,
     comp: ScalarVec,
     u32t: u32,
     atomic_scope: u32,
@@ -274,7 +284,48 @@ impl Backend {
             atomic_scope: if vulkan_memory_model { 5 } else { 1 },
             views: HashMap::default(),
             atomic_subword_stores: 0,
+            entry_lens: Default::default(),
+            limits: HashMap::default(),
+            entry_insts: vec![],
         }
+    }
+
+    /// Starts a function whose range lengths `lens` are defined at the top of its entry block.
+    pub fn begin_function(&mut self, lens: impl IntoIterator<Item = u32>) {
+        self.entry_lens = lens.into_iter().collect();
+        self.limits.clear();
+        self.entry_insts.clear();
+    }
+
+    /// The bounds limits the function's accesses used on those lengths: instructions to place
+    /// right after the lengths in the entry block (which dominates every access).
+    pub fn take_entry_insts(&mut self) -> Vec<crate::module::Inst> {
+        std::mem::take(&mut self.entry_insts)
+    }
+
+    /// `len >= size ? len - size + 1 : 0`: the number of byte offsets at which `size` bytes fit
+    /// inside a range of `len` bytes, so one `off < limit` is the whole bounds check, with no
+    /// overflow anywhere (`len - size + 1` is in [1, len] when `len >= size`).
+    fn limit(&mut self, e: &mut Emitter, b: &mut Builder, len: u32, size: u32) -> u32 {
+        if let Some(&l) = self.limits.get(&(len, size)) {
+            return l;
+        }
+        let bool_t = b.t_bool();
+        let u32t = b.t_u32();
+        let (s, room_c, zero) = (b.c_u32(size), b.c_u32(size - 1), b.c_u32(0));
+        let (ge, room, lim) = (b.id(), b.id(), b.id());
+        let insts = [
+            crate::module::Inst::new(op::U_GREATER_THAN_EQUAL, bool_t, ge, ops![len, s]),
+            crate::module::Inst::new(op::I_SUB, u32t, room, ops![len, room_c]),
+            crate::module::Inst::new(op::SELECT, u32t, lim, ops![ge, room, zero]),
+        ];
+        if self.entry_lens.contains(&len) {
+            self.entry_insts.extend(insts);
+            self.limits.insert((len, size), lim);
+        } else {
+            insts.into_iter().for_each(|i| e.push(i));
+        }
+        lim
     }
 
     /// Emits `shape`'s access at the current point of `e`: `view_ptrs` point to the alias
@@ -294,6 +345,19 @@ impl Backend {
         elem: Option<u32>,
         value: Option<u32>,
     ) -> u32 {
+        let c = shape.comp_bytes();
+        let n = shape.value.n;
+        let size = shape.size();
+        // Bounds limits first (they may be cached and need `self` mutably).
+        let (lim_elem, lim_whole, lim_comp) = match shape.robustness {
+            Robustness::None => (0, 0, 0),
+            Robustness::PerElement { stride } => (self.limit(e, b, len.expect("robust access without a range length"), stride), 0, 0),
+            Robustness::PerComponent => {
+                let len = len.expect("robust access without a range length");
+                let whole = if n > 1 { self.limit(e, b, len, size) } else { 0 };
+                (0, whole, self.limit(e, b, len, c))
+            }
+        };
         let views = &self.views[&shape.storage];
         let u32t = b.t_u32();
         let mut comp = shape.value;
@@ -303,17 +367,17 @@ impl Backend {
             views,
             view_ptrs,
             addr,
+            known: None,
             comp,
             u32t,
             atomic_scope: self.atomic_scope,
         };
-        let len = || len.expect("robust access without a range length");
-        let c = shape.comp_bytes();
-        let n = shape.value.n;
-        let size = shape.size();
         let poison = self.oob_poison;
-        let elem_ok = |e: &mut Emitter, b: &mut Builder, stride: u32| {
-            ctx.in_bounds(e, b, len(), elem.expect("per-element access without an element offset"), stride)
+        let elem_ok = |e: &mut Emitter, b: &mut Builder| ctx.below(e, b, elem.expect("per-element access without an element offset"), lim_elem);
+        // Component k's address, and a context that reuses it.
+        let at_comp = |e: &mut Emitter, b: &mut Builder, k: u32| {
+            let a = ctx.offset(e, b, k * c);
+            (a, Ctx { known: Some((k * c, a)), ..ctx })
         };
         if shape.store {
             let value = value.expect("store without a value");
@@ -321,17 +385,17 @@ impl Backend {
             let mut atomics = 0;
             match shape.robustness {
                 Robustness::None => atomics += ctx.store_range(e, b, 0, size, shape.align, &bits),
-                Robustness::PerElement { stride } => {
-                    let ok = elem_ok(e, b, stride);
+                Robustness::PerElement { .. } => {
+                    let ok = elem_ok(e, b);
                     e.if_then(b, ok, |e, b| atomics += ctx.store_range(e, b, 0, size, shape.align, &bits));
                 }
                 Robustness::PerComponent => {
                     let per_comp = |e: &mut Emitter, b: &mut Builder| {
                         let mut count = 0;
                         for k in 0..n {
-                            let a = ctx.offset(e, b, k * c);
-                            let ok = ctx.in_bounds(e, b, len(), a, c);
-                            e.if_then(b, ok, |e, b| count += ctx.store_range(e, b, k * c, c, c, &bits));
+                            let (a, at) = at_comp(e, b, k);
+                            let ok = ctx.below(e, b, a, lim_comp);
+                            e.if_then(b, ok, |e, b| count += at.store_range(e, b, k * c, c, c, &bits));
                         }
                         count
                     };
@@ -339,7 +403,7 @@ impl Backend {
                         atomics += per_comp(e, b);
                     } else {
                         // Fast path when the whole vector is in bounds, else each component.
-                        let ok = ctx.in_bounds(e, b, len(), ctx.addr, size);
+                        let ok = ctx.below(e, b, ctx.addr, lim_whole);
                         let (mut fast, mut slow) = (0, 0);
                         e.if_else(
                             b,
@@ -347,11 +411,11 @@ impl Backend {
                             &[],
                             |e, b| {
                                 fast = ctx.store_range(e, b, 0, size, shape.align, &bits);
-                                vec![]
+                                Vals::new()
                             },
                             |e, b| {
                                 slow = per_comp(e, b);
-                                vec![]
+                                Vals::new()
                             },
                         );
                         atomics += fast + slow;
@@ -364,33 +428,30 @@ impl Backend {
             // Branches merge raw component bits (u32, or uvec2 for 64-bit): an OpPhi of an 8/16-bit
             // type is not allowed without Int8/Int16/Float16 arithmetic.
             let raw_ty = ctx.raw_ty(b);
+            let raw_tys: Vals = std::iter::repeat_n(raw_ty, n as usize).collect();
             let raw = match shape.robustness {
                 Robustness::None => ctx.load_raw(e, b, 0, size, shape.align),
-                Robustness::PerElement { stride } => {
-                    let ok = elem_ok(e, b, stride);
-                    e.if_else(
-                        b,
-                        ok,
-                        &vec![raw_ty; n as usize],
-                        |e, b| ctx.load_raw(e, b, 0, size, shape.align),
-                        |_, b| ctx.oob_raw(b, poison, n),
-                    )
+                Robustness::PerElement { .. } => {
+                    let ok = elem_ok(e, b);
+                    let oob = ctx.oob_raw(b, poison, n);
+                    e.if_or(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, 0, size, shape.align), &oob)
                 }
                 Robustness::PerComponent => {
-                    let per_comp = |e: &mut Emitter, b: &mut Builder| -> Vec<u32> {
+                    let oob = ctx.oob_raw(b, poison, 1);
+                    let per_comp = |e: &mut Emitter, b: &mut Builder| -> Vals {
                         (0..n)
                             .map(|k| {
-                                let a = ctx.offset(e, b, k * c);
-                                let ok = ctx.in_bounds(e, b, len(), a, c);
-                                e.if_else(b, ok, &[raw_ty], |e, b| ctx.load_raw(e, b, k * c, c, c), |_, b| ctx.oob_raw(b, poison, 1))[0]
+                                let (a, at) = at_comp(e, b, k);
+                                let ok = ctx.below(e, b, a, lim_comp);
+                                e.if_or(b, ok, &[raw_ty], |e, b| at.load_raw(e, b, k * c, c, c), &oob)[0]
                             })
                             .collect()
                     };
                     if n == 1 {
                         per_comp(e, b)
                     } else {
-                        let ok = ctx.in_bounds(e, b, len(), ctx.addr, size);
-                        e.if_else(b, ok, &vec![raw_ty; n as usize], |e, b| ctx.load_raw(e, b, 0, size, shape.align), per_comp)
+                        let ok = ctx.below(e, b, ctx.addr, lim_whole);
+                        e.if_else(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, 0, size, shape.align), per_comp)
                     }
                 }
             };
@@ -420,7 +481,7 @@ impl Backend {
             nonuniform,
             wide: false,
         };
-        let ctx = Ctx { shape: &shape, views, view_ptrs, addr, comp: shape.value, u32t, atomic_scope: self.atomic_scope };
+        let ctx = Ctx { shape: &shape, views, view_ptrs, addr, known: None, comp: shape.value, u32t, atomic_scope: self.atomic_scope };
         ctx.elem_ptr(e, b, AliasKind::U32, addr)
     }
 
@@ -501,19 +562,17 @@ impl Ctx<'_> {
         if off == 0 {
             return self.addr;
         }
+        if let Some((_, id)) = self.known.filter(|&(o, _)| o == off) {
+            return id;
+        }
         let c = b.c_u32(off);
         e.op(b, op::I_ADD, self.u32t, ops![self.addr, c])
     }
 
-    /// `len >= size && off <= len - size`: [off, off + size) lies inside [0, len) with no
-    /// overflow anywhere.
-    fn in_bounds(&self, e: &mut Emitter, b: &mut Builder, len: u32, off: u32, size: u32) -> u32 {
+    /// `off < limit` (see [`Backend::limit`]): [off, off + size) lies inside the range.
+    fn below(&self, e: &mut Emitter, b: &mut Builder, off: u32, limit: u32) -> u32 {
         let bool_t = b.t_bool();
-        let s = b.c_u32(size);
-        let ge = e.op(b, op::U_GREATER_THAN_EQUAL, bool_t, ops![len, s]);
-        let room = e.op(b, op::I_SUB, self.u32t, ops![len, s]);
-        let le = e.op(b, op::U_LESS_THAN_EQUAL, bool_t, ops![off, room]);
-        e.op(b, op::LOGICAL_AND, bool_t, ops![ge, le])
+        e.op(b, op::U_LESS_THAN, bool_t, ops![off, limit])
     }
 
     /// Loads `size` bytes at addr+start (aligned to `align`) as chunks.
@@ -562,24 +621,23 @@ impl Ctx<'_> {
     }
 
     /// Loads bytes [start, start+size) (start aligned to `align`) as raw component values.
-    fn load_raw(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> Vec<u32> {
+    fn load_raw(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> Vals {
         let chunks = self.load_chunks(e, b, start, size, align);
         let c = self.comp.width / 8;
         (0..size / c).map(|k| self.raw_from_chunks(e, b, &chunks, start + k * c)).collect()
     }
 
     /// Raw values an out-of-bounds load returns: zero, or the debug poison pattern.
-    fn oob_raw(&self, b: &mut Builder, poison: Option<u8>, n: u32) -> Vec<u32> {
+    fn oob_raw(&self, b: &mut Builder, poison: Option<u8>, n: u32) -> Vals {
         let byte = poison.unwrap_or(0) as u32;
         let word = b.c_u32(byte * 0x0101_0101);
         let v = if self.comp.width == 64 {
             let uv2 = b.t_vec(self.u32t, 2);
-            let id = b.id();
-            b.add_global(crate::module::Inst::new(op::CONSTANT_COMPOSITE, uv2, id, ops![word, word]))
+            b.constant_composite(uv2, &[word, word])
         } else {
             word
         };
-        vec![v; n as usize]
+        smallvec::smallvec![v; n as usize]
     }
 
     /// The raw value of the component starting at byte `off`, from loaded chunks.

@@ -79,7 +79,7 @@ pub mod op {
     pub const LOGICAL_AND: u32 = 167;
     pub const SELECT: u32 = 169;
     pub const U_GREATER_THAN_EQUAL: u32 = 174;
-    pub const U_LESS_THAN_EQUAL: u32 = 178;
+    pub const U_LESS_THAN: u32 = 176;
     pub const SHIFT_RIGHT_LOGICAL: u32 = 194;
     pub const SHIFT_LEFT_LOGICAL: u32 = 196;
     pub const BITWISE_OR: u32 = 197;
@@ -169,16 +169,25 @@ impl Inst {
             (bits, min) => Some((bits & 2 != 0, bits & 4 != 0, min as usize)),
         }
     }
-    fn encode(&self, out: &mut Vec<u32>) {
-        let count = 1 + (self.ty != 0) as usize + (self.id != 0) as usize + self.ops.len();
-        out.push(((count as u32) << 16) | self.op);
+    fn word_count(&self) -> usize {
+        1 + (self.ty != 0) as usize + (self.id != 0) as usize + self.ops.len()
+    }
+    /// Writes the instruction at `out[*at..]` (sized by [`Inst::word_count`]) and moves `at` on.
+    fn encode(&self, out: &mut [u32], at: &mut usize) {
+        let count = self.word_count();
+        let dst = &mut out[*at..*at + count];
+        dst[0] = ((count as u32) << 16) | self.op;
+        let mut k = 1;
         if self.ty != 0 {
-            out.push(self.ty);
+            dst[k] = self.ty;
+            k += 1;
         }
         if self.id != 0 {
-            out.push(self.id);
+            dst[k] = self.id;
+            k += 1;
         }
-        out.extend_from_slice(&self.ops);
+        dst[k..].copy_from_slice(&self.ops);
+        *at += count;
     }
 }
 
@@ -401,9 +410,7 @@ impl Module {
     }
 
     pub fn assemble(&self) -> Vec<u32> {
-        let mut out = Vec::with_capacity(self.header[3] as usize * 4);
-        out.extend_from_slice(&self.header);
-        for section in [
+        let sections = [
             &self.capabilities,
             &self.extensions,
             &self.ext_inst_imports,
@@ -413,26 +420,41 @@ impl Module {
             &self.debug,
             &self.annotations,
             &self.globals,
-        ] {
+        ];
+        // Exact size first: a large rewritten module would otherwise be copied as it grows.
+        let words = |list: &[Inst]| list.iter().map(Inst::word_count).sum::<usize>();
+        let size = HEADER_WORDS
+            + sections.iter().map(|s| words(s)).sum::<usize>()
+            + self
+                .functions
+                .iter()
+                .map(|f| words(std::slice::from_ref(&f.def)) + words(&f.params) + words(&f.end) + f.blocks.iter().map(|b| 2 + words(&b.insts)).sum::<usize>())
+                .sum::<usize>();
+        let mut out = vec![0u32; size];
+        out[..HEADER_WORDS].copy_from_slice(&self.header);
+        let mut at = HEADER_WORDS;
+        let at = &mut at;
+        for section in sections {
             for i in section.iter() {
-                i.encode(&mut out);
+                i.encode(&mut out, at);
             }
         }
         for f in &self.functions {
-            f.def.encode(&mut out);
+            f.def.encode(&mut out, at);
             for p in &f.params {
-                p.encode(&mut out);
+                p.encode(&mut out, at);
             }
             for b in &f.blocks {
-                Inst::new(op::LABEL, 0, b.label, vec![]).encode(&mut out);
+                Inst::new(op::LABEL, 0, b.label, Ops::new()).encode(&mut out, at);
                 for i in &b.insts {
-                    i.encode(&mut out);
+                    i.encode(&mut out, at);
                 }
             }
             for e in &f.end {
-                e.encode(&mut out);
+                e.encode(&mut out, at);
             }
         }
+        debug_assert_eq!(*at, size);
         out
     }
 

@@ -2,7 +2,7 @@
 //! Each input validates with raw access chains; each output must pass spirv-val and be free of
 //! them. (Execution on lavapipe is covered by the end-to-end tests in tests/.)
 mod common;
-use common::rewrite_valid;
+use common::{disassemble, rewrite_valid};
 use shader_rewrite::{Options, RewriteError, Target};
 
 const HEAD: &str = r#"
@@ -244,6 +244,37 @@ OpStore %q %v Aligned {comp}",
             }
         }
     }
+}
+
+#[test]
+fn bounds_limits_are_computed_once_per_range_and_size() {
+    // The first robust access sits in the entry block, whose remainder moves to a new block: the
+    // original OpPhi naming %entry must be renamed, the backend's own OpPhi (whose parent is the
+    // entry block's first part, still %entry) must not (spirv-val checks both).
+    let body = "%p = OpRawAccessChainNV %pu %buf %c0 %c0 %i RobustnessPerComponentNV
+%v = OpLoad %u32 %p Aligned 4
+%odd = OpULessThan %bool %i %c4
+OpSelectionMerge %m None
+OpBranchConditional %odd %t %m
+%t = OpLabel
+OpBranch %m
+%m = OpLabel
+%phi = OpPhi %u32 %v %entry %c0 %t
+%p2 = OpRawAccessChainNV %pu %buf %c4 %phi %c0 RobustnessPerElementNV
+%v2 = OpLoad %u32 %p2 Aligned 4
+%p3 = OpRawAccessChainNV %pv4f %buf %c16 %v2 %c0 RobustnessPerComponentNV
+%v3 = OpLoad %v4f %p3 Aligned 16
+OpStore %p3 %v3 Aligned 16
+%p4 = OpRawAccessChainNV %pu %buf %c4 %i %c4 RobustnessPerElementNV
+OpStore %p4 %v2 Aligned 4";
+    let (words, s) = rewrite_valid(&module("", "", body, ""), "vulkan1.1", &all());
+    assert_eq!((s.loads, s.stores), (3, 2));
+    let dis = disassemble(&words);
+    // Two (range, size) pairs: 4 bytes (the u32 accesses, each vec4 component) and 16 bytes
+    // (the whole vec4), each limit computed once at the top of the function.
+    assert_eq!(dis.matches("OpUGreaterThanEqual").count(), 2, "{dis}");
+    // One `offset < limit` per check: 1 + 1 + (1 + 4) × 2 + 1.
+    assert_eq!(dis.matches("OpULessThan ").count() - 1, 13, "{dis}");
 }
 
 #[test]

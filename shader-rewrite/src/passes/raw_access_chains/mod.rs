@@ -62,8 +62,9 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
 
     // Definitions and result types of function-local ids (the types stay valid while the
     // bodies are rewritten below; the positions only until then).
-    let mut defs: HashMap<u32, Def> = HashMap::default();
-    let mut result_types: HashMap<u32, u32> = HashMap::default();
+    let locals = functions.iter().map(|f| f.params.len() + f.blocks.iter().map(|blk| blk.insts.len()).sum::<usize>()).sum();
+    let mut defs: HashMap<u32, Def> = HashMap::with_capacity_and_hasher(locals, Default::default());
+    let mut result_types: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(locals, Default::default());
     for (fi, f) in functions.iter().enumerate() {
         for (pi, p) in f.params.iter().enumerate() {
             defs.insert(p.id, Def::Param { f: fi, p: pi });
@@ -95,7 +96,9 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     for chain in chains.values().filter(|c| c.storage != sc::PHYSICAL_STORAGE_BUFFER) {
         kinds_by_sc.entry(chain.storage).or_default().insert(AliasKind::U32);
     }
-    for shape in &access_list {
+    // Once per distinct shape: large modules repeat a handful of shapes thousands of times.
+    let distinct: rustc_hash::FxHashSet<&AccessShape> = access_list.iter().collect();
+    for shape in distinct {
         kinds_by_sc.entry(shape.storage).or_default().extend(shape.views_used(&options.target));
     }
     for (&storage, kinds) in &kinds_by_sc {
@@ -315,6 +318,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         let mut relabel: HashMap<u32, u32> = HashMap::default();
         let mut new_blocks = Vec::with_capacity(f.blocks.len());
         let mut root_len: HashMap<u32, u32> = HashMap::default();
+        let mut limits_at = 0;
         if need_len {
             for &null in &nulls {
                 root_len.insert(null, b.c_u32(0));
@@ -343,13 +347,18 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
             }
             let entry = &mut f.blocks[0].insts;
             let at = entry.iter().take_while(|i| i.op == op::VARIABLE || i.op == op::LINE || i.op == 317).count();
-            entry.splice(at..at, e.take_insts());
+            let lens = e.take_insts();
+            limits_at = at + lens.len();
+            entry.splice(at..at, lens);
         }
+        // Bounds limits on these lengths are computed once, after them (see Backend::limit).
+        backend.begin_function(root_len.values().copied());
         let len_of = |id: u32| -> Result<u32, RewriteError> {
             root_len.get(&id).or_else(|| len_shadow.get(&id)).copied().ok_or_else(|| {
                 RewriteError::unsupported(format!("%{id}"), "robust raw access chain on a whole descriptor array (Base must select one buffer)")
             })
         };
+        let original: rustc_hash::FxHashSet<u32> = f.blocks.iter().map(|blk| blk.label).collect();
         for blk in std::mem::take(&mut f.blocks) {
             let mut e = Emitter::new(blk.label);
             let mut insts = blk.insts;
@@ -474,12 +483,19 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
             }
             new_blocks.extend(e.blocks);
         }
-        for inst in new_blocks.iter_mut().flat_map(|blk| blk.insts.iter_mut()).filter(|i| i.op == op::PHI) {
+        // Only the function's own OpPhis (in blocks that kept an original label): the backend's
+        // OpPhis may name an original label as the parent that really branches to them.
+        for inst in new_blocks.iter_mut().filter(|blk| original.contains(&blk.label)).flat_map(|blk| blk.insts.iter_mut()).filter(|i| i.op == op::PHI) {
             for parent in inst.ops.iter_mut().skip(1).step_by(2) {
                 if let Some(&l) = relabel.get(parent) {
                     *parent = l;
                 }
             }
+        }
+        let limits = backend.take_entry_insts();
+        if !limits.is_empty() {
+            // The entry block's first part keeps its label and its leading instructions.
+            new_blocks[0].insts.splice(limits_at..limits_at, limits);
         }
         f.blocks = new_blocks;
     }
