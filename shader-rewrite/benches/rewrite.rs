@@ -81,12 +81,20 @@ OpFunctionEnd
 fn bench(c: &mut Criterion) {
     let options = shader_rewrite::Options::default();
     let mut group = c.benchmark_group("rewrite");
+    // Throughput is input bytes per second; the output size is printed beside it (a robust
+    // access expands into several checked loads/stores, so output grows faster than input).
+    let sizes = |name: &str, words: &[u32]| {
+        let out = shader_rewrite::rewrite(words, &options).unwrap().words.len();
+        println!("rewrite/{name}: {} B in, {} B out ({:.1}x)", words.len() * 4, out * 4, out as f64 / words.len() as f64);
+    };
     for (name, words) in corpus().into_iter().filter(|(n, _)| n.contains("float4") || n.contains("uint1") || n.contains("half1")) {
+        sizes(&name, &words);
         group.throughput(Throughput::Bytes(words.len() as u64 * 4));
         group.bench_with_input(BenchmarkId::new("dxil", name), &words, |b, w| b.iter(|| shader_rewrite::rewrite(w, &options).unwrap()));
     }
     for n in [100, 1000] {
         let words = large(n);
+        sizes(&format!("large/{n}-chains"), &words);
         group.throughput(Throughput::Bytes(words.len() as u64 * 4));
         group.bench_with_input(BenchmarkId::new("large", format!("{n}-chains-{}KiB", words.len() * 4 / 1024)), &words, |b, w| {
             b.iter(|| shader_rewrite::rewrite(w, &options).unwrap())

@@ -113,7 +113,8 @@ pub(super) fn lower(
         if var.ops.len() > 1 {
             return Err(RewriteError::unsupported(format!("%{} = OpVariable", var.id), "a block variable with an initializer"));
         }
-        let size = byte_size(b, layouts, block, MatrixLayout::default());
+        let size = byte_size(b, layouts, block, MatrixLayout::default())
+            .ok_or_else(|| RewriteError::unsupported(format!("%{} = OpVariable", var.id), "a block whose explicit layout spans more than 4 GiB"))?;
         let mut root = Root { key: 0x8000_0000 | var.id, pointee, vars: vec![], desc_array, base: 0 };
         let views = match kind {
             BlockKind::Storage => {

@@ -91,40 +91,39 @@ pub(super) fn contains_width(b: &Builder, ty: u32, widths: &[u32]) -> bool {
 }
 
 /// Size in bytes a value of `ty` spans in an explicit layout (an upper bound for matrices and
-/// arrays whose strides are missing). Runtime arrays count as empty.
-pub(super) fn byte_size(b: &Builder, l: &Layouts, ty: u32, mat: MatrixLayout) -> u32 {
-    fn go(b: &Builder, l: &Layouts, ty: u32, mat: MatrixLayout, depth: u32) -> u32 {
+/// arrays whose strides are missing). Runtime arrays count as empty. None when it does not fit
+/// in 32 bits (only a damaged or absurd module: sizes, strides and counts are its own numbers).
+pub(super) fn byte_size(b: &Builder, l: &Layouts, ty: u32, mat: MatrixLayout) -> Option<u32> {
+    // u64 with saturating steps: no intermediate can wrap, the result is checked once.
+    fn go(b: &Builder, l: &Layouts, ty: u32, mat: MatrixLayout, depth: u32) -> u64 {
         let Some(t) = b.global(ty) else { return 0 };
         if depth > 64 {
             return 0;
         }
         match t.op {
-            op::TYPE_INT | op::TYPE_FLOAT => t.ops.first().map_or(0, |w| w / 8),
-            op::TYPE_VECTOR => go(b, l, t.ops[0], mat, depth + 1) * t.ops[1],
+            op::TYPE_INT | op::TYPE_FLOAT => t.ops.first().map_or(0, |w| (w / 8) as u64),
+            op::TYPE_VECTOR => go(b, l, t.ops[0], mat, depth + 1).saturating_mul(t.ops[1] as u64),
             TYPE_MATRIX => {
-                let col = t.ops[0];
-                let cols = t.ops[1];
-                let (rows, comp) = b.scalar_vec(col).map_or((0, 0), |v| (v.n, v.width / 8));
-                if mat.row_major {
-                    mat.stride * rows.saturating_sub(1) + comp * cols
-                } else {
-                    mat.stride * cols.saturating_sub(1) + comp * rows
-                }
+                let cols = t.ops[1] as u64;
+                let (rows, comp) = b.scalar_vec(t.ops[0]).map_or((0, 0), |v| (v.n as u64, (v.width / 8) as u64));
+                let stride = mat.stride as u64;
+                let (strided, packed) = if mat.row_major { (rows, cols) } else { (cols, rows) };
+                stride.saturating_mul(strided.saturating_sub(1)).saturating_add(comp.saturating_mul(packed))
             }
             op::TYPE_ARRAY => {
-                let n = b.const_value(t.ops[1]).unwrap_or(0) as u32;
-                let stride = l.array_stride(ty).unwrap_or(0);
+                let n = b.const_value(t.ops[1]).unwrap_or(0);
+                let stride = l.array_stride(ty).unwrap_or(0) as u64;
                 let elem = go(b, l, t.ops[0], mat, depth + 1);
-                if n == 0 { 0 } else { stride * (n - 1) + elem }
+                if n == 0 { 0 } else { stride.saturating_mul(n - 1).saturating_add(elem) }
             }
             op::TYPE_STRUCT => (0..t.ops.len() as u32)
-                .map(|i| l.member_offset(ty, i).unwrap_or(0) + go(b, l, t.ops[i as usize], l.matrix(ty, i), depth + 1))
+                .map(|i| (l.member_offset(ty, i).unwrap_or(0) as u64).saturating_add(go(b, l, t.ops[i as usize], l.matrix(ty, i), depth + 1)))
                 .max()
                 .unwrap_or(0),
             _ => 0,
         }
     }
-    go(b, l, ty, mat, 0)
+    u32::try_from(go(b, l, ty, mat, 0)).ok()
 }
 
 /// Largest power of two (≤ 16) dividing `v` (16 for 0).
