@@ -236,17 +236,20 @@ impl<'m> Builder<'m> {
         id
     }
 
-    /// Decodes a scalar/vector int or float type.
+    /// Decodes a scalar/vector int or float type. Only widths 8/16/32/64 and 2..=16 components
+    /// (SPIR-V spec 2.16.1 and OpTypeVector; Vulkan allows no other widths): a damaged module's
+    /// other numbers are not a scalar or vector here, so no pass multiplies or loops over them.
     pub fn scalar_vec(&self, ty: u32) -> Option<ScalarVec> {
         let t = self.global(ty)?;
+        let width_ok = |w: u32| matches!(w, 8 | 16 | 32 | 64);
         match t.op {
-            op::TYPE_INT if t.ops.len() == 2 => Some(ScalarVec { float: false, signed: t.ops[1] != 0, width: t.ops[0], n: 1, comp_ty: ty }),
-            op::TYPE_FLOAT if !t.ops.is_empty() => Some(ScalarVec { float: true, signed: false, width: t.ops[0], n: 1, comp_ty: ty }),
-            op::TYPE_VECTOR if t.ops.len() == 2 => {
+            op::TYPE_INT if t.ops.len() == 2 && width_ok(t.ops[0]) => Some(ScalarVec { float: false, signed: t.ops[1] != 0, width: t.ops[0], n: 1, comp_ty: ty }),
+            op::TYPE_FLOAT if !t.ops.is_empty() && width_ok(t.ops[0]) => Some(ScalarVec { float: true, signed: false, width: t.ops[0], n: 1, comp_ty: ty }),
+            op::TYPE_VECTOR if t.ops.len() == 2 && (2..=16).contains(&t.ops[1]) => {
                 // One level only: a vector's component is a scalar (and a malformed module
                 // whose vector names itself must not recurse).
                 let (comp, n) = (t.ops[0], t.ops[1]);
-                let c = self.global(comp).filter(|c| matches!(c.op, op::TYPE_INT | op::TYPE_FLOAT) && !c.ops.is_empty())?;
+                let c = self.global(comp).filter(|c| matches!(c.op, op::TYPE_INT | op::TYPE_FLOAT) && !c.ops.is_empty() && width_ok(c.ops[0]))?;
                 let (float, width) = (c.op == op::TYPE_FLOAT, c.ops[0]);
                 let signed = !float && c.ops.get(1).is_some_and(|&s| s != 0);
                 Some(ScalarVec { float, signed, width, n, comp_ty: comp })

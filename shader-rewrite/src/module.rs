@@ -343,6 +343,11 @@ impl Module {
                 defined[w] |= bit;
             }
             let inst = Inst { op: opcode, ty, id, ops: Ops::from_slice(&words[k..at + count]) };
+            // OpTypeVector: 2, 3 or 4 components, or 8/16 with Vector16 (SPIR-V spec 3.32.6).
+            // The passes size, loop and multiply by component counts: a damaged one is an error.
+            if opcode == op::TYPE_VECTOR && !matches!(inst.ops[1], 2 | 3 | 4 | 8 | 16) {
+                return Err(RewriteError::malformed(at, format!("OpTypeVector %{id} has {} components", inst.ops[1])));
+            }
             at += count;
             if let Some(f) = func.as_mut() {
                 match opcode {

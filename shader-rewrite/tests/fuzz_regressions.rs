@@ -3,7 +3,7 @@
 //! `Ok` output must satisfy the target's structural checks.
 mod common;
 use shader_rewrite::module::{Module, MAX_ID_BOUND, MAGIC};
-use shader_rewrite::{rewrite, Options, RewriteError, SmallStorage, Target};
+use shader_rewrite::{rewrite, BindlessTable, Options, RewriteError, SmallStorage, Target};
 
 fn words(hex: &[&str]) -> Vec<u32> {
     let hex: String = hex.concat();
@@ -16,6 +16,20 @@ fn words(hex: &[&str]) -> Vec<u32> {
 fn options() -> [Options; 2] {
     let core = Target::core();
     [Options::default(), Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() }]
+}
+
+/// The fuzz target's third option set: SPV_NV_bindless_texture onto a descriptor table.
+fn bindless() -> Options {
+    let table = BindlessTable {
+        set: 7,
+        sampled_images_binding: 0,
+        sampled_images_count: 64,
+        storage_images_binding: 1,
+        storage_images_count: 8,
+        samplers_binding: 2,
+        samplers_count: 4,
+    };
+    Options { bindless: Some(table), ..Options::default() }
 }
 
 /// The fuzz target's property, as a test.
@@ -98,7 +112,88 @@ const HUGE_VECTOR_BLOCK: &[&str] = &[
 
 #[test]
 fn block_larger_than_4_gib_is_an_error() {
+    // The vector itself is now malformed (Module::parse), before any size is computed.
     let results = check(&words(HUGE_VECTOR_BLOCK));
     assert!(results[0].is_ok(), "nothing to lower with every feature: passed through");
+    assert!(results[1..].iter().all(|r| matches!(r, Err(RewriteError::Malformed { .. }))), "{results:?}");
+    // The size overflow itself, from a well-formed type: 2³¹ halves at stride 2 in a 16-bit
+    // push-constant block span 4 GiB.
+    let text = r#"
+OpCapability Shader
+OpCapability StoragePushConstant16
+OpExtension "SPV_KHR_16bit_storage"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main"
+OpExecutionMode %main LocalSize 1 1 1
+OpDecorate %arr ArrayStride 2
+OpMemberDecorate %PC 0 Offset 0
+OpDecorate %PC Block
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%half = OpTypeFloat 16
+%big = OpConstant %u32 2147483648
+%arr = OpTypeArray %half %big
+%PC = OpTypeStruct %arr
+%ppc = OpTypePointer PushConstant %PC
+%pc = OpVariable %ppc PushConstant
+%main = OpFunction %void None %fn
+%l = OpLabel
+OpReturn
+OpFunctionEnd
+"#;
+    let results = check(&common::assemble(text, "vulkan1.1"));
     assert!(results[1..].iter().all(|r| matches!(r, Err(e @ RewriteError::Unsupported { .. }) if e.to_string().contains("4 GiB"))), "{results:?}");
+}
+
+/// Found by the bounded fuzzer (tests/fuzz_bounded.rs, mutation 208 496 of 10⁶, once release
+/// builds of shader-rewrite kept overflow checks): a mutated bindless seed whose `OpTypeInt`
+/// width is 4 294 967 295. Handle conversion multiplied width × components ("attempt to
+/// multiply with overflow"). Only widths 8/16/32/64 are scalars now (`Builder::scalar_vec`), and
+/// `Module::parse` rejects vectors of other than 2/3/4/8/16 components.
+#[rustfmt::skip]
+const HUGE_INT_WIDTH: &[&str] = &[
+    "0302230700030100000007002c000000000000001100020001000000110002000b000000110002003200000011000200",
+    "38000000110002000e1500000a0007005350565f4e565f62696e646c6573735f74657874757265000e00030000000000",
+    "0100000015150200400000000f00060005000000010000006d61696e00000000020000000f0006000500000003000000",
+    "000001007200000002000000100006000100000011000000010000000100000001000000100006000300000011000000",
+    "010000000100000001000000470003000400000002000000480005000400000000000000230000000000000048000500",
+    "040000000100000023000000080000004800050004000000020000002300000010000000480005000400000003000000",
+    "230000001800000048000500040000000400000023000000200000004700040002000000220000000000000047000400",
+    "02000000210000000000000013000200050000002100030006000000050000001500040007000000ffffffff00000000",
+    "1500040008000000200000000100000015000400090000004000000000000000160003000a0000002000000017000400",
+    "0b0000000700000002000000170004000c0000000800000002000000170004000d0000000a0000000400000019000900",
+    "0e0000000a000000010000000000000000000000000000000200000004000000190009000f0000000a00000001000000",
+    "00000000000000000000000001000000000000001b000300100000000f0000001e000700040000000900000009000000",
+    "0b0000000c0000000b00000020000400110000000c0000000400000020000400120000000c0000000900000020000400",
+    "130000000c0000000b00000020000400140000000c0000000c0000002b0004000800000015000000000000002b000400",
+    "0800000016000000010000002b0004000800000017000000020000002b0004000800000018000000030000002b000400",
+    "0800000019000000040000002b000500090000001a00000000000000000000002c0005000c0000001b00000016000000",
+    "160000003b00040011000000020000000c0000003600050005000000010000000000000006000000f80002001c000000",
+    "41000500120000001d00000002000000150000003d000400090000001e0000001d0000000f1504000e0000001f000000",
+    "1e000000620005000d000000200000001f0000001b000000630004001f0000001b00000020000000680004000c000000",
+    "210000001f00000041000500140000002200000002000000180000003e00030022000000210000001115040009000000",
+    "230000001f00000041000500120000002400000002000000160000003e00030024000000230000004100050013000000",
+    "2500000002000000170000003d0004000b00000026000000250000001315040010000000270000002600000014150400",
+    "0b000000280000002700000041000500130000002900000002000000190000003e0003002900000028000000fd000100",
+    "380001003600050005000000030000000000000006000000f80002002a00000041000500120000002b00000002000000",
+    "160000003e0003002b0000001a000000fd00010038000100",
+];
+
+#[test]
+fn absurd_int_width_is_an_error() {
+    let input = words(HUGE_INT_WIDTH);
+    let r = rewrite(&input, &bindless());
+    assert!(matches!(r, Err(RewriteError::Unsupported { .. })), "{:?}", r.map(|o| o.stats));
+    check(&input);
+}
+
+#[test]
+fn vector_of_a_billion_components_is_malformed() {
+    // OpTypeVector %v4float %float 4 → 2³⁰ components (what ran the 16-bit legalizer out of
+    // memory under libFuzzer: one conversion per component).
+    let mut input = words(HUGE_INT_WIDTH);
+    let at = (5..input.len()).find(|&i| input[i] == (4 << 16) | 23 && input[i + 3] == 4).expect("a vec4 type");
+    input[at + 3] = 1 << 30;
+    assert!(matches!(rewrite(&input, &bindless()), Err(RewriteError::Malformed { .. })));
 }
