@@ -21,7 +21,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use shader_rewrite::module::{Module, HEADER_WORDS, MAGIC};
-use shader_rewrite::{rewrite, BindlessTable, Options, SmallStorage, Target};
+use shader_rewrite::{rewrite, Options};
+
+#[path = "../../shader-rewrite/tests/common/fuzz_options.rs"]
+mod fuzz_options;
 
 fn check(words: &[u32], options: &Options) {
     let Ok(out) = rewrite(words, options) else { return };
@@ -59,17 +62,7 @@ fn spirv_val(tool: &std::ffi::OsStr, words: &[u32]) -> bool {
 
 fuzz_target!(|data: &[u8]| {
     let words: Vec<u32> = data.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-    check(&words, &Options::default());
-    let core = Target::core();
-    check(&words, &Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() });
-    let table = BindlessTable {
-        set: 7,
-        sampled_images_binding: 0,
-        sampled_images_count: 64,
-        storage_images_binding: 1,
-        storage_images_count: 8,
-        samplers_binding: 2,
-        samplers_count: 4,
-    };
-    check(&words, &Options { bindless: Some(table), ..Options::default() });
+    for options in fuzz_options::option_sets() {
+        check(&words, &options);
+    }
 });

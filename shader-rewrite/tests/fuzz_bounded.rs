@@ -9,7 +9,7 @@
 //! `POLYFILL_FUZZ_ITERS` sets the number of mutations (default 20000); `POLYFILL_FUZZ_TRACE=FILE`
 //! writes each input to FILE before rewriting it (to catch one that aborts the process).
 mod common;
-use shader_rewrite::{rewrite, BindlessTable, Options, SmallStorage, Target};
+use shader_rewrite::rewrite;
 
 struct Rng(u64);
 impl Rng {
@@ -63,21 +63,7 @@ fn mutated_modules_never_panic_and_valid_inputs_give_valid_outputs() {
     let iters: usize = std::env::var("POLYFILL_FUZZ_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(20_000);
     let seeds = seeds();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let core = Target::core();
-    let table = BindlessTable {
-        set: 7,
-        sampled_images_binding: 0,
-        sampled_images_count: 64,
-        storage_images_binding: 1,
-        storage_images_count: 8,
-        samplers_binding: 2,
-        samplers_count: 4,
-    };
-    let options = [
-        Options::default(),
-        Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() },
-        Options { bindless: Some(table), ..Options::default() },
-    ];
+    let options = common::fuzz_options::option_sets();
     let (mut ok, mut err, mut checked) = (0, 0, 0);
     // POLYFILL_FUZZ_TRACE=FILE: write each input there before rewriting it.
     let trace = std::env::var_os("POLYFILL_FUZZ_TRACE");

@@ -3,7 +3,7 @@
 //! `Ok` output must satisfy the target's structural checks.
 mod common;
 use shader_rewrite::module::{Module, MAX_ID_BOUND, MAGIC};
-use shader_rewrite::{rewrite, BindlessTable, Options, RewriteError, SmallStorage, Target};
+use shader_rewrite::{rewrite, Options, RewriteError};
 
 fn words(hex: &[&str]) -> Vec<u32> {
     let hex: String = hex.concat();
@@ -11,25 +11,16 @@ fn words(hex: &[&str]) -> Vec<u32> {
     bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-/// The fuzz target's option sets that lower raw access chains and 8/16-bit storage (a core
-/// target lacks every 8/16-bit storage feature, so all of them are emulated).
+/// The fuzzers' option sets without the bindless one (every module here is checked under them).
 fn options() -> [Options; 2] {
-    let core = Target::core();
-    [Options::default(), Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() }]
+    let [all, core, _] = common::fuzz_options::option_sets();
+    [all, core]
 }
 
-/// The fuzz target's third option set: SPV_NV_bindless_texture onto a descriptor table.
+/// The fuzzers' bindless option set.
 fn bindless() -> Options {
-    let table = BindlessTable {
-        set: 7,
-        sampled_images_binding: 0,
-        sampled_images_count: 64,
-        storage_images_binding: 1,
-        storage_images_count: 8,
-        samplers_binding: 2,
-        samplers_count: 4,
-    };
-    Options { bindless: Some(table), ..Options::default() }
+    let [_, _, bindless] = common::fuzz_options::option_sets();
+    bindless
 }
 
 /// The fuzz target's property, as a test.
@@ -196,4 +187,43 @@ fn vector_of_a_billion_components_is_malformed() {
     let at = (5..input.len()).find(|&i| input[i] == (4 << 16) | 23 && input[i + 3] == 4).expect("a vec4 type");
     input[at + 3] = 1 << 30;
     assert!(matches!(rewrite(&input, &bindless()), Err(RewriteError::Malformed { .. })));
+}
+
+/// fuzz/artifacts/rewrite/crash-a9b60b5b456cf9f56cc0896708154fc1c3d79271 (a mutated 16-bit
+/// storage seed), reduced by hand: `OpCopyMemory` into an emulated 16-bit block from a value that
+/// is not a pointer. The lowering loaded "through" it with result type 0, an OpLoad without its
+/// pointer operand that no longer parsed. Now an error.
+#[test]
+fn copy_memory_from_a_non_pointer_is_an_error() {
+    let text = r#"
+OpCapability Shader
+OpCapability StorageBuffer16BitAccess
+OpExtension "SPV_KHR_16bit_storage"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main"
+OpExecutionMode %main LocalSize 1 1 1
+OpMemberDecorate %S 0 Offset 0
+OpDecorate %S Block
+OpDecorate %buf DescriptorSet 0
+OpDecorate %buf Binding 0
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%f32 = OpTypeFloat 32
+%half = OpTypeFloat 16
+%S = OpTypeStruct %half
+%pS = OpTypePointer StorageBuffer %S
+%ph = OpTypePointer StorageBuffer %half
+%buf = OpVariable %pS StorageBuffer
+%c0 = OpConstant %u32 0
+%one = OpConstant %f32 1
+%main = OpFunction %void None %fn
+%l = OpLabel
+%p = OpAccessChain %ph %buf %c0
+OpCopyMemory %p %one
+OpReturn
+OpFunctionEnd
+"#;
+    let results = check(&common::assemble(text, "vulkan1.1"));
+    assert!(matches!(&results[1], Err(e @ RewriteError::Malformed { .. }) if e.to_string().contains("not a pointer")), "{results:?}");
 }

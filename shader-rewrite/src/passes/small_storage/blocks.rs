@@ -730,7 +730,11 @@ impl Cx<'_, '_> {
         self.begin_access();
         let ty = match self.ptr(src) {
             Some(p) => p.ty,
-            None => self.b.pointer(self.type_of(src)).map(|(_, t)| t).unwrap_or(0),
+            None => self
+                .b
+                .pointer(self.type_of(src))
+                .map(|(_, t)| t)
+                .ok_or_else(|| RewriteError::malformed(0, format!("{}: source %{src} is not a pointer", describe(inst))))?,
         };
         let value = match self.ptr(src) {
             Some(p) => {

@@ -1,0 +1,24 @@
+//! The option sets every fuzzer runs an input under (shared by fuzz/fuzz_targets/rewrite.rs,
+//! tests/fuzz_bounded.rs and tests/fuzz_regressions.rs):
+//! 1. `Options::default()`: every optional device feature (raw access chains lowered);
+//! 2. a Vulkan 1.0 core target lacking every 8/16-bit storage feature, all of them emulated;
+//! 3. the default plus a bindless descriptor table (SPV_NV_bindless_texture lowered).
+use shader_rewrite::{BindlessTable, Options, SmallStorage, Target};
+
+pub fn option_sets() -> [Options; 3] {
+    let core = Target::core();
+    let table = BindlessTable {
+        set: 7,
+        sampled_images_binding: 0,
+        sampled_images_count: 64,
+        storage_images_binding: 1,
+        storage_images_count: 8,
+        samplers_binding: 2,
+        samplers_count: 4,
+    };
+    [
+        Options::default(),
+        Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() },
+        Options { bindless: Some(table), ..Options::default() },
+    ]
+}
