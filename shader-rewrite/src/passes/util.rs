@@ -18,22 +18,26 @@ pub fn split_memory_operands(ops: &[u32]) -> (u32, Option<u32>, Vec<u32>) {
 
 /// (operand position, id) of the operands of `inst` that can hold a pointer. Only opcodes whose
 /// operand layout is all ids (or known) are listed, so a literal is never mistaken for an id.
-pub fn pointer_operands(inst: &Inst) -> Vec<(usize, u32)> {
-    let all = |from: usize| inst.ops.iter().enumerate().skip(from).map(|(p, &id)| (p, id)).collect::<Vec<_>>();
-    match inst.op {
-        op::LOAD | op::COPY_OBJECT | op::ARRAY_LENGTH | op::CONVERT_PTR_TO_U | op::BITCAST => all(0).into_iter().take(1).collect(),
-        op::STORE => all(0).into_iter().take(2).collect(),
-        op::SELECT => all(1).into_iter().take(2).collect(),
-        op::PHI => all(0).into_iter().step_by(2).collect(),
-        op::FUNCTION_CALL | op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::RAW_ACCESS_CHAIN_NV => all(0).into_iter().take(1).chain(if inst.op == op::FUNCTION_CALL { all(1) } else { vec![] }).collect(),
+pub fn pointer_operands(inst: &Inst) -> smallvec::SmallVec<[(usize, u32); 4]> {
+    // (first operand, how many, step); `usize::MAX` = to the end. No allocation for the common
+    // case: this runs on every instruction of every function.
+    let (from, count, step) = match inst.op {
+        op::LOAD | op::COPY_OBJECT | op::ARRAY_LENGTH | op::CONVERT_PTR_TO_U | op::BITCAST => (0, 1, 1),
+        op::STORE => (0, 2, 1),
+        op::SELECT => (1, 2, 1),
+        op::PHI => (0, usize::MAX, 2),
+        op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::RAW_ACCESS_CHAIN_NV => (0, 1, 1),
+        // The callee, then every argument.
+        op::FUNCTION_CALL => (0, usize::MAX, 1),
         // OpCopyMemory / OpCopyMemorySized: target and source.
-        63 | 64 => all(0).into_iter().take(2).collect(),
+        63 | 64 => (0, 2, 1),
         // Atomics (OpAtomicLoad..OpAtomicXor, flag ops, float min/max/add): the pointer comes first.
-        227..=242 | 318 | 319 | 5614 | 5615 | 6035 => all(0).into_iter().take(1).collect(),
+        227..=242 | 318 | 319 | 5614 | 5615 | 6035 => (0, 1, 1),
         // OpPtrEqual, OpPtrNotEqual, OpPtrDiff.
-        401..=403 => all(0).into_iter().take(2).collect(),
-        _ => vec![],
-    }
+        401..=403 => (0, 2, 1),
+        _ => return smallvec::SmallVec::new(),
+    };
+    inst.ops.iter().copied().enumerate().skip(from).step_by(step).take(count).collect()
 }
 
 /// Drops names and decorations that target ids no longer defined.
