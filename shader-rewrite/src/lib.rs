@@ -43,7 +43,7 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     if found.raw_access_chains && options.emulate_raw_access_chains {
         passes::raw_access_chains::run(&mut module, options, &mut stats)?;
     }
-    if found.small_storage.and(&options.emulate_storage).any() {
+    if found.small_storage.intersects(&options.emulate_storage) {
         passes::small_storage::run(&mut module, options, &mut stats)?;
     }
     if let (true, Some(table)) = (found.bindless_texture, options.bindless) {

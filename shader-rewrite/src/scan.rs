@@ -24,7 +24,7 @@ impl ScanResult {
     /// Does anything found need emulating under `options`?
     pub fn any(&self, options: &Options) -> bool {
         (self.raw_access_chains && options.emulate_raw_access_chains)
-            || self.small_storage.and(&options.emulate_storage).any()
+            || self.small_storage.intersects(&options.emulate_storage)
             || (self.bindless_texture && options.bindless.is_some())
     }
     fn any_declared(&self) -> bool {
@@ -78,7 +78,35 @@ pub fn scan(words: &[u32]) -> Result<ScanResult, RewriteError> {
 /// True when [`crate::rewrite`] would change the module under `options`. Malformed headers
 /// count as "no": the driver gets them unchanged and reports its own error.
 pub fn needs_rewrite(words: &[u32], options: &Options) -> bool {
-    scan(words).map(|s| s.any(options)).unwrap_or(false)
+    // The layer asks this for every module an application creates; nearly all declare nothing
+    // this library emulates. A bare walk of the capability section settles those (the same walk
+    // as `scan`, stopping where it stops), and only a module with an emulated capability pays
+    // for the full scan and the comparison with `options`.
+    if words.len() < HEADER_WORDS || words[0] != MAGIC {
+        return false;
+    }
+    let mut at = HEADER_WORDS;
+    while let Some(&first) = words.get(at) {
+        let count = (first >> 16) as usize;
+        match first & 0xffff {
+            op::CAPABILITY if count >= 2 => match words.get(at + 1) {
+                Some(&cap) if is_emulated(cap) => return scan(words).is_ok_and(|s| s.any(options)),
+                _ => {}
+            },
+            op::EXTENSION | op::NOP => {}
+            _ => return false,
+        }
+        if count == 0 {
+            return false; // damaged before any emulated capability: `scan` errs, so "no"
+        }
+        at += count;
+    }
+    false
+}
+
+/// A capability some pass emulates.
+fn is_emulated(cap: u32) -> bool {
+    matches!(cap, CAP_RAW_ACCESS_CHAINS_NV | CAP_BINDLESS_TEXTURE_NV) || SmallStorage::CAPS.contains(&cap)
 }
 
 #[cfg(test)]
@@ -103,6 +131,31 @@ mod tests {
         assert!(scan(&w).unwrap().raw_access_chains);
         // Damage before the capability: an error, as before (the module is passed on as-is).
         assert!(scan(&[MAGIC, 0x0001_0300, 0, 16, 0, (9 << 16) | op::CAPABILITY]).is_err());
+    }
+
+    /// The fast path agrees with `scan` on every prefix of some modules (damaged ones included).
+    #[test]
+    fn needs_rewrite_agrees_with_scan() {
+        let options = Options { target: crate::target::Target::core(), emulate_storage: SmallStorage::missing_from(&crate::target::Target::core()), ..Options::default() };
+        let ext = [(3 << 16) | op::EXTENSION, 0x6162_6364, 0];
+        let bodies: Vec<Vec<u32>> = vec![
+            vec![(2 << 16) | op::CAPABILITY, 1],
+            raw_cap_then(&[(3 << 16) | 14, 0, 1]),
+            [&[(2 << 16) | op::CAPABILITY, 1][..], &ext, &[(2 << 16) | op::CAPABILITY, 4433, (3 << 16) | 14, 0, 1]].concat(),
+            [&[(2 << 16) | op::CAPABILITY, 1, 0][..], &RAW_CAP].concat(),
+            [&ext[..], &[(2 << 16) | op::CAPABILITY, CAP_BINDLESS_TEXTURE_NV, (9 << 16) | op::CAPABILITY]].concat(),
+            vec![(2 << 16) | op::CAPABILITY, 4436],
+            vec![(1 << 16) | op::NOP, (2 << 16) | op::CAPABILITY, 4450],
+        ];
+        for body in bodies {
+            let w: Vec<u32> = [MAGIC, 0x0001_0300, 0, 16, 0].iter().chain(&body).copied().collect();
+            for n in 0..=w.len() {
+                for o in [Options::default(), options] {
+                    let expected = scan(&w[..n]).map(|s| s.any(&o)).unwrap_or(false);
+                    assert_eq!(needs_rewrite(&w[..n], &o), expected, "{:x?}", &w[..n]);
+                }
+            }
+        }
     }
 
     fn raw_cap_then(rest: &[u32]) -> Vec<u32> {

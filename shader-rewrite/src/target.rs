@@ -137,6 +137,17 @@ impl SmallStorage {
     pub fn any(&self) -> bool {
         Self::CAPS.iter().any(|&c| self.get(c))
     }
+    /// Is any capability set in both? (`and(other).any()` without the loops: this is on the
+    /// per-module pass-through path.)
+    pub fn intersects(&self, o: &SmallStorage) -> bool {
+        (self.storage_buffer_16bit && o.storage_buffer_16bit)
+            || (self.uniform_and_storage_buffer_16bit && o.uniform_and_storage_buffer_16bit)
+            || (self.storage_push_constant_16 && o.storage_push_constant_16)
+            || (self.storage_input_output_16 && o.storage_input_output_16)
+            || (self.storage_buffer_8bit && o.storage_buffer_8bit)
+            || (self.uniform_and_storage_buffer_8bit && o.uniform_and_storage_buffer_8bit)
+            || (self.storage_push_constant_8 && o.storage_push_constant_8)
+    }
     /// Capabilities set in both.
     pub fn and(&self, other: &SmallStorage) -> SmallStorage {
         let mut out = SmallStorage::default();
@@ -214,5 +225,28 @@ impl BindlessTable {
 impl Default for Options {
     fn default() -> Self {
         Options { target: Target::all(), emulate_raw_access_chains: true, emulate_storage: SmallStorage::default(), oob_poison: None, bindless: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SmallStorage;
+
+    fn from_bits(bits: u32) -> SmallStorage {
+        let mut s = SmallStorage::default();
+        for (k, &cap) in SmallStorage::CAPS.iter().enumerate() {
+            s.set(cap, bits & (1 << k) != 0);
+        }
+        s
+    }
+
+    #[test]
+    fn intersects_is_and_then_any() {
+        for a in 0..128 {
+            for b in 0..128 {
+                let (x, y) = (from_bits(a), from_bits(b));
+                assert_eq!(x.intersects(&y), x.and(&y).any(), "{a:#09b} {b:#09b}");
+            }
+        }
     }
 }
