@@ -246,19 +246,10 @@ pub struct Backend {
     /// Range lengths defined at the top of the current function's entry block: their bounds
     /// limits are computed once, there (see [`Backend::begin_function`]).
     entry_lens: rustc_hash::FxHashSet<u32>,
-    /// (length, access size) → its limit, for `entry_lens`.
-    limits: HashMap<(u32, u32), Limit>,
+    /// (length, access size) → limit id, for `entry_lens`.
+    limits: HashMap<(u32, u32), u32>,
     /// Instructions computing those limits, for the caller to place after the lengths.
     entry_insts: Vec<crate::module::Inst>,
-}
-
-/// A bounds limit (see [`Backend::limit`]).
-#[derive(Debug, Clone, Copy, Default)]
-struct Limit {
-    /// `len - size + 1` when `size` bytes fit in the range, else 0.
-    lim: u32,
-    /// `len >= size`.
-    fits: u32,
 }
 
 /// Per-access state while emitting it.
@@ -315,27 +306,26 @@ impl Backend {
     /// `len >= size ? len - size + 1 : 0`: the number of byte offsets at which `size` bytes fit
     /// inside a range of `len` bytes, so one `off < limit` is the whole bounds check, with no
     /// overflow anywhere (`len - size + 1` is in [1, len] when `len >= size`).
-    fn limit(&mut self, e: &mut Emitter, b: &mut Builder, len: u32, size: u32) -> Limit {
+    fn limit(&mut self, e: &mut Emitter, b: &mut Builder, len: u32, size: u32) -> u32 {
         if let Some(&l) = self.limits.get(&(len, size)) {
             return l;
         }
         let bool_t = b.t_bool();
         let u32t = b.t_u32();
         let (s, room_c, zero) = (b.c_u32(size), b.c_u32(size - 1), b.c_u32(0));
-        let (fits, room, lim) = (b.id(), b.id(), b.id());
+        let (ge, room, lim) = (b.id(), b.id(), b.id());
         let insts = [
-            crate::module::Inst::new(op::U_GREATER_THAN_EQUAL, bool_t, fits, ops![len, s]),
+            crate::module::Inst::new(op::U_GREATER_THAN_EQUAL, bool_t, ge, ops![len, s]),
             crate::module::Inst::new(op::I_SUB, u32t, room, ops![len, room_c]),
-            crate::module::Inst::new(op::SELECT, u32t, lim, ops![fits, room, zero]),
+            crate::module::Inst::new(op::SELECT, u32t, lim, ops![ge, room, zero]),
         ];
-        let l = Limit { lim, fits };
         if self.entry_lens.contains(&len) {
             self.entry_insts.extend(insts);
-            self.limits.insert((len, size), l);
+            self.limits.insert((len, size), lim);
         } else {
             insts.into_iter().for_each(|i| e.push(i));
         }
-        l
+        lim
     }
 
     /// Emits `shape`'s access at the current point of `e`: `view_ptrs` point to the alias
@@ -360,12 +350,12 @@ impl Backend {
         let size = shape.size();
         // Bounds limits first (they may be cached and need `self` mutably).
         let (lim_elem, lim_whole, lim_comp) = match shape.robustness {
-            Robustness::None => Default::default(),
-            Robustness::PerElement { stride } => (self.limit(e, b, len.expect("robust access without a range length"), stride), Limit::default(), Limit::default()),
+            Robustness::None => (0, 0, 0),
+            Robustness::PerElement { stride } => (self.limit(e, b, len.expect("robust access without a range length"), stride), 0, 0),
             Robustness::PerComponent => {
                 let len = len.expect("robust access without a range length");
-                let whole = if n > 1 { self.limit(e, b, len, size) } else { Limit::default() };
-                (Limit::default(), whole, self.limit(e, b, len, c))
+                let whole = if n > 1 { self.limit(e, b, len, size) } else { 0 };
+                (0, whole, self.limit(e, b, len, c))
             }
         };
         let views = &self.views[&shape.storage];
@@ -383,7 +373,7 @@ impl Backend {
             atomic_scope: self.atomic_scope,
         };
         let poison = self.oob_poison;
-        let elem_ok = |e: &mut Emitter, b: &mut Builder| ctx.below(e, b, elem.expect("per-element access without an element offset"), lim_elem.lim);
+        let elem_ok = |e: &mut Emitter, b: &mut Builder| ctx.below(e, b, elem.expect("per-element access without an element offset"), lim_elem);
         // Component k's address, and a context that reuses it.
         let at_comp = |e: &mut Emitter, b: &mut Builder, k: u32| {
             let a = ctx.offset(e, b, k * c);
@@ -404,7 +394,7 @@ impl Backend {
                         let mut count = 0;
                         for k in 0..n {
                             let (a, at) = at_comp(e, b, k);
-                            let ok = ctx.below(e, b, a, lim_comp.lim);
+                            let ok = ctx.below(e, b, a, lim_comp);
                             e.if_then(b, ok, |e, b| count += at.store_range(e, b, k * c, c, c, &bits));
                         }
                         count
@@ -413,7 +403,7 @@ impl Backend {
                         atomics += per_comp(e, b);
                     } else {
                         // Fast path when the whole vector is in bounds, else each component.
-                        let ok = ctx.below(e, b, ctx.addr, lim_whole.lim);
+                        let ok = ctx.below(e, b, ctx.addr, lim_whole);
                         let (mut fast, mut slow) = (0, 0);
                         e.if_else(
                             b,
@@ -452,44 +442,16 @@ impl Backend {
                         (0..n)
                             .map(|k| {
                                 let (a, at) = at_comp(e, b, k);
-                                let ok = ctx.below(e, b, a, lim_comp.lim);
+                                let ok = ctx.below(e, b, a, lim_comp);
                                 e.if_or(b, ok, &[raw_ty], |e, b| at.load_raw(e, b, k * c, c, c), &oob)[0]
-                            })
-                            .collect()
-                    };
-                    // A plain vector load: when the range holds at least one component, an
-                    // out-of-bounds component loads from byte 0 instead (in bounds, aligned to
-                    // anything) and its value is replaced: one branch for all components. Not for
-                    // Volatile or other memory operands, which must not read what the shader
-                    // did not ask for.
-                    let clamped = |e: &mut Emitter, b: &mut Builder| -> Vals {
-                        let zero = b.c_u32(0);
-                        let cond_ty = if raw_ty == u32t { b.t_bool() } else { let bt = b.t_bool(); b.t_vec(bt, 2) };
-                        (0..n)
-                            .map(|k| {
-                                let a = ctx.offset(e, b, k * c);
-                                let ok = ctx.below(e, b, a, lim_comp.lim);
-                                let safe = e.op(b, op::SELECT, u32t, ops![ok, a, zero]);
-                                let v = Ctx { addr: safe, known: None, ..ctx }.load_raw(e, b, 0, c, c)[0];
-                                // OpSelect of a vector wants a vector condition before SPIR-V 1.4.
-                                let cond = if raw_ty == u32t { ok } else { e.op(b, op::COMPOSITE_CONSTRUCT, cond_ty, ops![ok, ok]) };
-                                e.op(b, op::SELECT, raw_ty, ops![cond, v, oob[0]])
                             })
                             .collect()
                     };
                     if n == 1 {
                         per_comp(e, b)
                     } else {
-                        let ok = ctx.below(e, b, ctx.addr, lim_whole.lim);
-                        let slow = |e: &mut Emitter, b: &mut Builder| -> Vals {
-                            if shape.mem_ops.is_empty() {
-                                let oob_n: Vals = std::iter::repeat_n(oob[0], n as usize).collect();
-                                e.if_or(b, lim_comp.fits, &raw_tys, clamped, &oob_n)
-                            } else {
-                                per_comp(e, b)
-                            }
-                        };
-                        e.if_else(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, 0, size, shape.align), slow)
+                        let ok = ctx.below(e, b, ctx.addr, lim_whole);
+                        e.if_else(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, 0, size, shape.align), per_comp)
                     }
                 }
             };
