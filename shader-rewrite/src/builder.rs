@@ -3,7 +3,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::ops;
-use crate::module::{decode_string, encode_string, op, Block, Inst, Module};
+use crate::module::{encode_string, op, Block, Inst, Module};
 
 /// Storage classes (SPIR-V spec 3.7).
 pub mod sc {
@@ -71,12 +71,13 @@ pub struct Builder<'m> {
 
 impl<'m> Builder<'m> {
     pub fn new(m: &'m mut Module) -> Self {
-        let decorated = m.annotations.iter().filter(|a| a.op == op::DECORATE && a.ops.len() >= 2).map(|a| (a.ops[0], a.ops[1])).collect();
+        let mut decorated = rustc_hash::FxHashSet::with_capacity_and_hasher(m.annotations.len(), Default::default());
+        decorated.extend(m.annotations.iter().filter(|a| a.op == op::DECORATE && a.ops.len() >= 2).map(|a| (a.ops[0], a.ops[1])));
         let mut b = Builder {
             index: m.global_index(),
-            types: HashMap::default(),
-            consts: HashMap::default(),
-            u32_consts: HashMap::default(),
+            types: HashMap::with_capacity_and_hasher(64, Default::default()),
+            consts: HashMap::with_capacity_and_hasher(64, Default::default()),
+            u32_consts: HashMap::with_capacity_and_hasher(32, Default::default()),
             decorated,
             glsl: None,
             m,
@@ -100,7 +101,7 @@ impl<'m> Builder<'m> {
                 b.types.entry(k).or_insert(i.id);
             }
         }
-        b.glsl = b.m.ext_inst_imports.iter().find(|i| decode_string(&i.ops) == "GLSL.std.450").map(|i| i.id);
+        b.glsl = b.m.ext_inst_imports.iter().find(|i| crate::module::string_is(&i.ops, "GLSL.std.450")).map(|i| i.id);
         b
     }
 

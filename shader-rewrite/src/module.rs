@@ -244,6 +244,12 @@ pub fn decode_string(words: &[u32]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// Does the literal string in `words` equal `s`? (No allocation, unlike [`decode_string`].)
+pub fn string_is(words: &[u32], s: &str) -> bool {
+    let mut bytes = words.iter().flat_map(|w| w.to_le_bytes()).take_while(|&b| b != 0);
+    s.bytes().all(|c| bytes.next() == Some(c)) && bytes.next().is_none()
+}
+
 /// Encodes a literal string operand.
 pub fn encode_string(s: &str) -> Vec<u32> {
     let mut bytes = s.as_bytes().to_vec();
@@ -411,6 +417,10 @@ impl Module {
                 return Err(RewriteError::malformed(0, format!("entry point names function %{f}, which the module does not define")));
             }
         }
+        // Room for what a lowering adds (alias types and variables, their decorations), so the
+        // sections are not copied as they grow.
+        m.globals.reserve(64);
+        m.annotations.reserve(64);
         Ok(m)
     }
 
@@ -482,7 +492,7 @@ impl Module {
         self.capabilities.retain(|c| c.ops.first() != Some(&cap));
     }
     pub fn has_extension(&self, name: &str) -> bool {
-        self.extensions.iter().any(|e| decode_string(&e.ops) == name)
+        self.extensions.iter().any(|e| string_is(&e.ops, name))
     }
     pub fn add_extension(&mut self, name: &str) {
         if !self.has_extension(name) {
@@ -490,12 +500,14 @@ impl Module {
         }
     }
     pub fn remove_extension(&mut self, name: &str) {
-        self.extensions.retain(|e| decode_string(&e.ops) != name);
+        self.extensions.retain(|e| !string_is(&e.ops, name));
     }
 
     /// Map of every global (type/constant/variable) result id to its index in `globals`.
     pub fn global_index(&self) -> HashMap<u32, usize> {
-        self.globals.iter().enumerate().filter(|(_, i)| i.id != 0).map(|(n, i)| (i.id, n)).collect()
+        let mut index = HashMap::with_capacity_and_hasher(self.globals.len(), Default::default());
+        index.extend(self.globals.iter().enumerate().filter(|(_, i)| i.id != 0).map(|(n, i)| (i.id, n)));
+        index
     }
 
     /// Decorations (decoration number + literal operands) on a target id.
@@ -522,4 +534,21 @@ pub fn is_terminator(opcode: u32) -> bool {
     // OpBranch, OpBranchConditional, OpSwitch, OpKill, OpReturn, OpReturnValue, OpUnreachable,
     // OpTerminateInvocation, OpIgnoreIntersectionKHR, OpTerminateRayKHR, OpEmitMeshTasksEXT
     matches!(opcode, 249..=255 | 4416 | 4448 | 4449 | 5294)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_is_matches_decode_string() {
+        for s in ["", "a", "abc", "abcd", "abcde", "GLSL.std.450", "SPV_NV_raw_access_chains"] {
+            let words = encode_string(s);
+            assert!(string_is(&words, s), "{s}");
+            assert_eq!(decode_string(&words), s);
+            for other in ["", "a", "abcd", "GLSL.std.45", "GLSL.std.4500"] {
+                assert_eq!(string_is(&words, other), s == other, "{s} vs {other}");
+            }
+        }
+    }
 }

@@ -44,7 +44,7 @@ pub(super) fn widen(b: &mut Builder, functions: &mut [Function], layouts: &Layou
     if tracked.is_empty() {
         return Ok(());
     }
-    let glsl = b.m.ext_inst_imports.iter().find(|i| decode_string(&i.ops) == "GLSL.std.450").map(|i| i.id);
+    let glsl = b.m.ext_inst_imports.iter().find(|i| crate::module::string_is(&i.ops, "GLSL.std.450")).map(|i| i.id);
     for f in functions.iter_mut() {
         for blk in f.blocks.iter_mut() {
             let mut e = Emitter::new(blk.label);
