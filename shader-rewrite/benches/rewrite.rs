@@ -101,12 +101,18 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
-    let plain: Vec<u32> = {
-        let mut w = large(1);
-        w.retain(|_| true);
-        w
-    };
-    c.bench_function("scan/needs_rewrite", |b| b.iter(|| shader_rewrite::needs_rewrite(&plain, &options)));
+    // The pass-through decision, on a module that declares nothing emulated (what nearly every
+    // module an application creates looks like) and on one that declares RawAccessChainsNV.
+    let plain = assemble(
+        "OpCapability Shader\nOpMemoryModel Logical GLSL450\nOpEntryPoint GLCompute %main \"main\"\n\
+         OpExecutionMode %main LocalSize 64 1 1\n%void = OpTypeVoid\n%fn = OpTypeFunction %void\n\
+         %main = OpFunction %void None %fn\n%e = OpLabel\nOpReturn\nOpFunctionEnd\n",
+    );
+    assert!(!shader_rewrite::needs_rewrite(&plain, &options));
+    c.bench_function("scan/needs_rewrite/plain", |b| b.iter(|| shader_rewrite::needs_rewrite(&plain, &options)));
+    let raw = large(1);
+    assert!(shader_rewrite::needs_rewrite(&raw, &options));
+    c.bench_function("scan/needs_rewrite/raw-chains", |b| b.iter(|| shader_rewrite::needs_rewrite(&raw, &options)));
 }
 
 criterion_group!(benches, bench);
