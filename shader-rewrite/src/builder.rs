@@ -67,6 +67,9 @@ pub struct Builder<'m> {
     /// (target, decoration) of every OpDecorate, for O(1) queries.
     decorated: rustc_hash::FxHashSet<(u32, u32)>,
     glsl: Option<u32>,
+    /// uint32 and bool, asked for at nearly every emitted instruction: kept out of `types`.
+    u32_ty: Option<u32>,
+    bool_ty: Option<u32>,
 }
 
 impl<'m> Builder<'m> {
@@ -80,6 +83,8 @@ impl<'m> Builder<'m> {
             u32_consts: HashMap::with_capacity_and_hasher(32, Default::default()),
             decorated,
             glsl: None,
+            u32_ty: None,
+            bool_ty: None,
             m,
         };
         for i in &b.m.globals {
@@ -134,13 +139,23 @@ impl<'m> Builder<'m> {
         self.ty(Key::Void, op::TYPE_VOID, vec![])
     }
     pub fn t_bool(&mut self) -> u32 {
-        self.ty(Key::Bool, op::TYPE_BOOL, vec![])
+        if let Some(t) = self.bool_ty {
+            return t;
+        }
+        let t = self.ty(Key::Bool, op::TYPE_BOOL, vec![]);
+        self.bool_ty = Some(t);
+        t
     }
     pub fn t_int(&mut self, width: u32, signed: bool) -> u32 {
         self.ty(Key::Int(width, signed as u32), op::TYPE_INT, vec![width, signed as u32])
     }
     pub fn t_u32(&mut self) -> u32 {
-        self.t_int(32, false)
+        if let Some(t) = self.u32_ty {
+            return t;
+        }
+        let t = self.t_int(32, false);
+        self.u32_ty = Some(t);
+        t
     }
     pub fn t_float(&mut self, width: u32) -> u32 {
         self.ty(Key::Float(width), op::TYPE_FLOAT, vec![width])

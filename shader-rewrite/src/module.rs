@@ -172,22 +172,20 @@ impl Inst {
     fn word_count(&self) -> usize {
         1 + (self.ty != 0) as usize + (self.id != 0) as usize + self.ops.len()
     }
-    /// Writes the instruction at `out[*at..]` (sized by [`Inst::word_count`]) and moves `at` on.
-    fn encode(&self, out: &mut [u32], at: &mut usize) {
-        let count = self.word_count();
-        let dst = &mut out[*at..*at + count];
-        dst[0] = ((count as u32) << 16) | self.op;
-        let mut k = 1;
-        if self.ty != 0 {
-            dst[k] = self.ty;
-            k += 1;
-        }
-        if self.id != 0 {
-            dst[k] = self.id;
-            k += 1;
-        }
-        dst[k..].copy_from_slice(&self.ops);
-        *at += count;
+    /// Appends the instruction's words to `out`.
+    fn encode(&self, out: &mut Vec<u32>) {
+        let mut head = [((self.word_count() as u32) << 16) | self.op, self.ty, self.id];
+        let n = match (self.ty != 0, self.id != 0) {
+            (true, true) => 3,
+            (false, true) => {
+                head[1] = self.id;
+                2
+            }
+            (true, false) => 2,
+            (false, false) => 1,
+        };
+        out.extend_from_slice(&head[..n]);
+        out.extend_from_slice(&self.ops);
     }
 }
 
@@ -302,18 +300,22 @@ impl Module {
         if words.len() < HEADER_WORDS || words[0] != MAGIC {
             return Err(RewriteError::malformed(0, "not a SPIR-V module (bad header)"));
         }
+        // Sections sized up front from the word count (an instruction is ~4 words on average;
+        // the big sections get a share of that, plus room for what a lowering adds): growing
+        // them one push at a time was a good part of the time of a small module.
+        let guess = (words.len() - HEADER_WORDS) / 4;
         let mut m = Module {
             header: [words[0], words[1], words[2], words[3], words[4]],
-            capabilities: vec![],
-            extensions: vec![],
-            ext_inst_imports: vec![],
-            memory_model: vec![],
-            entry_points: vec![],
-            execution_modes: vec![],
-            debug: vec![],
-            annotations: vec![],
-            globals: vec![],
-            functions: vec![],
+            capabilities: Vec::with_capacity(8),
+            extensions: Vec::with_capacity(4),
+            ext_inst_imports: Vec::with_capacity(2),
+            memory_model: Vec::with_capacity(1),
+            entry_points: Vec::with_capacity(2),
+            execution_modes: Vec::with_capacity(4),
+            debug: Vec::with_capacity(guess / 4),
+            annotations: Vec::with_capacity(guess / 4 + 64),
+            globals: Vec::with_capacity(guess / 3 + 64),
+            functions: Vec::with_capacity(2),
         };
         if m.header[3] == 0 || m.header[3] > MAX_ID_BOUND {
             return Err(RewriteError::malformed(3, format!("id bound {} is out of range", m.header[3])));
@@ -362,7 +364,7 @@ impl Module {
                         if block.is_some() {
                             return Err(RewriteError::malformed(at, "block without a terminator"));
                         }
-                        block = Some(Block { label: inst.id, insts: vec![] });
+                        block = Some(Block { label: inst.id, insts: Vec::with_capacity(16) });
                     }
                     op::FUNCTION_END => {
                         if block.is_some() {
@@ -398,7 +400,7 @@ impl Module {
                 | op::GROUP_MEMBER_DECORATE | op::DECORATE_ID | op::DECORATE_STRING | op::MEMBER_DECORATE_STRING => {
                     m.annotations.push(inst)
                 }
-                op::FUNCTION => func = Some(Function { def: inst, params: vec![], blocks: vec![], end: vec![] }),
+                op::FUNCTION => func = Some(Function { def: inst, params: vec![], blocks: Vec::with_capacity(8), end: vec![] }),
                 _ => m.globals.push(inst),
             }
         }
@@ -417,10 +419,6 @@ impl Module {
                 return Err(RewriteError::malformed(0, format!("entry point names function %{f}, which the module does not define")));
             }
         }
-        // Room for what a lowering adds (alias types and variables, their decorations), so the
-        // sections are not copied as they grow.
-        m.globals.reserve(64);
-        m.annotations.reserve(64);
         Ok(m)
     }
 
@@ -445,31 +443,29 @@ impl Module {
                 .iter()
                 .map(|f| words(std::slice::from_ref(&f.def)) + words(&f.params) + words(&f.end) + f.blocks.iter().map(|b| 2 + words(&b.insts)).sum::<usize>())
                 .sum::<usize>();
-        let mut out = vec![0u32; size];
-        out[..HEADER_WORDS].copy_from_slice(&self.header);
-        let mut at = HEADER_WORDS;
-        let at = &mut at;
+        let mut out = Vec::with_capacity(size);
+        out.extend_from_slice(&self.header);
         for section in sections {
             for i in section.iter() {
-                i.encode(&mut out, at);
+                i.encode(&mut out);
             }
         }
         for f in &self.functions {
-            f.def.encode(&mut out, at);
+            f.def.encode(&mut out);
             for p in &f.params {
-                p.encode(&mut out, at);
+                p.encode(&mut out);
             }
             for b in &f.blocks {
-                Inst::new(op::LABEL, 0, b.label, Ops::new()).encode(&mut out, at);
+                Inst::new(op::LABEL, 0, b.label, Ops::new()).encode(&mut out);
                 for i in &b.insts {
-                    i.encode(&mut out, at);
+                    i.encode(&mut out);
                 }
             }
             for e in &f.end {
-                e.encode(&mut out, at);
+                e.encode(&mut out);
             }
         }
-        debug_assert_eq!(*at, size);
+        debug_assert_eq!(out.len(), size);
         out
     }
 
