@@ -61,7 +61,9 @@ pub struct Builder<'m> {
     pub m: &'m mut Module,
     index: HashMap<u32, usize>,
     types: HashMap<Key, u32>,
-    consts: HashMap<(u32, Vec<u32>), u32>,
+    /// (type, literal words or a tagged constituent list) → constant id. Keys are inline
+    /// `Ops`: a lookup allocates nothing.
+    consts: HashMap<(u32, crate::module::Ops), u32>,
     /// u32 constants by value (the hot path: no allocation per lookup).
     u32_consts: HashMap<u32, u32>,
     /// (target, decoration) of every OpDecorate, for O(1) queries.
@@ -97,7 +99,7 @@ impl<'m> Builder<'m> {
                 op::TYPE_POINTER if i.ops.len() == 2 => Some(Key::Pointer(i.ops[0], i.ops[1])),
                 op::TYPE_FUNCTION => Some(Key::Function(i.ops.to_vec())),
                 op::CONSTANT => {
-                    b.consts.entry((i.ty, i.ops.to_vec())).or_insert(i.id);
+                    b.consts.entry((i.ty, i.ops.clone())).or_insert(i.id);
                     None
                 }
                 _ => None,
@@ -126,7 +128,7 @@ impl<'m> Builder<'m> {
         id
     }
 
-    fn ty(&mut self, key: Key, opcode: u32, ops: Vec<u32>) -> u32 {
+    fn ty(&mut self, key: Key, opcode: u32, ops: &[u32]) -> u32 {
         if let Some(&id) = self.types.get(&key) {
             return id;
         }
@@ -136,18 +138,18 @@ impl<'m> Builder<'m> {
         id
     }
     pub fn t_void(&mut self) -> u32 {
-        self.ty(Key::Void, op::TYPE_VOID, vec![])
+        self.ty(Key::Void, op::TYPE_VOID, &[])
     }
     pub fn t_bool(&mut self) -> u32 {
         if let Some(t) = self.bool_ty {
             return t;
         }
-        let t = self.ty(Key::Bool, op::TYPE_BOOL, vec![]);
+        let t = self.ty(Key::Bool, op::TYPE_BOOL, &[]);
         self.bool_ty = Some(t);
         t
     }
     pub fn t_int(&mut self, width: u32, signed: bool) -> u32 {
-        self.ty(Key::Int(width, signed as u32), op::TYPE_INT, vec![width, signed as u32])
+        self.ty(Key::Int(width, signed as u32), op::TYPE_INT, &[width, signed as u32])
     }
     pub fn t_u32(&mut self) -> u32 {
         if let Some(t) = self.u32_ty {
@@ -158,21 +160,21 @@ impl<'m> Builder<'m> {
         t
     }
     pub fn t_float(&mut self, width: u32) -> u32 {
-        self.ty(Key::Float(width), op::TYPE_FLOAT, vec![width])
+        self.ty(Key::Float(width), op::TYPE_FLOAT, &[width])
     }
     pub fn t_vec(&mut self, comp: u32, n: u32) -> u32 {
         if n == 1 {
             return comp;
         }
-        self.ty(Key::Vector(comp, n), op::TYPE_VECTOR, vec![comp, n])
+        self.ty(Key::Vector(comp, n), op::TYPE_VECTOR, &[comp, n])
     }
     pub fn t_ptr(&mut self, storage: u32, pointee: u32) -> u32 {
-        self.ty(Key::Pointer(storage, pointee), op::TYPE_POINTER, vec![storage, pointee])
+        self.ty(Key::Pointer(storage, pointee), op::TYPE_POINTER, &[storage, pointee])
     }
     pub fn t_fn(&mut self, ret: u32, params: &[u32]) -> u32 {
         let mut ops = vec![ret];
         ops.extend_from_slice(params);
-        self.ty(Key::Function(ops.clone()), op::TYPE_FUNCTION, ops)
+        self.ty(Key::Function(ops.clone()), op::TYPE_FUNCTION, &ops)
     }
     /// A new (never shared) struct type.
     pub fn t_struct(&mut self, members: &[u32]) -> u32 {
@@ -188,12 +190,13 @@ impl<'m> Builder<'m> {
     }
 
     pub fn constant(&mut self, ty: u32, words: &[u32]) -> u32 {
-        if let Some(&id) = self.consts.get(&(ty, words.to_vec())) {
+        let key = (ty, crate::module::Ops::from_slice(words));
+        if let Some(&id) = self.consts.get(&key) {
             return id;
         }
         let id = self.id();
-        self.add_global(Inst::new(op::CONSTANT, ty, id, words.to_vec()));
-        self.consts.insert((ty, words.to_vec()), id);
+        self.add_global(Inst::new(op::CONSTANT, ty, id, key.1.clone()));
+        self.consts.insert(key, id);
         id
     }
     pub fn c_u32(&mut self, v: u32) -> u32 {
@@ -212,14 +215,15 @@ impl<'m> Builder<'m> {
 
     /// An OpConstantComposite of type `ty` with constituents `parts` (found or added).
     pub fn constant_composite(&mut self, ty: u32, parts: &[u32]) -> u32 {
-        let mut key = vec![u32::MAX - 1]; // cannot collide with an OpConstant's literal words
+        let mut key = ops![u32::MAX - 1]; // cannot collide with an OpConstant's literal words
         key.extend_from_slice(parts);
-        if let Some(&id) = self.consts.get(&(ty, key.clone())) {
+        let key = (ty, key);
+        if let Some(&id) = self.consts.get(&key) {
             return id;
         }
         let id = self.id();
-        self.add_global(Inst::new(op::CONSTANT_COMPOSITE, ty, id, parts.to_vec()));
-        self.consts.insert((ty, key), id);
+        self.add_global(Inst::new(op::CONSTANT_COMPOSITE, ty, id, parts));
+        self.consts.insert(key, id);
         id
     }
 
@@ -231,7 +235,7 @@ impl<'m> Builder<'m> {
         }
         let u32t = self.t_u32();
         let ty = self.t_vec(u32t, n);
-        let key = (ty, vec![u32::MAX, c, n]); // cannot collide with an OpConstant's literal words
+        let key = (ty, ops![u32::MAX, c, n]); // cannot collide with an OpConstant's literal words
         if let Some(&id) = self.consts.get(&key) {
             return id;
         }

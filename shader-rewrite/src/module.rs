@@ -515,12 +515,12 @@ impl Module {
             .collect()
     }
     pub fn decorate(&mut self, target: u32, decoration: u32, literals: &[u32]) {
-        let mut ops = vec![target, decoration];
+        let mut ops = Ops::from_slice(&[target, decoration]);
         ops.extend_from_slice(literals);
         self.annotations.push(Inst::new(op::DECORATE, 0, 0, ops));
     }
     pub fn member_decorate(&mut self, target: u32, member: u32, decoration: u32, literals: &[u32]) {
-        let mut ops = vec![target, member, decoration];
+        let mut ops = Ops::from_slice(&[target, member, decoration]);
         ops.extend_from_slice(literals);
         self.annotations.push(Inst::new(op::MEMBER_DECORATE, 0, 0, ops));
     }

@@ -98,7 +98,7 @@ OpBranch %m
 %v = OpLoad %u32 %p Aligned 4
 %q = OpRawAccessChainNV %pu %sel %c4 %i %c0 RobustnessPerElementNV
 OpStore %q %v Aligned 4";
-    let text = module(&caps, "", body, "").replace("OpExtension \"SPV_NV_raw_access_chains\"", "OpExtension \"SPV_NV_raw_access_chains\"\nOpExtension \"SPV_KHR_variable_pointers\"");
+    let text = module(caps, "", body, "").replace("OpExtension \"SPV_NV_raw_access_chains\"", "OpExtension \"SPV_NV_raw_access_chains\"\nOpExtension \"SPV_KHR_variable_pointers\"");
     let (_, s) = rewrite_valid(&text, "vulkan1.1", &all());
     assert_eq!(s.raw_chains, 2);
 }
