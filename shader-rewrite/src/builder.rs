@@ -322,7 +322,11 @@ pub struct Emitter {
 
 impl Emitter {
     pub fn new(label: u32) -> Self {
-        Emitter { blocks: vec![], label, insts: vec![] }
+        Self::with_capacity(label, 0)
+    }
+    /// An emitter whose scratch list starts with room for `n` instructions.
+    pub fn with_capacity(label: u32, n: usize) -> Self {
+        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n) }
     }
     pub fn label(&self) -> u32 {
         self.label

@@ -68,8 +68,8 @@ enum Unit {
 
 /// Splits `size` bytes starting `start` bytes after an address aligned to `align` (relative to
 /// `start`) into the widest accesses the alignment and the available views allow.
-fn plan(start: u32, size: u32, align: u32, avail: &[AliasKind]) -> Vec<(u32, Unit)> {
-    let mut out = vec![];
+fn plan(start: u32, size: u32, align: u32, avail: &[AliasKind]) -> smallvec::SmallVec<[(u32, Unit); 4]> {
+    let mut out = smallvec::SmallVec::new();
     let mut r = 0;
     while r < size {
         let unit = [AliasKind::U32x4, AliasKind::U32x2, AliasKind::U32, AliasKind::U16, AliasKind::U8]
@@ -545,14 +545,14 @@ impl Ctx<'_> {
 
     fn load(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, a: u32) -> u32 {
         let p = self.elem_ptr(e, b, k, a);
-        let mut ops = vec![p];
+        let mut ops = ops![p];
         ops.extend_from_slice(&self.shape.mem_ops);
         e.op(b, op::LOAD, self.views.elem_ty[self.views.slot(k)], ops)
     }
 
     fn store(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, a: u32, v: u32) {
         let p = self.elem_ptr(e, b, k, a);
-        let mut ops = vec![p, v];
+        let mut ops = ops![p, v];
         ops.extend_from_slice(&self.shape.mem_ops);
         e.stmt(op::STORE, ops);
     }
@@ -576,8 +576,8 @@ impl Ctx<'_> {
     }
 
     /// Loads `size` bytes at addr+start (aligned to `align`) as chunks.
-    fn load_chunks(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> Vec<Chunk> {
-        let mut chunks = vec![];
+    fn load_chunks(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> smallvec::SmallVec<[Chunk; 4]> {
+        let mut chunks = smallvec::SmallVec::new();
         for (o, unit) in plan(start, size, align, &self.views.kinds) {
             let a = self.offset(e, b, o);
             match unit {
@@ -859,17 +859,17 @@ mod tests {
 
     #[test]
     fn plan_uses_widest_aligned_views() {
-        assert_eq!(plan(0, 16, 16, &ALL), vec![(0, Unit::Alias(AliasKind::U32x4))]);
-        assert_eq!(plan(0, 12, 16, &ALL), vec![(0, Unit::Alias(AliasKind::U32x2)), (8, Unit::Alias(AliasKind::U32))]);
+        assert_eq!(plan(0, 16, 16, &ALL).to_vec(), vec![(0, Unit::Alias(AliasKind::U32x4))]);
+        assert_eq!(plan(0, 12, 16, &ALL).to_vec(), vec![(0, Unit::Alias(AliasKind::U32x2)), (8, Unit::Alias(AliasKind::U32))]);
         assert_eq!(plan(0, 16, 4, &ALL).len(), 4);
-        assert_eq!(plan(0, 6, 2, &ALL), vec![(0, Unit::Alias(AliasKind::U16)), (2, Unit::Alias(AliasKind::U16)), (4, Unit::Alias(AliasKind::U16))]);
-        assert_eq!(plan(0, 6, 4, &ALL), vec![(0, Unit::Alias(AliasKind::U32)), (4, Unit::Alias(AliasKind::U16))]);
+        assert_eq!(plan(0, 6, 2, &ALL).to_vec(), vec![(0, Unit::Alias(AliasKind::U16)), (2, Unit::Alias(AliasKind::U16)), (4, Unit::Alias(AliasKind::U16))]);
+        assert_eq!(plan(0, 6, 4, &ALL).to_vec(), vec![(0, Unit::Alias(AliasKind::U32)), (4, Unit::Alias(AliasKind::U16))]);
     }
 
     #[test]
     fn plan_falls_back_to_word_parts_without_small_views() {
-        assert_eq!(plan(0, 3, 1, &WORDS), vec![(0, Unit::WordPart(1)), (1, Unit::WordPart(1)), (2, Unit::WordPart(1))]);
-        assert_eq!(plan(0, 4, 2, &WORDS), vec![(0, Unit::WordPart(2)), (2, Unit::WordPart(2))]);
-        assert_eq!(plan(8, 2, 2, &WORDS), vec![(8, Unit::WordPart(2))]);
+        assert_eq!(plan(0, 3, 1, &WORDS).to_vec(), vec![(0, Unit::WordPart(1)), (1, Unit::WordPart(1)), (2, Unit::WordPart(1))]);
+        assert_eq!(plan(0, 4, 2, &WORDS).to_vec(), vec![(0, Unit::WordPart(2)), (2, Unit::WordPart(2))]);
+        assert_eq!(plan(8, 2, 2, &WORDS).to_vec(), vec![(8, Unit::WordPart(2))]);
     }
 }

@@ -360,7 +360,8 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         };
         let original: rustc_hash::FxHashSet<u32> = f.blocks.iter().map(|blk| blk.label).collect();
         for blk in std::mem::take(&mut f.blocks) {
-            let mut e = Emitter::new(blk.label);
+            // Room for the block and what its accesses expand into.
+            let mut e = Emitter::with_capacity(blk.label, blk.insts.len() * 4);
             let mut insts = blk.insts;
             let mut shapes = insts.iter().map(|i| access_shape(&b, &chains, i)).collect::<Result<Vec<_>, _>>()?;
             let loops = insts.iter().any(|i| len_shadow.contains_key(&i.id) && waterfall(&b, i.id, &i.ops));
