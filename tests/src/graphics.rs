@@ -172,6 +172,51 @@ pub fn color_render_pass(d: &ash::Device, formats: &[vk::Format], final_layout: 
     unsafe { d.create_render_pass(&rpci, None) }.map_err(|e| format!("vkCreateRenderPass: {e:?}"))
 }
 
+/// A triangle-list graphics pipeline for an offscreen draw: `modules` = (vertex, fragment)
+/// with entry points "main", the given vertex input, a `width`×`height` viewport and scissor, no
+/// culling, and `attachments` colour attachments written without blending (subpass 0).
+#[allow(clippy::too_many_arguments)]
+pub fn triangle_pipeline(
+    d: &ash::Device,
+    modules: [vk::ShaderModule; 2],
+    vi: &vk::PipelineVertexInputStateCreateInfo,
+    attachments: usize,
+    layout: vk::PipelineLayout,
+    render_pass: vk::RenderPass,
+    width: u32,
+    height: u32,
+) -> Result<vk::Pipeline, String> {
+    let main = CString::new("main").unwrap();
+    let stages = [
+        vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(modules[0]).name(&main),
+        vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(modules[1]).name(&main),
+    ];
+    let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+    let viewports = [vk::Viewport { x: 0.0, y: 0.0, width: width as f32, height: height as f32, min_depth: 0.0, max_depth: 1.0 }];
+    let scissors = [vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width, height } }];
+    let vp = vk::PipelineViewportStateCreateInfo::default().viewports(&viewports).scissors(&scissors);
+    let rs = vk::PipelineRasterizationStateCreateInfo::default()
+        .polygon_mode(vk::PolygonMode::FILL)
+        .cull_mode(vk::CullModeFlags::NONE)
+        .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
+        .line_width(1.0);
+    let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
+    let blend = vec![vk::PipelineColorBlendAttachmentState::default().blend_enable(false).color_write_mask(vk::ColorComponentFlags::RGBA); attachments];
+    let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
+    let ci = [vk::GraphicsPipelineCreateInfo::default()
+        .stages(&stages)
+        .vertex_input_state(vi)
+        .input_assembly_state(&ia)
+        .viewport_state(&vp)
+        .rasterization_state(&rs)
+        .multisample_state(&ms)
+        .color_blend_state(&cb)
+        .layout(layout)
+        .render_pass(render_pass)
+        .subpass(0)];
+    Ok(unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &ci, None) }.map_err(|(_, e)| format!("vkCreateGraphicsPipelines: {e:?}"))?[0])
+}
+
 pub fn draw(ctx: &Context, vs: &[u32], fs: &[u32], job: &DrawJob) -> Result<Vec<Vec<u8>>, String> {
     let d = ctx.device();
     let mut g = Gfx {
@@ -237,43 +282,12 @@ pub fn draw(ctx: &Context, vs: &[u32], fs: &[u32], job: &DrawJob) -> Result<Vec<
         plci = plci.push_constant_ranges(&pcr);
     }
     g.layout = unsafe { d.create_pipeline_layout(&plci, None) }.map_err(|e| format!("vkCreatePipelineLayout: {e:?}"))?;
-    let main = CString::new("main").unwrap();
-    let stages = [
-        vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(g.modules[0]).name(&main),
-        vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(g.modules[1]).name(&main),
-    ];
     let vb = [vk::VertexInputBindingDescription { binding: 0, stride: job.vertex_stride, input_rate: vk::VertexInputRate::VERTEX }];
     let va: Vec<vk::VertexInputAttributeDescription> =
         job.attributes.iter().map(|a| vk::VertexInputAttributeDescription { location: a.location, binding: 0, format: a.format, offset: a.offset }).collect();
     let vi = vk::PipelineVertexInputStateCreateInfo::default().vertex_binding_descriptions(&vb).vertex_attribute_descriptions(&va);
-    let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-    let viewports = [vk::Viewport { x: 0.0, y: 0.0, width: job.width as f32, height: job.height as f32, min_depth: 0.0, max_depth: 1.0 }];
-    let scissors = [vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent }];
-    let vp = vk::PipelineViewportStateCreateInfo::default().viewports(&viewports).scissors(&scissors);
-    let rs = vk::PipelineRasterizationStateCreateInfo::default()
-        .polygon_mode(vk::PolygonMode::FILL)
-        .cull_mode(vk::CullModeFlags::NONE)
-        .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
-        .line_width(1.0);
-    let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
-    let blend: Vec<vk::PipelineColorBlendAttachmentState> = job
-        .attachments
-        .iter()
-        .map(|_| vk::PipelineColorBlendAttachmentState::default().blend_enable(false).color_write_mask(vk::ColorComponentFlags::RGBA))
-        .collect();
-    let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
-    let gpci = [vk::GraphicsPipelineCreateInfo::default()
-        .stages(&stages)
-        .vertex_input_state(&vi)
-        .input_assembly_state(&ia)
-        .viewport_state(&vp)
-        .rasterization_state(&rs)
-        .multisample_state(&ms)
-        .color_blend_state(&cb)
-        .layout(g.layout)
-        .render_pass(g.render_pass)
-        .subpass(0)];
-    g.pipeline = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &gpci, None) }.map_err(|(_, e)| format!("vkCreateGraphicsPipelines: {e:?}"))?[0];
+    let modules = [g.modules[0], g.modules[1]];
+    g.pipeline = triangle_pipeline(d, modules, &vi, job.attachments.len(), g.layout, g.render_pass, job.width, job.height)?;
 
     // --- buffers
     let (vbuf, _) = host_buffer(ctx, &mut g, vk::BufferUsageFlags::VERTEX_BUFFER, job.vertices.len(), Some(&job.vertices))?;

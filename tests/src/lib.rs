@@ -19,6 +19,7 @@ pub mod layer;
 pub mod matrix;
 pub mod samples;
 pub mod small_storage;
+pub mod sweep;
 pub mod tools;
 pub mod vk;
 

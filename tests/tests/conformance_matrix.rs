@@ -23,61 +23,19 @@
 
 use polyfill_e2e::matrix::{cases, gen, run, Case};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-
-fn full_sweep() -> bool {
-    std::env::var("POLYFILL_FULL_SWEEP").is_ok_and(|v| v == "1")
-}
+use polyfill_e2e::sweep;
 
 fn threads() -> usize {
-    std::env::var("POLYFILL_MATRIX_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2)
+    sweep::threads("POLYFILL_MATRIX_THREADS")
 }
 
 fn selected() -> Vec<Case> {
-    let all = if full_sweep() {
-        cases::full_sweep()
-    } else {
-        cases::slice()
-    };
-    match std::env::var("POLYFILL_MATRIX_FILTER") {
-        Ok(f) if !f.is_empty() => {
-            let f = f.to_lowercase();
-            all.into_iter().filter(|c| c.slug().contains(&f)).collect()
-        }
-        _ => all,
-    }
+    sweep::select(cases::full_sweep, cases::slice, Case::slug, "POLYFILL_MATRIX_FILTER")
 }
 
-fn mode() -> &'static str {
-    if full_sweep() {
-        "full sweep"
-    } else {
-        "default slice"
-    }
-}
-
-/// Runs `f` over `items` on a few threads; collects the error strings.
+/// Runs `f` over `items` on a few threads; collects the error strings (in `items` order).
 fn par_map<T: Sync>(items: &[T], f: impl Fn(&T) -> Option<String> + Sync) -> Vec<String> {
-    let next = AtomicUsize::new(0);
-    let errs = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..threads() {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= items.len() {
-                    break;
-                }
-                if let Some(e) = f(&items[i]) {
-                    errs.lock().unwrap().push(e);
-                }
-            });
-        }
-    });
-    errs.into_inner().unwrap()
+    sweep::par_map(items, threads(), f).into_iter().flatten().collect()
 }
 
 /// Prints the first few errors in full and a one-line summary of every error.
@@ -119,7 +77,7 @@ fn generated_modules_validate() {
     });
     println!(
         "{}: {} cases, {} distinct modules, {} fail spirv-val",
-        mode(),
+        sweep::mode(),
         cs.len(),
         plans.len(),
         errs.len()
@@ -151,7 +109,7 @@ fn rewritten_modules_validate() {
     });
     println!(
         "{}: {} modules rewritten, {} passed spirv-val",
-        mode(),
+        sweep::mode(),
         plans.len(),
         plans.len() - errs.len()
     );
@@ -208,7 +166,7 @@ fn conformance_matrix() {
         .unwrap_or_else(|e| panic!("cannot create the Vulkan context: {e}"));
     println!(
         "conformance matrix ({}): {} cases run, {} passed, {} failed, {:.1} s",
-        mode(),
+        sweep::mode(),
         summary.run,
         summary.passed,
         summary.failures.len(),
@@ -244,7 +202,7 @@ fn conformance_matrix_core_target() {
         "conformance matrix, debug_target=core ({}): {} cases run, {} passed, {} failed, {:.1} s \
          ({word_granular} with word-granular robustness checks; {} passed cases have {} bytes not compared: \
          unchecked 8/16-bit accesses to the last partial word of a range, undefined without 8/16-bit storage)",
-        mode(),
+        sweep::mode(),
         summary.run,
         summary.passed,
         summary.failures.len(),

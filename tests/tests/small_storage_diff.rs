@@ -33,32 +33,15 @@
 use polyfill_e2e::small_storage::case::{self, Case};
 use polyfill_e2e::small_storage::gen::{self, Plan};
 use polyfill_e2e::small_storage::run::{self, Force};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use polyfill_e2e::sweep;
 use std::time::Instant;
-
-fn full_sweep() -> bool {
-    std::env::var("POLYFILL_FULL_SWEEP").is_ok_and(|v| v == "1")
-}
 
 fn env_usize(key: &str, default: usize) -> usize {
     std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn selected() -> Vec<Case> {
-    let all = if full_sweep() { case::full_sweep() } else { case::slice() };
-    match std::env::var("POLYFILL_SMALL_STORAGE_FILTER") {
-        Ok(f) if !f.is_empty() => all.into_iter().filter(|c| c.slug().contains(&f.to_lowercase())).collect(),
-        _ => all,
-    }
-}
-
-fn mode() -> &'static str {
-    if full_sweep() {
-        "full sweep"
-    } else {
-        "default slice"
-    }
+    sweep::select(case::full_sweep, case::slice, Case::slug, "POLYFILL_SMALL_STORAGE_FILTER")
 }
 
 /// A plan and its assembled module (or the generator's error).
@@ -76,25 +59,11 @@ fn plans() -> &'static [Assembled] {
 }
 
 fn threads() -> usize {
-    env_usize("POLYFILL_SMALL_STORAGE_THREADS", 2).max(1)
+    sweep::threads("POLYFILL_SMALL_STORAGE_THREADS")
 }
 
 fn par_map_values<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads() {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= items.len() {
-                    break;
-                }
-                let r = f(&items[i]);
-                out.lock().unwrap()[i] = Some(r);
-            });
-        }
-    });
-    out.into_inner().unwrap().into_iter().map(|r| r.unwrap()).collect()
+    sweep::par_map(items, threads(), f)
 }
 
 /// Runs `f` over the plans on a few threads; collects `(slug, problem)` strings.
@@ -110,7 +79,7 @@ fn par_check(items: &[&Assembled], f: impl Fn(&Plan, &[u32]) -> Vec<String> + Sy
 
 /// Prints the first few problems in full and a one-line summary of each; the failure summary.
 fn report(what: &str, total: usize, errs: &[String], started: Instant) {
-    println!("{what} ({}): {total} checks, {} problems, {:.1} s", mode(), errs.len(), started.elapsed().as_secs_f64());
+    println!("{what} ({}): {total} checks, {} problems, {:.1} s", sweep::mode(), errs.len(), started.elapsed().as_secs_f64());
     for e in errs.iter().take(4) {
         println!("{e}\n");
     }

@@ -328,37 +328,8 @@ impl<'a> Scope<'a> {
     pub fn graphics_pipeline(&mut self, vs: &[u32], fs: &[u32], layout: vk::PipelineLayout, render_pass: vk::RenderPass, width: u32, height: u32) -> Result<vk::Pipeline, String> {
         let vm = self.module(vs)?;
         let fm = self.module(fs)?;
-        let main = CString::new("main").unwrap();
-        let stages = [
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vm).name(&main),
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fm).name(&main),
-        ];
         let vi = vk::PipelineVertexInputStateCreateInfo::default();
-        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-        let viewports = [vk::Viewport { x: 0.0, y: 0.0, width: width as f32, height: height as f32, min_depth: 0.0, max_depth: 1.0 }];
-        let scissors = [vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width, height } }];
-        let vp = vk::PipelineViewportStateCreateInfo::default().viewports(&viewports).scissors(&scissors);
-        let rs = vk::PipelineRasterizationStateCreateInfo::default()
-            .polygon_mode(vk::PolygonMode::FILL)
-            .cull_mode(vk::CullModeFlags::NONE)
-            .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
-            .line_width(1.0);
-        let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
-        let blend = [vk::PipelineColorBlendAttachmentState::default().blend_enable(false).color_write_mask(vk::ColorComponentFlags::RGBA)];
-        let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
-        let ci = [vk::GraphicsPipelineCreateInfo::default()
-            .stages(&stages)
-            .vertex_input_state(&vi)
-            .input_assembly_state(&ia)
-            .viewport_state(&vp)
-            .rasterization_state(&rs)
-            .multisample_state(&ms)
-            .color_blend_state(&cb)
-            .layout(layout)
-            .render_pass(render_pass)
-            .subpass(0)];
-        let p = unsafe { self.ctx.device().create_graphics_pipelines(vk::PipelineCache::null(), &ci, None) }
-            .map_err(|(_, e)| format!("vkCreateGraphicsPipelines: {e:?}"))?[0];
+        let p = crate::graphics::triangle_pipeline(self.ctx.device(), [vm, fm], &vi, 1, layout, render_pass, width, height)?;
         self.objs.push(Obj::Pipeline(p));
         Ok(p)
     }

@@ -576,13 +576,7 @@ impl Emit<'_> {
     /// Small → 32-bit bits (u32 scalar/vector).
     fn widen(&mut self, t: VecTy, v: &str) -> String {
         let w = self.wide(t);
-        let op = if t.s.is_float() {
-            "OpFConvert"
-        } else if t.s.is_signed() {
-            "OpSConvert"
-        } else {
-            "OpUConvert"
-        };
+        let op = width_convert(t);
         let x = self.a.val(format!("{op} {w} {v}"));
         if t.s.is_float() || t.s.is_signed() {
             let u = self.a.u32();
@@ -607,13 +601,7 @@ impl Emit<'_> {
             self.a.val(format!("OpCompositeConstruct {wt} {}", ws.join(" ")))
         };
         let st = self.small(t);
-        let op = if t.s.is_float() {
-            "OpFConvert"
-        } else if t.s.is_signed() {
-            "OpSConvert"
-        } else {
-            "OpUConvert"
-        };
+        let op = width_convert(t);
         let v = self.a.val(format!("{op} {st} {w}"));
         if let Some(r) = self.case.rounding.decoration() {
             self.a.deco(format!("OpDecorate {v} FPRoundingMode {}", if r == Rounding::Rte { "RTE" } else { "RTZ" }));
@@ -1215,4 +1203,15 @@ fn plan_concurrent(case: &Case, rng: &mut Rng) -> (String, Vec<Run>) {
     }
     let job = ComputeJob { buffers: vec![BufferSpec::storage(B_SMALL, blk_data)], push_constants: Vec::new(), groups: [CONC_GROUPS, 1, 1], entry: "main" };
     (asm, vec![Run { label: format!("{n_inv} invocations × {CONC_ROUNDS} rounds"), job, expected: vec![want], regions, needs_exact_range: false }])
+}
+
+/// The width-only conversion between `t` and its 32-bit twin (either way).
+fn width_convert(t: VecTy) -> &'static str {
+    if t.s.is_float() {
+        "OpFConvert"
+    } else if t.s.is_signed() {
+        "OpSConvert"
+    } else {
+        "OpUConvert"
+    }
 }
