@@ -22,18 +22,7 @@ pub enum Prepared {
     Failed,
 }
 
-/// FNV-1a 64 over the module's bytes (little-endian words), as 16 hex digits: names dumps and
-/// log lines.
-pub fn module_hash(words: &[u32]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in words {
-        for b in w.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    format!("{h:016x}")
-}
+pub use shader_rewrite::module_hash;
 
 fn write_words(path: &Path, words: &[u32]) -> std::io::Result<()> {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();

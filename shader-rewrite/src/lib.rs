@@ -60,6 +60,19 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     Ok(Rewritten { words: module.assemble(), stats })
 }
 
+/// FNV-1a 64 over a module's bytes (little-endian words), as 16 hex digits: the name the layer
+/// gives a module in its logs and shader dumps (`<hash>.before.spv` / `<hash>.after.spv`).
+pub fn module_hash(words: &[u32]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for w in words {
+        for b in w.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
 /// Convenience: rewrite from a little-endian byte buffer (as a file holds it).
 pub fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>, RewriteError> {
     if !bytes.len().is_multiple_of(4) {

@@ -98,18 +98,8 @@ pub fn assemble(plan: &Plan) -> Result<Vec<u32>, String> {
     Ok(words)
 }
 
-/// FNV-1a 64 of the module's bytes: the layer names its dumps `<hash>.before.spv` /
-/// `<hash>.after.spv`.
-pub fn module_hash(words: &[u32]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in words {
-        for b in w.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    format!("{h:016x}")
-}
+/// The name the layer gives a module's dumps (`<hash>.before.spv` / `<hash>.after.spv`).
+pub use shader_rewrite::module_hash;
 
 /// A layer context with some features forced (or none: auto) and its dump directory.
 pub struct LayerCtx {
