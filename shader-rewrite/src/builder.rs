@@ -7,6 +7,7 @@ use crate::module::{encode_string, op, Block, Inst, Module};
 
 /// Storage classes (SPIR-V spec 3.7).
 pub mod sc {
+    pub const UNIFORM_CONSTANT: u32 = 0;
     pub const FUNCTION: u32 = 7;
     pub const INPUT: u32 = 1;
     pub const UNIFORM: u32 = 2;
@@ -352,9 +353,18 @@ impl Emitter {
         self.blocks.push(Block { label: self.label, insts });
         self.label = next;
     }
-    /// Instructions emitted since the last block boundary (for inline, block-free emission).
+    /// Instructions emitted since the last block boundary, for a caller that emitted no
+    /// control flow (one that did takes its blocks with [`Emitter::finish`]).
     pub fn take_insts(&mut self) -> Vec<Inst> {
+        assert!(self.blocks.is_empty(), "emission split block %{}: take the blocks with Emitter::finish", self.label);
         std::mem::take(&mut self.insts)
+    }
+    /// The blocks emitted, the last one (labelled [`Emitter::label`]) holding what was emitted
+    /// since the last block boundary.
+    pub fn finish(mut self) -> Vec<Block> {
+        let insts = std::mem::take(&mut self.insts);
+        self.blocks.push(Block { label: self.label, insts });
+        self.blocks
     }
 
     /// `if cond { then() } else { otherwise() }` as a selection construct (SPIR-V spec 2.11);

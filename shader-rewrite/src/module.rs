@@ -23,6 +23,7 @@ pub mod op {
     pub const MEMBER_NAME: u32 = 6;
     pub const STRING: u32 = 7;
     pub const LINE: u32 = 8;
+    pub const NO_LINE: u32 = 317;
     pub const EXTENSION: u32 = 10;
     pub const EXT_INST_IMPORT: u32 = 11;
     pub const EXT_INST: u32 = 12;

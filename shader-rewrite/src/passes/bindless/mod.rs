@@ -21,6 +21,7 @@
 //!    invalid in core SPIR-V).
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+use crate::builder::sc::UNIFORM_CONSTANT;
 use crate::builder::{deco, Builder, Emitter};
 use crate::error::RewriteError;
 use crate::module::{op, opcode_name, Function, Inst, Module};
@@ -41,7 +42,6 @@ const CAP_BINDLESS: u32 = crate::scan::CAP_BINDLESS_TEXTURE_NV;
 const CAP_INT64: u32 = 11;
 /// Decorations BindlessSamplerNV, BindlessImageNV, BoundSamplerNV, BoundImageNV.
 const BINDLESS_DECORATIONS: std::ops::RangeInclusive<u32> = 5398..=5401;
-const UNIFORM_CONSTANT: u32 = 0;
 
 /// The extension's instructions (SPV_NV_bindless_texture "Token Number Assignments").
 const CONVERT_U_TO_IMAGE: u32 = 5391;

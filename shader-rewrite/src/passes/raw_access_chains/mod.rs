@@ -28,7 +28,7 @@ mod shadows;
 
 use chains::{access_shape, collect_accesses, collect_chains, describe, Chain};
 use super::util::{pointer_operands, split_memory_operands, MEM_ALIGNED};
-use control_flow::{split_loop_header, waterfall_length};
+use control_flow::{legalize_split, split_loop_header, waterfall_length};
 use physical::physical_address;
 use shadows::{check_block, pointer_of, shadow_ty, views_of, Shadows};
 
@@ -346,7 +346,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                 root_len.insert(r, backend.byte_length(&mut e, &mut b, storage, &views));
             }
             let entry = &mut f.blocks[0].insts;
-            let at = entry.iter().take_while(|i| i.op == op::VARIABLE || i.op == op::LINE || i.op == 317).count();
+            let at = entry.iter().take_while(|i| i.op == op::VARIABLE || i.op == op::LINE || i.op == op::NO_LINE).count();
             let lens = e.take_insts();
             limits_at = at + lens.len();
             entry.splice(at..at, lens);
@@ -476,13 +476,13 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                     }
                 }
             }
-            let rest = e.take_insts();
-            let last = e.label();
-            e.blocks.push(crate::module::Block { label: last, insts: rest });
-            if last != blk.label {
-                relabel.insert(blk.label, last);
+            let mut pieces = e.finish();
+            if pieces.len() > 1 {
+                legalize_split(&mut b, &mut pieces, type_of);
+                // Successors' OpPhis now come from the last piece.
+                relabel.insert(blk.label, pieces[pieces.len() - 1].label);
             }
-            new_blocks.extend(e.blocks);
+            new_blocks.extend(pieces);
         }
         // Only the function's own OpPhis (in blocks that kept an original label): the backend's
         // OpPhis may name an original label as the parent that really branches to them.

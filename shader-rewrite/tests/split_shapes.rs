@@ -1,0 +1,271 @@
+//! Bounds checks split the caller's block: a matrix of the blocks that can hold a robust access
+//! (straight code, a loop that is its own continue target, a loop header, a continue target, a
+//! selection and a switch header, each with OpPhis in its successors) × robust loads/stores ×
+//! image objects used across the access × debug locations. Every output must pass spirv-val,
+//! keep image objects in the block that uses them, and start every block with the debug
+//! location in effect.
+mod common;
+use common::{disassemble, rewrite_valid};
+use shader_rewrite::{Options, Target};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Container {
+    Straight,
+    /// `OpLoopMerge %merge %self`: a single-block loop.
+    SelfLoop,
+    LoopHeader,
+    ContinueTarget,
+    Selection,
+    Switch,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Access {
+    StorePerElement,
+    StorePerComponentVec2,
+    LoadPerElement,
+    LoadPerComponentVec2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Images {
+    None,
+    /// One OpSampledImage sampled before and after the access.
+    SharedSampledImage,
+    /// Image and sampler loaded before the access, combined and sampled after it.
+    LoadsBefore,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Location {
+    None,
+    OpLine,
+    /// OpLine plus NonSemantic.Shader.DebugInfo.100 DebugScope and DebugLine.
+    DebugInfo,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    container: Container,
+    access: Access,
+    images: Images,
+    location: Location,
+}
+
+const HEAD: &str = r#"OpCapability Shader
+OpCapability RawAccessChainsNV
+OpExtension "SPV_NV_raw_access_chains"
+EXTENSIONS
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 1 1 1
+%file = OpString "split.hlsl"
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rta ArrayStride 4
+OpMemberDecorate %Block 0 Offset 0
+OpDecorate %Block Block
+OpDecorate %buf DescriptorSet 0
+OpDecorate %buf Binding 0
+OpDecorate %buf2 DescriptorSet 0
+OpDecorate %buf2 Binding 1
+OpDecorate %tex DescriptorSet 0
+OpDecorate %tex Binding 2
+OpDecorate %smp DescriptorSet 0
+OpDecorate %smp Binding 3
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%bool = OpTypeBool
+%u32 = OpTypeInt 32 0
+%f32 = OpTypeFloat 32
+%v2u = OpTypeVector %u32 2
+%v3u = OpTypeVector %u32 3
+%v2f = OpTypeVector %f32 2
+%v4f = OpTypeVector %f32 4
+%rta = OpTypeRuntimeArray %u32
+%Block = OpTypeStruct %rta
+%pBlock = OpTypePointer StorageBuffer %Block
+%buf = OpVariable %pBlock StorageBuffer
+%buf2 = OpVariable %pBlock StorageBuffer
+%pin = OpTypePointer Input %v3u
+%gid = OpVariable %pin Input
+%pu = OpTypePointer StorageBuffer %u32
+%pv2u = OpTypePointer StorageBuffer %v2u
+%img_t = OpTypeImage %f32 2D 0 0 0 1 Unknown
+%smp_t = OpTypeSampler
+%si_t = OpTypeSampledImage %img_t
+%pimg = OpTypePointer UniformConstant %img_t
+%psmp = OpTypePointer UniformConstant %smp_t
+%tex = OpVariable %pimg UniformConstant
+%smp = OpVariable %psmp UniformConstant
+%c0 = OpConstant %u32 0
+%c1 = OpConstant %u32 1
+%c3 = OpConstant %u32 3
+%c4 = OpConstant %u32 4
+%c8 = OpConstant %u32 8
+%c100 = OpConstant %u32 100
+%f0 = OpConstant %f32 0
+%fhalf = OpConstant %f32 0.5
+%coord = OpConstantComposite %v2f %fhalf %fhalf
+"#;
+
+/// The debug-info declarations of `Location::DebugInfo` (NonSemantic.Shader.DebugInfo.100 takes
+/// every operand as a constant id).
+const DEBUG_INFO_DECLS: &str = "%src = OpExtInst %void %dbg DebugSource %file
+%cu = OpExtInst %void %dbg DebugCompilationUnit %c1 %c4 %src %c1
+";
+
+impl Shape {
+    fn all() -> impl Iterator<Item = Shape> {
+        use Container::*;
+        [Straight, SelfLoop, LoopHeader, ContinueTarget, Selection, Switch].into_iter().flat_map(|container| {
+            use Access::*;
+            [StorePerElement, StorePerComponentVec2, LoadPerElement, LoadPerComponentVec2].into_iter().flat_map(move |access| {
+                [Images::None, Images::SharedSampledImage, Images::LoadsBefore].into_iter().flat_map(move |images| {
+                    [Location::None, Location::OpLine, Location::DebugInfo].into_iter().map(move |location| Shape { container, access, images, location })
+                })
+            })
+        })
+    }
+
+    fn module(&self) -> String {
+        let (ext, decls) = match self.location {
+            Location::DebugInfo => ("OpExtension \"SPV_KHR_non_semantic_info\"\n%dbg = OpExtInstImport \"NonSemantic.Shader.DebugInfo.100\"", DEBUG_INFO_DECLS),
+            _ => ("", ""),
+        };
+        format!("{}{decls}%main = OpFunction %void None %fn\n{}OpFunctionEnd\n", HEAD.replace("EXTENSIONS", ext), self.blocks())
+    }
+
+    /// The first instructions of original block `n` (after its OpPhis): the debug location.
+    fn start(&self, n: u32) -> String {
+        match self.location {
+            Location::None => String::new(),
+            Location::OpLine => format!("OpLine %file {n} 1\n"),
+            Location::DebugInfo => format!("OpLine %file {n} 1\n%scope{n} = OpExtInst %void %dbg DebugScope %cu\n%line{n} = OpExtInst %void %dbg DebugLine %src %c{n} %c{n} %c1 %c1\n"),
+        }
+    }
+
+    /// The function's blocks: an entry block, then the container holding `body` (which uses `%k`).
+    fn blocks(&self) -> String {
+        let entry = format!("%entry = OpLabel\n{}%g = OpLoad %v3u %gid\n%i = OpCompositeExtract %u32 %g 0\n", self.start(1));
+        let body = self.body();
+        let (s3, s4, s8) = (self.start(3), self.start(4), self.start(8));
+        match self.container {
+            Container::Straight => format!(
+                "{entry}%k = OpCopyObject %u32 %i\n{body}OpBranch %next\n%next = OpLabel\n%ph = OpPhi %u32 %k %entry\n{s3}OpReturn\n"
+            ),
+            Container::SelfLoop => format!(
+                "{entry}OpBranch %loop\n%loop = OpLabel\n%k = OpPhi %u32 %i %entry %k2 %loop\n{s3}{body}%k2 = OpIAdd %u32 %k %c1\n%more = OpULessThan %bool %k2 %c8\nOpLoopMerge %exit %loop None\nOpBranchConditional %more %loop %exit\n%exit = OpLabel\n%ph = OpPhi %u32 %k2 %loop\n{s4}OpReturn\n"
+            ),
+            Container::LoopHeader => format!(
+                "{entry}OpBranch %hdr\n%hdr = OpLabel\n%k = OpPhi %u32 %i %entry %k2 %cont\n{s3}{body}%more = OpULessThan %bool %k %c8\nOpLoopMerge %exit %cont None\nOpBranchConditional %more %cont %exit\n%cont = OpLabel\n{s8}%k2 = OpIAdd %u32 %k %c1\nOpBranch %hdr\n%exit = OpLabel\n%ph = OpPhi %u32 %k %hdr\n{s4}OpReturn\n"
+            ),
+            Container::ContinueTarget => format!(
+                "{entry}OpBranch %hdr\n%hdr = OpLabel\n%k = OpPhi %u32 %i %entry %k2 %cont\n{s8}%more = OpULessThan %bool %k %c8\nOpLoopMerge %exit %cont None\nOpBranchConditional %more %cont %exit\n%cont = OpLabel\n{s3}{body}%k2 = OpIAdd %u32 %k %c1\nOpBranch %hdr\n%exit = OpLabel\n%ph = OpPhi %u32 %k %hdr\n{s4}OpReturn\n"
+            ),
+            Container::Selection => format!(
+                "{entry}%k = OpCopyObject %u32 %i\n{body}%odd = OpULessThan %bool %k %c4\nOpSelectionMerge %m None\nOpBranchConditional %odd %then %m\n%then = OpLabel\n{s3}OpBranch %m\n%m = OpLabel\n%ph = OpPhi %u32 %c1 %then %c0 %entry\n{s4}OpReturn\n"
+            ),
+            Container::Switch => format!(
+                "{entry}%k = OpCopyObject %u32 %i\n{body}OpSelectionMerge %m None\nOpSwitch %k %m 1 %case\n%case = OpLabel\n{s3}OpBranch %m\n%m = OpLabel\n%ph = OpPhi %u32 %c1 %case %c0 %entry\n{s4}OpReturn\n"
+            ),
+        }
+    }
+
+    /// Image work before the access, the robust access, image work after it, and a plain store
+    /// of everything into `buf2`.
+    fn body(&self) -> String {
+        let before = match self.images {
+            Images::None => "",
+            Images::SharedSampledImage => "%img = OpLoad %img_t %tex\n%sm = OpLoad %smp_t %smp\n%si = OpSampledImage %si_t %img %sm\n%s1 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s1x = OpCompositeExtract %f32 %s1 0\n%val = OpConvertFToU %u32 %s1x\n",
+            Images::LoadsBefore => "%img = OpLoad %img_t %tex\n%sm = OpLoad %smp_t %smp\n",
+        };
+        let val = if self.images == Images::SharedSampledImage { "%val" } else { "%k" };
+        let access = match self.access {
+            Access::StorePerElement => format!("%p = OpRawAccessChainNV %pu %buf %c4 %k %c0 RobustnessPerElementNV\nOpStore %p {val} Aligned 4\n%res = OpCopyObject %u32 {val}\n"),
+            Access::StorePerComponentVec2 => format!("%off = OpIMul %u32 %k %c8\n%vv = OpCompositeConstruct %v2u {val} %k\n%p = OpRawAccessChainNV %pv2u %buf %c0 %c0 %off RobustnessPerComponentNV\nOpStore %p %vv Aligned 8\n%res = OpCopyObject %u32 {val}\n"),
+            Access::LoadPerElement => "%p = OpRawAccessChainNV %pu %buf %c4 %k %c0 RobustnessPerElementNV\n%res = OpLoad %u32 %p Aligned 4\n".into(),
+            Access::LoadPerComponentVec2 => "%off = OpIMul %u32 %k %c8\n%p = OpRawAccessChainNV %pv2u %buf %c0 %c0 %off RobustnessPerComponentNV\n%ld = OpLoad %v2u %p Aligned 8\n%res = OpCompositeExtract %u32 %ld 0\n".into(),
+        };
+        let after = match self.images {
+            Images::None => "%out = OpCopyObject %u32 %res\n",
+            Images::SharedSampledImage => "%s2 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s2x = OpCompositeExtract %f32 %s2 0\n%s2u = OpConvertFToU %u32 %s2x\n%out = OpIAdd %u32 %res %s2u\n",
+            Images::LoadsBefore => "%si = OpSampledImage %si_t %img %sm\n%s2 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s2x = OpCompositeExtract %f32 %s2 0\n%s2u = OpConvertFToU %u32 %s2x\n%out = OpIAdd %u32 %res %s2u\n",
+        };
+        format!("{before}{access}{after}%q = OpRawAccessChainNV %pu %buf2 %c4 %k %c0\nOpStore %q %out Aligned 4\n")
+    }
+}
+
+/// The blocks of a disassembled function: per block, its lines.
+fn blocks_of(dis: &str) -> Vec<Vec<&str>> {
+    let body = &dis[dis.find("OpFunction ").expect("a function")..];
+    let mut blocks: Vec<Vec<&str>> = vec![];
+    for line in body.lines().map(str::trim) {
+        if line.ends_with("= OpLabel") {
+            blocks.push(vec![]);
+        } else if let Some(b) = blocks.last_mut() {
+            b.push(line);
+        }
+    }
+    blocks
+}
+
+/// "All OpSampledImage instructions, or instructions that load an image or sampler reference,
+/// must be in the same block in which their Result <id> are consumed" (SPIR-V spec 2.16.1),
+/// loads included (spirv-val checks only OpSampledImage).
+fn assert_image_objects_local(dis: &str) {
+    let image_types: Vec<&str> = dis
+        .lines()
+        .filter(|l| l.contains("OpTypeImage") || l.contains("OpTypeSampler") || l.contains("OpTypeSampledImage"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let blocks = blocks_of(dis);
+    for (n, blk) in blocks.iter().enumerate() {
+        for line in blk {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            let made_here = w.len() > 3 && (w[2] == "OpSampledImage" || (w[2] == "OpLoad" && image_types.contains(&w[3])));
+            if !made_here {
+                continue;
+            }
+            for (m, other) in blocks.iter().enumerate().filter(|(m, _)| *m != n) {
+                let used = other.iter().any(|l| l.split_whitespace().skip(1).any(|t| t == w[0]));
+                assert!(!used, "{} is made in block {n} and used in block {m}:\n{dis}", w[0]);
+            }
+        }
+    }
+}
+
+/// Every block starts with the debug location in effect (each original block sets one).
+fn assert_locations_carried(dis: &str, location: Location) {
+    let wanted: &[&str] = match location {
+        Location::None => return,
+        Location::OpLine => &["OpLine"],
+        Location::DebugInfo => &["OpLine", "DebugScope", "DebugLine"],
+    };
+    // The entry block is never a new piece (and its range lengths come before its location);
+    // a split loop header keeps only its OpPhis and control flow.
+    let control = ["OpPhi", "OpLoopMerge", "OpBranch"];
+    for blk in blocks_of(dis).iter().skip(1).filter(|blk| !blk.iter().all(|l| control.iter().any(|c| l.contains(c)))) {
+        let leading: Vec<&&str> = blk.iter().take_while(|l| l.contains("OpPhi") || wanted.iter().any(|w| l.contains(w))).collect();
+        for w in wanted {
+            assert!(leading.iter().any(|l| l.contains(w)), "a block does not start with its {w}: {blk:#?}\n{dis}");
+        }
+    }
+}
+
+#[test]
+fn every_split_shape_validates() {
+    let core = Options { target: Target::core(), ..Options::default() };
+    let mut count = 0;
+    for (n, shape) in Shape::all().enumerate() {
+        let options = if n % 2 == 0 { Options::default() } else { core.clone() };
+        let text = shape.module();
+        eprintln!("{shape:?}");
+        let (words, stats) = rewrite_valid(&text, "vulkan1.1", &options);
+        assert_eq!(stats.raw_chains, 2, "{shape:?}");
+        let dis = disassemble(&words);
+        assert_image_objects_local(&dis);
+        assert_locations_carried(&dis, shape.location);
+        count += 1;
+    }
+    assert_eq!(count, 6 * 4 * 3 * 3);
+}
