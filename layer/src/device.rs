@@ -7,7 +7,7 @@ use crate::dispatch::{self, dispatch_key, load_device, load_instance, DeviceData
 use crate::ext::{self, bindless, small_storage, Decision, EmulatedExtension, Status};
 use crate::ffi_guard::guard;
 use crate::instance::names;
-use crate::pnext::Chain;
+use crate::pnext::{AppChainLock, Chain};
 use crate::settings::DebugTarget;
 use crate::vk_layer::{find_link_info, VkLayerDeviceCreateInfo};
 use crate::{log_debug, log_error, log_info, log_warn};
@@ -26,6 +26,23 @@ pub unsafe extern "system" fn create_device(
     })
 }
 
+/// Logs the structures of a VkDeviceCreateInfo chain that the layer's table does not know.
+fn log_unknown_structures(chain: &Chain) {
+    for t in chain.spliced_s_types() {
+        log_info!(
+            "vkCreateDevice: pNext chain has a structure newer than the layer's registry {} (sType {}); passed on in place",
+            crate::struct_sizes::REGISTRY_VERSION,
+            t.as_raw()
+        );
+    }
+    if let Some(t) = chain.tail_s_type() {
+        log_warn!(
+            "vkCreateDevice: pNext chain has an unknown structure (sType {}) in read-only memory; it and what follows are passed as-is",
+            t.as_raw()
+        );
+    }
+}
+
 /// The decision for one extension on this device.
 struct Plan {
     ext: &'static dyn EmulatedExtension,
@@ -39,6 +56,9 @@ unsafe fn create_device_impl(
     p_device: *mut vk::Device,
 ) -> vk::Result {
     let Some(ci) = p_create_info.as_ref() else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+    // Held until the driver returns: the chain may be spliced (pnext.rs), and no other
+    // vkCreateDevice may read it meanwhile.
+    let app_chain = AppChainLock::acquire();
     let Some(inst) = dispatch::instance_of(pd) else {
         log_error!("vkCreateDevice: unknown physical device {pd:?}");
         return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -108,20 +128,20 @@ unsafe fn create_device_impl(
         next_create(pd, p_create_info, p_allocator, p_device)
     } else {
         // Never write to the application's structures: edit copies.
-        let mut chain = Chain::copy(ci.p_next);
-        if let Some(t) = chain.tail_s_type() {
-            log_debug!("vkCreateDevice: pNext chain has an unknown structure (sType {}); it and what follows are passed as-is", t.as_raw());
-        }
+        let mut chain = Chain::copy_splicing(ci.p_next, &app_chain);
+        log_unknown_structures(&chain);
         let ours: Vec<&CStr> = plans.iter().filter(|p| p.d.emulated()).map(|p| p.ext.name()).collect();
         let mut kept: Vec<&CStr> = app_exts.iter().copied().filter(|n| !ours.contains(n)).collect();
         for p in plans.iter().filter(|p| p.d.emulated()) {
             for st in p.ext.feature_struct_types() {
                 chain.remove(*st);
                 if chain.tail_contains(*st) {
-                    log_warn!(
-                        "vkCreateDevice: cannot remove sType {} behind an unknown structure; the driver will see it",
+                    log_error!(
+                        "vkCreateDevice: device '{}': cannot remove the layer's structure (sType {}) from behind an unknown structure in read-only memory; returning VK_ERROR_FEATURE_NOT_PRESENT",
+                        phys.name,
                         st.as_raw()
                     );
+                    return vk::Result::ERROR_FEATURE_NOT_PRESENT;
                 }
             }
         }
@@ -129,11 +149,12 @@ unsafe fn create_device_impl(
         // forced one must not be used natively), wherever they sit.
         let stuck = small_storage::clear(&mut chain, &storage_emulated);
         if stuck.any() {
-            log_warn!(
-                "vkCreateDevice: device '{}': cannot clear {} behind an unknown structure; the driver will see it",
+            log_error!(
+                "vkCreateDevice: device '{}': cannot clear the emulated {} behind an unknown structure in read-only memory; returning VK_ERROR_FEATURE_NOT_PRESENT",
                 phys.name,
                 stuck.names().join(", ")
             );
+            return vk::Result::ERROR_FEATURE_NOT_PRESENT;
         }
         let active: Vec<&Plan> = plans.iter().filter(|p| p.d.active()).collect();
         let any_active = !active.is_empty() || storage_active.any();
@@ -204,7 +225,9 @@ unsafe fn create_device_impl(
         }
         let kept_ptrs: Vec<*const c_char> = kept.iter().map(|n| n.as_ptr()).collect();
         let mut copy = *ci;
-        copy.p_next = chain.link();
+        // Spliced until the end of this block (enabled_target below still walks the chain).
+        let spliced = chain.splice(&app_chain);
+        copy.p_next = spliced.head();
         copy.enabled_extension_count = kept_ptrs.len() as u32;
         copy.pp_enabled_extension_names = if kept_ptrs.is_empty() { std::ptr::null() } else { kept_ptrs.as_ptr() };
         copy.p_enabled_features = enabled_features.as_ref().map_or(std::ptr::null(), |f| f as *const _);
@@ -243,6 +266,7 @@ unsafe fn create_device_impl(
             log_debug!("vkCreateDevice: device '{}': rewrite options {o:?}", phys.name);
             options = Some(o);
         }
+        drop(spliced);
         r
     };
     if result != vk::Result::SUCCESS {

@@ -126,7 +126,7 @@ pub unsafe fn enable_for_lowering(
         } else if chain.tail_contains(S::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES)
             || chain.tail_contains(S::PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES)
         {
-            out.skipped.push("16-bit storage: its feature struct sits behind an unknown structure".into());
+            out.skipped.push("16-bit storage: its feature struct sits behind an unknown structure in read-only memory".into());
         } else if version >= vk::API_VERSION_1_1 || ext_on(vk::KHR_16BIT_STORAGE_NAME) {
             let mut s = vk::PhysicalDevice16BitStorageFeatures::default();
             turn_on(&mut s.storage_buffer16_bit_access, a, "storageBuffer16BitAccess", added);
@@ -146,14 +146,14 @@ pub unsafe fn enable_for_lowering(
             turn_on(&mut v12.uniform_and_storage_buffer8_bit_access, b, "uniformAndStorageBuffer8BitAccess", added);
             turn_on(&mut v12.shader_int8, c, "shaderInt8", added);
         } else if chain.tail_contains(S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
-            out.skipped.push("8-bit storage/shaderInt8: VkPhysicalDeviceVulkan12Features sits behind an unknown structure".into());
+            out.skipped.push("8-bit storage/shaderInt8: VkPhysicalDeviceVulkan12Features sits behind an unknown structure in read-only memory".into());
         } else {
             if want8 {
                 if let Some(s) = chain.find_mut::<vk::PhysicalDevice8BitStorageFeatures>(S::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES) {
                     turn_on(&mut s.storage_buffer8_bit_access, a, "storageBuffer8BitAccess", added);
                     turn_on(&mut s.uniform_and_storage_buffer8_bit_access, b, "uniformAndStorageBuffer8BitAccess", added);
                 } else if chain.tail_contains(S::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES) {
-                    out.skipped.push("8-bit storage: its feature struct sits behind an unknown structure".into());
+                    out.skipped.push("8-bit storage: its feature struct sits behind an unknown structure in read-only memory".into());
                 } else if version >= vk::API_VERSION_1_2 || ext_on(vk::KHR_8BIT_STORAGE_NAME) {
                     let mut s = vk::PhysicalDevice8BitStorageFeatures::default();
                     turn_on(&mut s.storage_buffer8_bit_access, a, "storageBuffer8BitAccess", added);
@@ -167,7 +167,7 @@ pub unsafe fn enable_for_lowering(
                 if let Some(s) = chain.find_mut::<vk::PhysicalDeviceShaderFloat16Int8Features>(S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES) {
                     turn_on(&mut s.shader_int8, true, "shaderInt8", added);
                 } else if chain.tail_contains(S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES) {
-                    out.skipped.push("shaderInt8: its feature struct sits behind an unknown structure".into());
+                    out.skipped.push("shaderInt8: its feature struct sits behind an unknown structure in read-only memory".into());
                 } else if version >= vk::API_VERSION_1_2 || ext_on(vk::KHR_SHADER_FLOAT16_INT8_NAME) {
                     let mut s = vk::PhysicalDeviceShaderFloat16Int8Features::default();
                     turn_on(&mut s.shader_int8, true, "shaderInt8", added);
@@ -185,7 +185,7 @@ pub unsafe fn enable_for_lowering(
             turn_on(&mut f2.features.shader_int16, sup.int16, "shaderInt16", added);
             turn_on(&mut f2.features.shader_int64, sup.int64, "shaderInt64", added);
         } else if chain.tail_contains(S::PHYSICAL_DEVICE_FEATURES_2) {
-            out.skipped.push("shaderInt16/shaderInt64: VkPhysicalDeviceFeatures2 sits behind an unknown structure".into());
+            out.skipped.push("shaderInt16/shaderInt64: VkPhysicalDeviceFeatures2 sits behind an unknown structure in read-only memory".into());
         } else {
             let f = enabled_features.get_or_insert_with(vk::PhysicalDeviceFeatures::default);
             turn_on(&mut f.shader_int16, sup.int16, "shaderInt16", added);
