@@ -113,6 +113,7 @@ unsafe fn create_device_impl(
             );
         }
     }
+    ext::raw_access_chains::warn_vkd3d_offset_buffer(&inst, pd, &phys);
     // Bindless textures: the table this device gets, when the emulation is active.
     let bindless_caps = match plans.iter().any(|p| p.ext.name() == bindless::NAME && p.d.active()) {
         true => bindless::caps_for(&inst, pd, &phys).ok(),

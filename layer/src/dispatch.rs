@@ -66,6 +66,8 @@ pub struct InstanceData {
     pub settings: Arc<Settings>,
     /// `VkApplicationInfo::apiVersion` (1.0 when absent or 0).
     pub api_version: u32,
+    /// `VkApplicationInfo::pEngineName` (empty when absent).
+    pub engine_name: String,
     /// VK_KHR_get_physical_device_properties2 enabled on the instance.
     pub props2_enabled: bool,
     pub destroy_instance: vk::PFN_vkDestroyInstance,

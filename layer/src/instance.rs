@@ -86,6 +86,8 @@ unsafe fn create_instance_impl(
         next_gipa,
         settings: s.clone(),
         api_version,
+        engine_name: (ci.p_application_info.as_ref().filter(|a| !a.p_engine_name.is_null()))
+            .map_or(String::new(), |a| CStr::from_ptr(a.p_engine_name).to_string_lossy().into_owned()),
         props2_enabled,
         destroy_instance: destroy,
         enumerate_device_extension_properties: enumerate,

@@ -103,7 +103,7 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
     let next = (inst.next_gipa)(instance, name.as_ptr());
     // Physical-device queries are hooked only when some extension may be emulated.
     let may_emulate = ext::ALL.iter().any(|e| ext::effective_mode(*e, &inst.settings) != Mode::Off);
-    // maxBoundDescriptorSets is reported one lower where bindless textures may be emulated.
+    // maxUpdateAfterBindDescriptorsInAllPools is reported minus the bindless table's pool.
     let may_bindless = ext::effective_mode(&ext::bindless::ImageViewHandle, &inst.settings) != Mode::Off;
     match name.to_bytes() {
         b"vkGetDeviceProcAddr" => pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr),
@@ -117,9 +117,6 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
         }
         b"vkGetPhysicalDeviceFeatures2KHR" if may_emulate && next.is_some() => {
             pfn!(instance::get_physical_device_features2_khr as vk::PFN_vkGetPhysicalDeviceFeatures2)
-        }
-        b"vkGetPhysicalDeviceProperties" if may_bindless && next.is_some() => {
-            pfn!(bindless_api::get_physical_device_properties as vk::PFN_vkGetPhysicalDeviceProperties)
         }
         b"vkGetPhysicalDeviceProperties2" if may_bindless && next.is_some() => {
             pfn!(bindless_api::get_physical_device_properties2 as vk::PFN_vkGetPhysicalDeviceProperties2)

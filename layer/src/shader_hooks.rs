@@ -177,6 +177,16 @@ unsafe fn record_pipelines<T>(
     }
 }
 
+/// Refuses bindless pipelines whose layout has no room for the descriptor table (logged by
+/// `BindlessDevice::layout_ready`), before anything is created.
+fn bindless_layouts_ready<T>(dev: &DeviceData, hook: &str, infos: &[T], bindless: impl Fn(&BindlessDevice, &T) -> (vk::PipelineLayout, bool)) -> bool {
+    let Some(b) = dev.bindless.as_ref() else { return true };
+    infos.iter().all(|info| match bindless(b, info) {
+        (layout, true) => b.layout_ready(hook, layout),
+        _ => true,
+    })
+}
+
 pub unsafe extern "system" fn create_compute_pipelines(
     device: vk::Device,
     cache: vk::PipelineCache,
@@ -205,11 +215,16 @@ pub unsafe extern "system" fn create_compute_pipelines(
                 Stage::Replaced(s) => copies.get_or_insert_with(|| infos.to_vec())[i].stage = s,
             }
         }
+        let bindless = |b: &BindlessDevice, info: &vk::ComputePipelineCreateInfo| {
+            (info.layout, b.stage_is_bindless(&info.stage) || b.libraries_are_bindless(library_info(info.p_next)))
+        };
+        if !bindless_layouts_ready(&dev, HOOK, infos, bindless) {
+            null_out(p_pipelines, count);
+            return REWRITE_FAILED;
+        }
         let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
         let r = next(device, cache, count, p, p_allocator, p_pipelines);
-        record_pipelines(&dev, HOOK, infos, p_pipelines, |b, info| {
-            (info.layout, b.stage_is_bindless(&info.stage) || b.libraries_are_bindless(library_info(info.p_next)))
-        });
+        record_pipelines(&dev, HOOK, infos, p_pipelines, bindless);
         r
     })
 }
@@ -257,12 +272,17 @@ pub unsafe extern "system" fn create_graphics_pipelines(
                 Ok(Some(stages)) => copies.get_or_insert_with(|| infos.to_vec())[i].p_stages = stages,
             }
         }
-        let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
-        let r = next(device, cache, count, p, p_allocator, p_pipelines);
-        record_pipelines(&dev, HOOK, infos, p_pipelines, |b, info| {
+        let bindless = |b: &BindlessDevice, info: &vk::GraphicsPipelineCreateInfo| {
             let stages = graphics_stages_used(info) && b.stages_are_bindless(info.p_stages, info.stage_count);
             (info.layout, stages || b.libraries_are_bindless(library_info(info.p_next)))
-        });
+        };
+        if !bindless_layouts_ready(&dev, HOOK, infos, bindless) {
+            null_out(p_pipelines, count);
+            return REWRITE_FAILED;
+        }
+        let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
+        let r = next(device, cache, count, p, p_allocator, p_pipelines);
+        record_pipelines(&dev, HOOK, infos, p_pipelines, bindless);
         r
     })
 }
@@ -299,6 +319,10 @@ pub unsafe extern "system" fn create_ray_tracing_pipelines_khr(
         let rt_bindless = |b: &BindlessDevice, info: &vk::RayTracingPipelineCreateInfoKHR| {
             (info.layout, b.stages_are_bindless(info.p_stages, info.stage_count) || b.libraries_are_bindless(info.p_library_info))
         };
+        if !bindless_layouts_ready(&dev, HOOK, infos, rt_bindless) {
+            null_out(p_pipelines, count);
+            return REWRITE_FAILED;
+        }
         if dev.bindless.is_some() && deferred != vk::DeferredOperationKHR::null() {
             log_error!("{HOOK}: deferred creation of bindless ray-tracing pipelines is not tracked; the descriptor table will not be bound for them");
         }
@@ -381,14 +405,10 @@ pub unsafe extern "system" fn create_shaders_ext(
             if !bindless[i] {
                 continue;
             }
-            if !padded.has_table[i] {
-                log_error!(
-                    "{HOOK}: device '{}': shader object {i} uses bindless textures but its {} set layouts reach the descriptor table's set {}; the table cannot be bound for it",
-                    dev.name,
-                    c.set_layout_count,
-                    b.table.config.set
-                );
-                continue;
+            if !b.shader_ready(HOOK, i, &padded) {
+                layouts.iter().for_each(|&l| b.destroy_shader_layout(l));
+                null_out(p_shaders, count);
+                return REWRITE_FAILED;
             }
             match b.create_shader_layout(c) {
                 Ok(l) => layouts[i] = l,

@@ -2,7 +2,8 @@
 //! `VkPhysicalDeviceRawAccessChainsFeaturesNV::shaderRawAccessChains`, removes both from
 //! `vkCreateDevice`, and has the rewriter lower `OpRawAccessChainNV` (capability
 //! RawAccessChainsNV) into core byte-address accesses.
-use super::EmulatedExtension;
+use super::{EmulatedExtension, Status};
+use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
 use crate::pnext;
 use crate::settings::{Mode, Settings};
 use ash::vk;
@@ -45,6 +46,40 @@ impl EmulatedExtension for RawAccessChains {
     }
 }
 
+/// vkd3d-proton's `VkApplicationInfo::pEngineName` (libs/vkd3d/device.c).
+pub const VKD3D_ENGINE: &str = "vkd3d";
+
+/// The warning for vkd3d-proton on a device where the layer provides raw access chains, if it
+/// applies: vkd3d-proton's raw-chain path (dxil-spirv `emit_raw_access_chain`) ignores its SSBO
+/// offset buffer, which vkd3d-proton uses only where `minStorageBufferOffsetAlignment` > 4 (it
+/// forces 4 on NVIDIA's driver, the one driver with the extension). Elsewhere a structured or
+/// byte-address view whose offset is not a multiple of the alignment is bound at the aligned-down
+/// offset, and its raw-chain accesses land up to `alignment - 4` bytes early.
+fn vkd3d_warning(engine: &str, emulated: bool, alignment: u64) -> Option<String> {
+    (engine == VKD3D_ENGINE && emulated && alignment > 4).then(|| {
+        format!(
+            "engine '{VKD3D_ENGINE}' (vkd3d-proton) with VK_NV_raw_access_chains provided by the layer and minStorageBufferOffsetAlignment {alignment}: vkd3d-proton's raw-access-chain shaders ignore its SSBO offset buffer (used only where the alignment is above 4), so structured/byte-address buffer views at offsets that are not multiples of {alignment} read and write up to {} bytes before the view. This is vkd3d-proton's limitation, not the layer's; to avoid it, set raw_access_chains=off (vkd3d-proton then uses its offset-buffer path)",
+            alignment - 4
+        )
+    })
+}
+
+/// At vkCreateDevice: logs [`vkd3d_warning`] once for the device when it applies.
+///
+/// # Safety
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn warn_vkd3d_offset_buffer(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) {
+    if inst.engine_name != VKD3D_ENGINE {
+        return;
+    }
+    let emulated = matches!(super::status_on(&RawAccessChains, inst, pd, phys), Status::Emulated { .. });
+    let mut props = vk::PhysicalDeviceProperties::default();
+    (inst.get_physical_device_properties)(pd, &mut props);
+    if let Some(w) = vkd3d_warning(&inst.engine_name, emulated, props.limits.min_storage_buffer_offset_alignment) {
+        crate::log_warn!("vkCreateDevice: device '{}': {w}", phys.name);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +100,14 @@ mod tests {
         RawAccessChains.enable_in_options(&mut o);
         assert!(o.emulate_raw_access_chains);
         assert_eq!(FEATURES.as_raw(), 1_000_555_000);
+    }
+
+    #[test]
+    fn vkd3d_warning_only_where_it_applies() {
+        let w = vkd3d_warning("vkd3d", true, 16).unwrap();
+        assert!(w.contains("minStorageBufferOffsetAlignment 16") && w.contains("up to 12 bytes"), "{w}");
+        assert!(vkd3d_warning("vkd3d", true, 4).is_none(), "NVIDIA-like alignment: the offset buffer is not needed");
+        assert!(vkd3d_warning("vkd3d", false, 16).is_none(), "native or off: not the layer's chains");
+        assert!(vkd3d_warning("DXVK", true, 16).is_none());
     }
 }

@@ -1,8 +1,10 @@
 //! The extension's commands and the object lifetimes behind them:
 //! vkGetImageViewHandleNVX / vkGetImageViewHandle64NVX (slot allocation + descriptor write),
-//! vkDestroyImageView / vkDestroySampler (release), and the physical-device properties hooks
-//! that report `maxBoundDescriptorSets - 1` (and the update-after-bind limits minus the table).
+//! vkDestroyImageView / vkDestroySampler (release), and the vkGetPhysicalDeviceProperties2 hooks
+//! that report `maxUpdateAfterBindDescriptorsInAllPools` minus the table's pool (every other limit
+//! stays the driver's: budget.rs).
 use super::slots::{Acquired, ImageKind, Key, KeyKind, SlotError, Write};
+use super::table::reserve_pool_descriptors;
 use super::{bindless_device, caps_for, BindlessDevice, ImageViewHandle};
 use crate::dispatch::{self, InstanceData};
 use crate::ext::{self, Status};
@@ -180,51 +182,12 @@ unsafe fn emulated_caps(inst: &InstanceData, pd: vk::PhysicalDevice) -> Option<s
     }
 }
 
-pub unsafe extern "system" fn get_physical_device_properties(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties) {
-    guard("vkGetPhysicalDeviceProperties", (), || unsafe {
-        let Some(inst) = dispatch::instance_of(pd) else {
-            log_error!("vkGetPhysicalDeviceProperties: unknown physical device {pd:?}");
-            return;
-        };
-        (inst.get_physical_device_properties)(pd, p);
-        if let (Some(props), Some(c)) = (p.as_mut(), emulated_caps(&inst, pd)) {
-            props.limits.max_bound_descriptor_sets = c.max_bound_descriptor_sets - 1;
-        }
-    })
-}
-
 pub unsafe extern "system" fn get_physical_device_properties2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2) {
     guard("vkGetPhysicalDeviceProperties2", (), || unsafe { properties2(pd, p, false) })
 }
 
 pub unsafe extern "system" fn get_physical_device_properties2_khr(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2) {
     guard("vkGetPhysicalDeviceProperties2KHR", (), || unsafe { properties2(pd, p, true) })
-}
-
-macro_rules! subtract_limits {
-    ($p:expr, $t:expr) => {{
-        let p = $p;
-        let mut di = vk::PhysicalDeviceDescriptorIndexingProperties {
-            max_update_after_bind_descriptors_in_all_pools: p.max_update_after_bind_descriptors_in_all_pools,
-            max_per_stage_descriptor_update_after_bind_samplers: p.max_per_stage_descriptor_update_after_bind_samplers,
-            max_per_stage_descriptor_update_after_bind_sampled_images: p.max_per_stage_descriptor_update_after_bind_sampled_images,
-            max_per_stage_descriptor_update_after_bind_storage_images: p.max_per_stage_descriptor_update_after_bind_storage_images,
-            max_per_stage_update_after_bind_resources: p.max_per_stage_update_after_bind_resources,
-            max_descriptor_set_update_after_bind_samplers: p.max_descriptor_set_update_after_bind_samplers,
-            max_descriptor_set_update_after_bind_sampled_images: p.max_descriptor_set_update_after_bind_sampled_images,
-            max_descriptor_set_update_after_bind_storage_images: p.max_descriptor_set_update_after_bind_storage_images,
-            ..Default::default()
-        };
-        super::table::subtract_from_limits($t, &mut di);
-        p.max_update_after_bind_descriptors_in_all_pools = di.max_update_after_bind_descriptors_in_all_pools;
-        p.max_per_stage_descriptor_update_after_bind_samplers = di.max_per_stage_descriptor_update_after_bind_samplers;
-        p.max_per_stage_descriptor_update_after_bind_sampled_images = di.max_per_stage_descriptor_update_after_bind_sampled_images;
-        p.max_per_stage_descriptor_update_after_bind_storage_images = di.max_per_stage_descriptor_update_after_bind_storage_images;
-        p.max_per_stage_update_after_bind_resources = di.max_per_stage_update_after_bind_resources;
-        p.max_descriptor_set_update_after_bind_samplers = di.max_descriptor_set_update_after_bind_samplers;
-        p.max_descriptor_set_update_after_bind_sampled_images = di.max_descriptor_set_update_after_bind_sampled_images;
-        p.max_descriptor_set_update_after_bind_storage_images = di.max_descriptor_set_update_after_bind_storage_images;
-    }};
 }
 
 unsafe fn properties2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2, khr: bool) {
@@ -238,17 +201,20 @@ unsafe fn properties2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperti
         return;
     };
     next(pd, p);
-    let Some(props) = p.as_mut() else { return };
+    let Some(props) = p.as_ref() else { return };
     let Some(c) = emulated_caps(&inst, pd) else { return };
-    props.properties.limits.max_bound_descriptor_sets = c.max_bound_descriptor_sets - 1;
+    // Only the device-wide pool budget changes (table.rs, reserve_pool_descriptors);
+    // maxBoundDescriptorSets and the per-stage / per-layout limits stay the driver's.
     let mut at = props.p_next as *mut vk::BaseOutStructure;
     while let Some(node) = at.as_mut() {
         match node.s_type {
             vk::StructureType::PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_PROPERTIES => {
-                subtract_limits!(&mut *(at as *mut vk::PhysicalDeviceDescriptorIndexingProperties), &c.table)
+                let di = &mut *(at as *mut vk::PhysicalDeviceDescriptorIndexingProperties);
+                di.max_update_after_bind_descriptors_in_all_pools = reserve_pool_descriptors(&c.table, di.max_update_after_bind_descriptors_in_all_pools);
             }
             vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES => {
-                subtract_limits!(&mut *(at as *mut vk::PhysicalDeviceVulkan12Properties), &c.table)
+                let v12 = &mut *(at as *mut vk::PhysicalDeviceVulkan12Properties);
+                v12.max_update_after_bind_descriptors_in_all_pools = reserve_pool_descriptors(&c.table, v12.max_update_after_bind_descriptors_in_all_pools);
             }
             _ => {}
         }

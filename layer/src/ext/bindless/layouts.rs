@@ -1,39 +1,99 @@
 //! The table's set index in pipeline layouts (and shader objects' set layouts): the application's
-//! sets, then empty padding layouts up to the reserved index, then the table's layout.
+//! sets, then empty padding layouts up to the reserved index, then the table's layout — where
+//! the table fits beside the application's descriptors ([`budget::check`]); other layouts stay
+//! as the application made them, with the reason recorded for bindless pipelines created with
+//! them (pipelines.rs refuses those).
+//!
+//! Set layouts are recorded at creation (their descriptor counts) for that check.
 //!
 //! Pipeline layouts the layer extended are recorded; one that a live bindless pipeline still
 //! needs (the layer binds the table with the pipeline's own layout, see commands.rs) is kept
 //! alive after the application destroys it and destroyed with the last such pipeline. That is
 //! invisible to the application: a layout may be destroyed right after the pipeline creation.
+use super::budget::{self, Refusal, SetLayoutCounts};
 use super::{bindless_device, BindlessDevice};
 use crate::ffi_guard::guard;
-use crate::{log_debug, log_error, log_info};
-use ash::vk;
+use crate::{log_debug, log_error};
+use ash::vk::{self, Handle};
 
 /// The set-layout array with the table at `reserved`: `app` then `reserved - app.len()` copies
-/// of `empty`, then `table`. `None` when the application's sets already reach the reserved
-/// index (it ignored the lowered `maxBoundDescriptorSets`): the layout stays as it is.
-pub fn padded<T: Copy>(app: &[T], reserved: u32, empty: T, table: T) -> Option<Vec<T>> {
-    let n = app.len();
-    if n > reserved as usize {
-        return None;
-    }
+/// of `empty`, then `table`. `app` has at most `reserved` entries ([`budget::check`]).
+pub fn padded<T: Copy>(app: &[T], reserved: u32, empty: T, table: T) -> Vec<T> {
+    debug_assert!(app.len() <= reserved as usize);
     let mut out = Vec::with_capacity(reserved as usize + 1);
     out.extend_from_slice(app);
     out.resize(reserved as usize, empty);
     out.push(table);
-    Some(out)
+    out
 }
 
 /// Bookkeeping per pipeline layout created on a bindless device.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LayoutInfo {
-    /// The table sits at the reserved index.
-    pub has_table: bool,
+    /// Why the table is not at the reserved index (None: it is).
+    pub no_table: Option<Refusal>,
     /// The application destroyed it; the driver's object lives on for `pipelines`.
     pub app_destroyed: bool,
     /// Live bindless pipelines created with it.
     pub pipelines: u32,
+}
+
+/// The application's set layouts of a create info.
+///
+/// # Safety
+/// `p` readable for `n` handles when non-null.
+pub unsafe fn app_sets<'a>(p: *const vk::DescriptorSetLayout, n: u32) -> &'a [vk::DescriptorSetLayout] {
+    if p.is_null() || n == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p, n as usize)
+    }
+}
+
+impl BindlessDevice {
+    /// `app` padded to the table, or why the table does not fit beside it.
+    pub fn with_table(&self, app: &[vk::DescriptorSetLayout]) -> Result<Vec<vk::DescriptorSetLayout>, Refusal> {
+        let counts: Vec<_> = app.iter().map(|l| self.set_layouts.get(&l.as_raw())).collect();
+        let refs: Vec<Option<&SetLayoutCounts>> = counts.iter().map(|c| c.as_deref()).collect();
+        budget::check(&refs, &self.table.config, &self.limits)?;
+        let t = &self.table;
+        Ok(padded(app, t.config.set, t.empty_layout, t.layout))
+    }
+}
+
+pub unsafe extern "system" fn create_descriptor_set_layout(
+    device: vk::Device,
+    p_create_info: *const vk::DescriptorSetLayoutCreateInfo,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_layout: *mut vk::DescriptorSetLayout,
+) -> vk::Result {
+    const HOOK: &str = "vkCreateDescriptorSetLayout";
+    guard(HOOK, vk::Result::ERROR_UNKNOWN, || unsafe {
+        let Some(b) = bindless_device(device) else {
+            log_error!("{HOOK}: device {device:?} has no bindless state");
+            return vk::Result::ERROR_INITIALIZATION_FAILED;
+        };
+        let Some(next) = b.next.create_descriptor_set_layout else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+        let r = next(device, p_create_info, p_allocator, p_layout);
+        if let (vk::Result::SUCCESS, Some(ci), Some(l)) = (r, p_create_info.as_ref(), p_layout.as_ref()) {
+            b.set_layouts.insert(l.as_raw(), SetLayoutCounts::from_create_info(ci));
+        }
+        r
+    })
+}
+
+pub unsafe extern "system" fn destroy_descriptor_set_layout(
+    device: vk::Device,
+    layout: vk::DescriptorSetLayout,
+    p_allocator: *const vk::AllocationCallbacks,
+) {
+    guard("vkDestroyDescriptorSetLayout", (), || unsafe {
+        let Some(b) = bindless_device(device) else { return };
+        b.set_layouts.remove(&layout.as_raw());
+        if let Some(f) = b.next.destroy_descriptor_set_layout {
+            f(device, layout, p_allocator);
+        }
+    })
 }
 
 pub unsafe extern "system" fn create_pipeline_layout(
@@ -50,32 +110,23 @@ pub unsafe extern "system" fn create_pipeline_layout(
         };
         let Some(next) = b.next.create_pipeline_layout else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let Some(ci) = p_create_info.as_ref() else { return next(device, p_create_info, p_allocator, p_layout) };
-        let app: &[vk::DescriptorSetLayout] = if ci.p_set_layouts.is_null() || ci.set_layout_count == 0 {
-            &[]
-        } else {
-            std::slice::from_raw_parts(ci.p_set_layouts, ci.set_layout_count as usize)
-        };
-        let t = &b.table;
-        let (r, has_table) = match padded(app, t.config.set, t.empty_layout, t.layout) {
-            Some(list) => {
+        let (r, no_table) = match b.with_table(app_sets(ci.p_set_layouts, ci.set_layout_count)) {
+            Ok(list) => {
                 let mut copy = *ci;
                 copy.set_layout_count = list.len() as u32;
                 copy.p_set_layouts = list.as_ptr();
-                (next(device, &copy, p_allocator, p_layout), true)
+                (next(device, &copy, p_allocator, p_layout), None)
             }
-            None => {
-                log_info!(
-                    "{HOOK}: {} set layouts reach the bindless table's reserved set {}; layout left as is (bindless shaders cannot use it)",
-                    app.len(),
-                    t.config.set
-                );
-                (next(device, p_create_info, p_allocator, p_layout), false)
+            Err(why) => {
+                // Normal for clients that use the limits (vkd3d-proton's heaps): only an error
+                // if a bindless pipeline is created with the layout (pipelines.rs).
+                log_debug!("{HOOK}: no bindless descriptor table in this layout: {why}");
+                (next(device, p_create_info, p_allocator, p_layout), Some(why))
             }
         };
         if r == vk::Result::SUCCESS {
             if let Some(l) = p_layout.as_ref() {
-                use ash::vk::Handle;
-                b.layouts.insert(l.as_raw(), LayoutInfo { has_table, ..Default::default() });
+                b.layouts.insert(l.as_raw(), LayoutInfo { no_table, ..Default::default() });
             }
         }
         r
@@ -85,7 +136,6 @@ pub unsafe extern "system" fn create_pipeline_layout(
 pub unsafe extern "system" fn destroy_pipeline_layout(device: vk::Device, layout: vk::PipelineLayout, p_allocator: *const vk::AllocationCallbacks) {
     const HOOK: &str = "vkDestroyPipelineLayout";
     guard(HOOK, (), || unsafe {
-        use ash::vk::Handle;
         let Some(b) = bindless_device(device) else { return };
         let Some(next) = b.next.destroy_pipeline_layout else { return };
         if layout == vk::PipelineLayout::null() {
@@ -108,15 +158,17 @@ pub unsafe extern "system" fn destroy_pipeline_layout(device: vk::Device, layout
 }
 
 impl BindlessDevice {
-    /// Does `layout` carry the table? (Unknown layouts: no.)
-    pub fn layout_has_table(&self, layout: vk::PipelineLayout) -> bool {
-        use ash::vk::Handle;
-        self.layouts.get(&layout.as_raw()).is_some_and(|i| i.has_table)
+    /// Does `layout` carry the table? Err: why not (None for a layout unknown to the layer).
+    pub fn layout_table(&self, layout: vk::PipelineLayout) -> Result<(), Option<Refusal>> {
+        match self.layouts.get(&layout.as_raw()).map(|i| i.no_table) {
+            Some(None) => Ok(()),
+            Some(Some(why)) => Err(Some(why)),
+            None => Err(None),
+        }
     }
 
     /// A bindless pipeline now uses `layout`.
     pub fn retain_layout(&self, layout: vk::PipelineLayout) {
-        use ash::vk::Handle;
         if let Some(mut i) = self.layouts.get_mut(&layout.as_raw()) {
             i.pipelines += 1;
         }
@@ -128,7 +180,6 @@ impl BindlessDevice {
     /// # Safety
     /// Calls down to destroy the layout.
     pub unsafe fn release_layout(&self, layout: vk::PipelineLayout) {
-        use ash::vk::Handle;
         let destroy = match self.layouts.get_mut(&layout.as_raw()) {
             Some(mut i) => {
                 i.pipelines = i.pipelines.saturating_sub(1);
@@ -149,7 +200,6 @@ impl BindlessDevice {
     /// # Safety
     /// Calls down.
     pub unsafe fn destroy_kept_layouts(&self) {
-        use ash::vk::Handle;
         let kept: Vec<u64> = self.layouts.iter().filter(|e| e.app_destroyed).map(|e| *e.key()).collect();
         if let Some(d) = self.next.destroy_pipeline_layout {
             for l in kept {
@@ -166,11 +216,9 @@ mod tests {
     #[test]
     fn padding() {
         // E = empty, T = table; reserved index 7 (maxBoundDescriptorSets 8).
-        assert_eq!(padded(&['a', 'b'], 7, 'E', 'T').unwrap(), vec!['a', 'b', 'E', 'E', 'E', 'E', 'E', 'T']);
-        assert_eq!(padded(&[], 3, 'E', 'T').unwrap(), vec!['E', 'E', 'E', 'T']);
-        // Exactly the reported maximum (reserved index many sets): table right after.
-        assert_eq!(padded(&['a', 'b', 'c'], 3, 'E', 'T').unwrap(), vec!['a', 'b', 'c', 'T']);
-        // More than the application was told it may use: left alone.
-        assert!(padded(&['a', 'b', 'c', 'd'], 3, 'E', 'T').is_none());
+        assert_eq!(padded(&['a', 'b'], 7, 'E', 'T'), vec!['a', 'b', 'E', 'E', 'E', 'E', 'E', 'T']);
+        assert_eq!(padded(&[], 3, 'E', 'T'), vec!['E', 'E', 'E', 'T']);
+        // All sets but the last: table right after.
+        assert_eq!(padded(&['a', 'b', 'c'], 3, 'E', 'T'), vec!['a', 'b', 'c', 'T']);
     }
 }

@@ -6,10 +6,13 @@
 //!   released on vkDestroyImageView / vkDestroySampler ([`api`]).
 //! - The table ([`table`]): one descriptor set of SAMPLED_IMAGE / STORAGE_IMAGE / SAMPLER arrays
 //!   (bindings 0/1/2, UPDATE_AFTER_BIND | PARTIALLY_BOUND | UPDATE_UNUSED_WHILE_PENDING) at the
-//!   reserved set index `maxBoundDescriptorSets - 1`; the application is told one set less.
-//! - Every pipeline layout gets the table appended at the reserved index ([`layouts`]); the table
-//!   is bound before each draw / dispatch / trace whose pipeline uses bindless shaders
-//!   ([`commands`], [`pipelines`]).
+//!   reserved set index `maxBoundDescriptorSets - 1`. The application is told the driver's limits
+//!   (only the all-pools budget is lowered by the table's pool).
+//! - Every pipeline layout with room for it gets the table appended at the reserved index
+//!   ([`layouts`], [`budget`]: a free last set and room under the driver's update-after-bind
+//!   limits); the table is bound before each draw / dispatch / trace whose pipeline uses
+//!   bindless shaders ([`commands`], [`pipelines`]); a bindless pipeline whose layout has no room
+//!   is refused with the limit named.
 //! - Shader objects (VK_EXT_shader_object) get the same padded set layouts; a bindless one gets a
 //!   layer-created pipeline layout the table is bound with after vkCmdBindShadersEXT
 //!   ([`shader_objects`], [`commands`]).
@@ -36,6 +39,7 @@ macro_rules! pfn {
 }
 
 pub mod api;
+pub mod budget;
 pub mod commands;
 pub mod layouts;
 pub mod pipelines;
@@ -94,13 +98,12 @@ pub unsafe fn caps_for(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Physi
             let r = query_caps(inst, pd, phys);
             match &r {
                 Ok(c) => log_info!(
-                    "bindless: device '{}': VK_NVX_image_view_handle can be emulated: table at set {} ({} sampled images, {} storage images, {} samplers); maxBoundDescriptorSets reported as {}",
+                    "bindless: device '{}': VK_NVX_image_view_handle can be emulated: table at set {} ({} sampled images, {} storage images, {} samplers), appended to the pipeline layouts it fits beside; device limits reported unchanged but maxUpdateAfterBindDescriptorsInAllPools (minus the table)",
                     phys.name,
                     c.table.set,
                     c.table.sampled_images_count,
                     c.table.storage_images_count,
-                    c.table.samplers_count,
-                    c.max_bound_descriptor_sets - 1
+                    c.table.samplers_count
                 ),
                 Err(why) => log_info!("bindless: device '{}': VK_NVX_image_view_handle cannot be emulated: {why}", phys.name),
             }
@@ -349,6 +352,10 @@ pub struct BindlessDevice {
     pub name: String,
     pub next: Next,
     pub table: table::Table,
+    /// The driver's limits the table must fit under in each layout.
+    pub limits: budget::Limits,
+    /// Descriptor counts of the application's set layouts (for [`budget::check`]).
+    pub set_layouts: FxMap<u64, budget::SetLayoutCounts>,
     /// Slot bookkeeping; held while the descriptors of new slots are written.
     pub slots: Mutex<slots::Slots>,
     /// Shader modules whose code uses SPV_NV_bindless_texture.
@@ -389,6 +396,8 @@ impl BindlessDevice {
             name: name.to_string(),
             next,
             table,
+            limits: caps.limits,
+            set_layouts: Default::default(),
             slots: Mutex::new(slots::Slots::new(c.sampled_images_count, c.storage_images_count, c.samplers_count)),
             modules: Default::default(),
             pipelines: Default::default(),
@@ -482,6 +491,8 @@ pub fn device_hook(name: &[u8], next_exists: bool) -> vk::PFN_vkVoidFunction {
     match name {
         b"vkDestroyImageView" => pfn!(api::destroy_image_view as vk::PFN_vkDestroyImageView),
         b"vkDestroySampler" => pfn!(api::destroy_sampler as vk::PFN_vkDestroySampler),
+        b"vkCreateDescriptorSetLayout" => pfn!(layouts::create_descriptor_set_layout as vk::PFN_vkCreateDescriptorSetLayout),
+        b"vkDestroyDescriptorSetLayout" => pfn!(layouts::destroy_descriptor_set_layout as vk::PFN_vkDestroyDescriptorSetLayout),
         b"vkCreatePipelineLayout" => pfn!(layouts::create_pipeline_layout as vk::PFN_vkCreatePipelineLayout),
         b"vkDestroyPipelineLayout" => pfn!(layouts::destroy_pipeline_layout as vk::PFN_vkDestroyPipelineLayout),
         b"vkDestroyPipeline" => pfn!(pipelines::destroy_pipeline as vk::PFN_vkDestroyPipeline),

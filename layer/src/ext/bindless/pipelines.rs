@@ -56,17 +56,27 @@ impl BindlessDevice {
         std::slice::from_raw_parts(l.p_libraries, l.library_count as usize).iter().any(|p| self.pipelines.contains_key(&p.as_raw()))
     }
 
-    /// Records one created pipeline.
+    /// Before creating a bindless pipeline with `layout`: is the table in it? If not, logs why
+    /// and the creation must be refused — the rewritten shaders use the table's set, which a
+    /// layout without it lacks (VUID-VkComputePipelineCreateInfo-layout-07988 and the graphics
+    /// and ray-tracing equivalents).
+    pub fn layout_ready(&self, hook: &str, layout: vk::PipelineLayout) -> bool {
+        let why = match self.layout_table(layout) {
+            Ok(()) => return true,
+            Err(Some(refusal)) => refusal.to_string(),
+            Err(None) => "the layout was not created through the layer".to_string(),
+        };
+        log_error!(
+            "{hook}: device '{}': a pipeline uses bindless textures but its layout {layout:?} has no room for the bindless descriptor table at set {}: {why}; refusing the pipeline",
+            self.name,
+            self.table.config.set
+        );
+        false
+    }
+
+    /// Records one created pipeline (its layout passed [`Self::layout_ready`]).
     pub fn record_pipeline(&self, hook: &str, pipeline: vk::Pipeline, layout: vk::PipelineLayout, bindless: bool) {
-        if !bindless || pipeline == vk::Pipeline::null() {
-            return;
-        }
-        if !self.layout_has_table(layout) {
-            log_error!(
-                "{hook}: device '{}': pipeline {pipeline:?} uses bindless textures but its layout {layout:?} has no descriptor table at set {} (it uses all of the device's descriptor sets, or was not created through the layer); the table cannot be bound for it",
-                self.name,
-                self.table.config.set
-            );
+        if !bindless || pipeline == vk::Pipeline::null() || self.layout_table(layout).is_err() {
             return;
         }
         self.retain_layout(layout);

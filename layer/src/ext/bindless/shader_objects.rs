@@ -1,9 +1,10 @@
 //! Shader objects (VK_EXT_shader_object) on a bindless device.
 //!
 //! Every `VkShaderCreateInfoEXT` gets its set layouts padded exactly like pipeline layouts
-//! ([`layouts::padded`]): the application's sets, empty layouts up to the reserved index, the
-//! table. All shaders, not only bindless ones: the application binds its sets with (padded)
-//! pipeline layouts, and a shader's set layouts must be compatible with them.
+//! ([`BindlessDevice::with_table`]): the application's sets, empty layouts up to the reserved
+//! index, the table — where the table fits beside them. All shaders, not only bindless ones: the
+//! application binds its sets with (padded) pipeline layouts, and a shader's set layouts must be
+//! compatible with them. A bindless shader without room for the table is refused.
 //!
 //! A bindless shader (its SPIR-V declares BindlessTextureNV) also gets a layer-created
 //! `VkPipelineLayout` (its padded set layouts and push-constant ranges), recorded per shader:
@@ -16,6 +17,7 @@
 //! Shaders created from binary code (`VK_SHADER_CODE_TYPE_BINARY_EXT`) are padded too, but the
 //! layer cannot tell whether the binary came from bindless SPIR-V: the table is not bound for
 //! them.
+use super::budget::Refusal;
 use super::{bindless_device, layouts, BindlessDevice};
 use crate::ffi_guard::guard;
 use crate::{log_debug, log_error};
@@ -25,8 +27,8 @@ use ash::vk::{self, Handle};
 #[derive(Default)]
 pub struct Padded {
     lists: Vec<Vec<vk::DescriptorSetLayout>>,
-    /// Per create info: the table sits at the reserved index.
-    pub has_table: Vec<bool>,
+    /// Per create info: why the table is not at the reserved index (None: it is).
+    pub no_table: Vec<Option<Refusal>>,
 }
 
 impl BindlessDevice {
@@ -36,32 +38,34 @@ impl BindlessDevice {
     /// # Safety
     /// `infos` are valid create infos.
     pub unsafe fn pad_shader_infos(&self, hook: &str, infos: &mut [vk::ShaderCreateInfoEXT]) -> Padded {
-        let t = &self.table;
         let mut out = Padded::default();
         for (i, info) in infos.iter_mut().enumerate() {
-            let app: &[vk::DescriptorSetLayout] = if info.p_set_layouts.is_null() || info.set_layout_count == 0 {
-                &[]
-            } else {
-                std::slice::from_raw_parts(info.p_set_layouts, info.set_layout_count as usize)
-            };
-            match layouts::padded(app, t.config.set, t.empty_layout, t.layout) {
-                Some(list) => {
+            match self.with_table(layouts::app_sets(info.p_set_layouts, info.set_layout_count)) {
+                Ok(list) => {
                     info.set_layout_count = list.len() as u32;
                     info.p_set_layouts = list.as_ptr();
                     out.lists.push(list);
-                    out.has_table.push(true);
+                    out.no_table.push(None);
                 }
-                None => {
-                    log_debug!(
-                        "{hook}: shader {i}: {} set layouts reach the bindless table's reserved set {}; left as is",
-                        app.len(),
-                        t.config.set
-                    );
-                    out.has_table.push(false);
+                Err(why) => {
+                    log_debug!("{hook}: shader {i}: no bindless descriptor table in its set layouts: {why}");
+                    out.no_table.push(Some(why));
                 }
             }
         }
         out
+    }
+
+    /// Before creating bindless shader `i`: is the table in its set layouts? If not, logs why;
+    /// the creation must be refused (its code uses the table's set).
+    pub fn shader_ready(&self, hook: &str, i: usize, padded: &Padded) -> bool {
+        let Some(why) = padded.no_table[i] else { return true };
+        log_error!(
+            "{hook}: device '{}': shader object {i} uses bindless textures but its set layouts have no room for the bindless descriptor table at set {}: {why}; refusing the shaders",
+            self.name,
+            self.table.config.set
+        );
+        false
     }
 
     /// The layout the table is bound with for a bindless shader created from `info` (padded).

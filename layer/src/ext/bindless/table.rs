@@ -8,13 +8,14 @@
 //! it: reads return zero, writes are discarded) and a layer-owned default sampler (nearest,
 //! clamp-to-edge) in the sampler array. The fillers are written into all slots (slot 0
 //! included) at creation and written back into a slot when it is released.
-use super::Next;
+use super::{budget, Next};
 use crate::{log_error, log_info};
 use ash::vk;
 use shader_rewrite::BindlessTable;
 
 /// Default array sizes; each is further capped by half of the device's update-after-bind limits
-/// so that the application's own update-after-bind layouts still fit beside the table.
+/// so that layouts with up to half of them still get the table beside their own descriptors
+/// (the limits are reported unchanged: see budget.rs).
 pub const DEFAULT_SAMPLED_IMAGES: u32 = 65536;
 pub const DEFAULT_STORAGE_IMAGES: u32 = 65536;
 pub const DEFAULT_SAMPLERS: u32 = 4096;
@@ -26,8 +27,9 @@ pub const SAMPLER_BINDING: u32 = 2;
 /// What the physical device offers for the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caps {
-    /// The driver's `maxBoundDescriptorSets` (the table lives at this minus one).
-    pub max_bound_descriptor_sets: u32,
+    /// The driver's limits the table counts against (the table lives at set
+    /// `maxBoundDescriptorSets - 1`).
+    pub limits: budget::Limits,
     pub table: BindlessTable,
     /// Core `shaderSampledImageArrayDynamicIndexing` / `shaderStorageImageArrayDynamicIndexing`
     /// are supported (turned on at device creation; the lowering indexes the arrays).
@@ -70,8 +72,9 @@ pub fn caps(
     if !missing.is_empty() {
         return Err(format!("the device lacks descriptor-indexing features {}", missing.join(", ")));
     }
+    // The table takes the last set of bindless pipelines' layouts; they need one of their own.
     if limits.max_bound_descriptor_sets < 2 {
-        return Err(format!("maxBoundDescriptorSets is {} (one set is reserved for the table)", limits.max_bound_descriptor_sets));
+        return Err(format!("maxBoundDescriptorSets is {} (bindless pipelines need one set beside the table)", limits.max_bound_descriptor_sets));
     }
     let half = |x: u32| x / 2;
     // Sampled + storage images share maxPerStageUpdateAfterBindResources: a quarter each.
@@ -100,7 +103,7 @@ pub fn caps(
         ));
     }
     Ok(Caps {
-        max_bound_descriptor_sets: limits.max_bound_descriptor_sets,
+        limits: budget::Limits::new(limits, di),
         table: BindlessTable {
             set: limits.max_bound_descriptor_sets - 1,
             sampled_images_binding: SAMPLED_BINDING,
@@ -115,19 +118,13 @@ pub fn caps(
     })
 }
 
-/// Lowers the update-after-bind limits the application sees by what the table takes.
-pub fn subtract_from_limits(t: &BindlessTable, di: &mut vk::PhysicalDeviceDescriptorIndexingProperties) {
-    let (s, st, sm) = (t.sampled_images_count, t.storage_images_count, t.samplers_count);
-    di.max_descriptor_set_update_after_bind_sampled_images = di.max_descriptor_set_update_after_bind_sampled_images.saturating_sub(s);
-    di.max_per_stage_descriptor_update_after_bind_sampled_images =
-        di.max_per_stage_descriptor_update_after_bind_sampled_images.saturating_sub(s);
-    di.max_descriptor_set_update_after_bind_storage_images = di.max_descriptor_set_update_after_bind_storage_images.saturating_sub(st);
-    di.max_per_stage_descriptor_update_after_bind_storage_images =
-        di.max_per_stage_descriptor_update_after_bind_storage_images.saturating_sub(st);
-    di.max_descriptor_set_update_after_bind_samplers = di.max_descriptor_set_update_after_bind_samplers.saturating_sub(sm);
-    di.max_per_stage_descriptor_update_after_bind_samplers = di.max_per_stage_descriptor_update_after_bind_samplers.saturating_sub(sm);
-    di.max_per_stage_update_after_bind_resources = di.max_per_stage_update_after_bind_resources.saturating_sub(s + st);
-    di.max_update_after_bind_descriptors_in_all_pools = di.max_update_after_bind_descriptors_in_all_pools.saturating_sub(s + st + sm);
+/// The one limit the layer lowers: the table's pool takes its descriptors from
+/// `maxUpdateAfterBindDescriptorsInAllPools`, a device-wide budget of every update-after-bind
+/// pool (vkCreateDescriptorPool may fail with VK_ERROR_FRAGMENTATION beyond it). Every other
+/// limit is the driver's: the table only counts against the layouts it is appended to, and it
+/// is appended only where it fits (budget.rs).
+pub fn reserve_pool_descriptors(t: &BindlessTable, all_pools: u32) -> u32 {
+    all_pools.saturating_sub(t.sampled_images_count + t.storage_images_count + t.samplers_count)
 }
 
 /// The Vulkan objects of one device's table.
@@ -396,10 +393,9 @@ mod tests {
         let c = caps(&limits, &p, &all_features(), &Default::default()).unwrap();
         assert_eq!(c.table.set, 3);
         assert_eq!((c.table.sampled_images_count, c.table.storage_images_count, c.table.samplers_count), (65536, 500, 1024));
-        let mut mine = p;
-        subtract_from_limits(&c.table, &mut mine);
-        assert_eq!(mine.max_per_stage_descriptor_update_after_bind_storage_images, 500);
-        assert_eq!(mine.max_per_stage_update_after_bind_resources, 500_000 - 65536 - 500);
+        assert_eq!(c.limits.per_stage, [2048, 500_000, 1000, 500_000]);
+        assert_eq!(reserve_pool_descriptors(&c.table, 1_000_000), 1_000_000 - 65536 - 500 - 1024);
+        assert_eq!(reserve_pool_descriptors(&c.table, 1000), 0);
     }
 
     #[test]

@@ -1,0 +1,293 @@
+//! Whether the descriptor table fits beside an application's set layouts.
+//!
+//! The layer reports the driver's descriptor limits unchanged (maxBoundDescriptorSets and every
+//! per-stage / per-layout update-after-bind limit), so an application may build pipeline layouts
+//! that use all of them; clients such as vkd3d-proton require ≥ 1 000 000 update-after-bind
+//! sampled images, storage images and storage buffers per stage and refuse the device below
+//! that. The table is appended only to layouts it fits beside: appending it elsewhere would
+//! exceed a driver limit the application respected. A bindless pipeline whose layout has no
+//! room is refused with the limit named ([`Refusal`]).
+//!
+//! The limits the table counts against (VkPipelineLayoutCreateInfo's valid usage):
+//! `setLayoutCount` ≤ maxBoundDescriptorSets (VUID-VkPipelineLayoutCreateInfo-setLayoutCount-
+//! 00286); per stage, over all set layouts, the update-after-bind samplers (-descriptorType-03022),
+//! sampled images (-03025), storage images (-03026) and resources
+//! (maxPerStageUpdateAfterBindResources); per layout the update-after-bind samplers
+//! (-pSetLayouts-03036), sampled images (-03041) and storage images (-03042). These count the
+//! descriptors of every set layout, with or without UPDATE_AFTER_BIND_POOL. The table's set
+//! layout is an update-after-bind one, so it never counts against the plain limits.
+use ash::vk;
+use shader_rewrite::BindlessTable;
+use std::fmt;
+
+/// Descriptor counts in the four classes the table takes from: samplers, sampled images,
+/// storage images, resources.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts([u64; 4]);
+
+/// Limit names per class: per stage, then per pipeline layout (resources have no per-layout
+/// limit).
+const PER_STAGE_NAMES: [&str; 4] = [
+    "maxPerStageDescriptorUpdateAfterBindSamplers",
+    "maxPerStageDescriptorUpdateAfterBindSampledImages",
+    "maxPerStageDescriptorUpdateAfterBindStorageImages",
+    "maxPerStageUpdateAfterBindResources",
+];
+const PER_LAYOUT_NAMES: [&str; 3] = [
+    "maxDescriptorSetUpdateAfterBindSamplers",
+    "maxDescriptorSetUpdateAfterBindSampledImages",
+    "maxDescriptorSetUpdateAfterBindStorageImages",
+];
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+
+    /// What `count` descriptors of `ty` count towards, per the spec's limit definitions:
+    /// samplers = SAMPLER + COMBINED_IMAGE_SAMPLER; sampled images = SAMPLED_IMAGE +
+    /// COMBINED_IMAGE_SAMPLER + UNIFORM_TEXEL_BUFFER; storage images = STORAGE_IMAGE +
+    /// STORAGE_TEXEL_BUFFER; resources = buffers, images, texel buffers, input attachments.
+    /// A MUTABLE_EXT binding counts as each type of its list (`mutable`; an empty list: as
+    /// any image or buffer).
+    fn of(ty: vk::DescriptorType, count: u32, mutable: &[vk::DescriptorType]) -> Counts {
+        type T = vk::DescriptorType;
+        let c = u64::from(count);
+        let class = |s: u64, si: u64, st: u64, r: u64| Counts([s * c, si * c, st * c, r * c]);
+        match ty {
+            T::SAMPLER => class(1, 0, 0, 0),
+            T::COMBINED_IMAGE_SAMPLER => class(1, 1, 0, 1),
+            T::SAMPLED_IMAGE | T::UNIFORM_TEXEL_BUFFER => class(0, 1, 0, 1),
+            T::STORAGE_IMAGE | T::STORAGE_TEXEL_BUFFER => class(0, 0, 1, 1),
+            T::UNIFORM_BUFFER | T::UNIFORM_BUFFER_DYNAMIC | T::STORAGE_BUFFER | T::STORAGE_BUFFER_DYNAMIC | T::INPUT_ATTACHMENT => {
+                class(0, 0, 0, 1)
+            }
+            T::MUTABLE_EXT if mutable.is_empty() => class(0, 1, 1, 1),
+            T::MUTABLE_EXT => {
+                let mut sum = Counts::default();
+                mutable.iter().filter(|t| **t != T::MUTABLE_EXT).for_each(|t| sum.add(&Counts::of(*t, count, &[])));
+                sum
+            }
+            _ => Counts::default(),
+        }
+    }
+}
+
+/// A descriptor set layout's counts: per binding stage mask (bindings with the same stages
+/// merged), recorded at vkCreateDescriptorSetLayout.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SetLayoutCounts(Vec<(vk::ShaderStageFlags, Counts)>);
+
+impl SetLayoutCounts {
+    /// # Safety
+    /// `ci` is a valid VkDescriptorSetLayoutCreateInfo.
+    pub unsafe fn from_create_info(ci: &vk::DescriptorSetLayoutCreateInfo) -> SetLayoutCounts {
+        if ci.p_bindings.is_null() || ci.binding_count == 0 {
+            return SetLayoutCounts::default();
+        }
+        let lists = crate::pnext::find::<vk::MutableDescriptorTypeCreateInfoEXT>(
+            ci.p_next,
+            vk::StructureType::MUTABLE_DESCRIPTOR_TYPE_CREATE_INFO_EXT,
+        )
+        .filter(|m| !m.p_mutable_descriptor_type_lists.is_null())
+        .map_or(&[][..], |m| std::slice::from_raw_parts(m.p_mutable_descriptor_type_lists, m.mutable_descriptor_type_list_count as usize));
+        let mut out = SetLayoutCounts::default();
+        for (i, b) in std::slice::from_raw_parts(ci.p_bindings, ci.binding_count as usize).iter().enumerate() {
+            // VkMutableDescriptorTypeCreateInfoEXT: list i belongs to pBindings[i].
+            let mutable = match lists.get(i) {
+                Some(l) if !l.p_descriptor_types.is_null() => std::slice::from_raw_parts(l.p_descriptor_types, l.descriptor_type_count as usize),
+                _ => &[],
+            };
+            out.add(b.stage_flags, Counts::of(b.descriptor_type, b.descriptor_count, mutable));
+        }
+        out
+    }
+
+    fn add(&mut self, stages: vk::ShaderStageFlags, c: Counts) {
+        match self.0.iter_mut().find(|(s, _)| *s == stages) {
+            Some((_, sum)) => sum.add(&c),
+            None => self.0.push((stages, c)),
+        }
+    }
+
+    fn total(&self) -> Counts {
+        let mut t = Counts::default();
+        self.0.iter().for_each(|(_, c)| t.add(c));
+        t
+    }
+
+    /// Counts of the bindings visible to stage bit `bit`.
+    fn stage(&self, bit: u32) -> Counts {
+        let mut t = Counts::default();
+        self.0.iter().filter(|(s, _)| s.as_raw() & (1 << bit) != 0).for_each(|(_, c)| t.add(c));
+        t
+    }
+}
+
+/// The driver's limits the table counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_bound_descriptor_sets: u32,
+    /// Per stage: UAB samplers, sampled images, storage images, resources.
+    pub per_stage: [u32; 4],
+    /// Per pipeline layout: UAB samplers, sampled images, storage images.
+    pub per_layout: [u32; 3],
+}
+
+impl Limits {
+    pub fn new(limits: &vk::PhysicalDeviceLimits, di: &vk::PhysicalDeviceDescriptorIndexingProperties) -> Limits {
+        Limits {
+            max_bound_descriptor_sets: limits.max_bound_descriptor_sets,
+            per_stage: [
+                di.max_per_stage_descriptor_update_after_bind_samplers,
+                di.max_per_stage_descriptor_update_after_bind_sampled_images,
+                di.max_per_stage_descriptor_update_after_bind_storage_images,
+                di.max_per_stage_update_after_bind_resources,
+            ],
+            per_layout: [
+                di.max_descriptor_set_update_after_bind_samplers,
+                di.max_descriptor_set_update_after_bind_sampled_images,
+                di.max_descriptor_set_update_after_bind_storage_images,
+            ],
+        }
+    }
+}
+
+/// Why the table is not appended to a layout: `app` + `table` would exceed the driver's
+/// `limit` (`max`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    pub limit: &'static str,
+    pub max: u64,
+    pub app: u64,
+    pub table: u64,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (limit, max, app, table) = (self.limit, self.max, self.app, self.table);
+        write!(f, "{limit} is {max}: the application's set layouts use {app} and the bindless descriptor table needs {table} more")
+    }
+}
+
+/// The table's own counts (all stages).
+fn table_counts(t: &BindlessTable) -> Counts {
+    let (s, si, st) = (u64::from(t.samplers_count), u64::from(t.sampled_images_count), u64::from(t.storage_images_count));
+    Counts([s, si, st, si + st])
+}
+
+/// Does the table fit beside `app` (the application's set layouts, in order; None for a null
+/// layout)? The table sits at set `table.set`, so the application may use that many sets.
+pub fn check(app: &[Option<&SetLayoutCounts>], table: &BindlessTable, limits: &Limits) -> Result<(), Refusal> {
+    if app.len() > table.set as usize {
+        return Err(Refusal {
+            limit: "maxBoundDescriptorSets",
+            max: limits.max_bound_descriptor_sets.into(),
+            app: app.len() as u64,
+            table: 1,
+        });
+    }
+    let t = table_counts(table);
+    let over = |names: &[&'static str], maxes: &[u32], used: Counts| {
+        (0..names.len()).find(|&i| used.0[i] + t.0[i] > u64::from(maxes[i])).map(|i| Refusal {
+            limit: names[i],
+            max: maxes[i].into(),
+            app: used.0[i],
+            table: t.0[i],
+        })
+    };
+    let layouts = || app.iter().flatten();
+    for bit in 0..u32::BITS {
+        let mut used = Counts::default();
+        layouts().for_each(|l| used.add(&l.stage(bit)));
+        if let Some(r) = over(&PER_STAGE_NAMES, &limits.per_stage, used) {
+            return Err(r);
+        }
+    }
+    let mut used = Counts::default();
+    layouts().for_each(|l| used.add(&l.total()));
+    match over(&PER_LAYOUT_NAMES, &limits.per_layout, used) {
+        Some(r) => Err(r),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    type T = vk::DescriptorType;
+    type St = vk::ShaderStageFlags;
+
+    fn table() -> BindlessTable {
+        BindlessTable {
+            set: 7,
+            sampled_images_binding: 0,
+            sampled_images_count: 65536,
+            storage_images_binding: 1,
+            storage_images_count: 65536,
+            samplers_binding: 2,
+            samplers_count: 4096,
+        }
+    }
+
+    /// lavapipe 25.0: 8 sets, 1 000 000 of everything.
+    fn lavapipe() -> Limits {
+        Limits { max_bound_descriptor_sets: 8, per_stage: [1_000_000; 4], per_layout: [1_000_000; 3] }
+    }
+
+    fn layout(bindings: &[(St, T, u32)]) -> SetLayoutCounts {
+        let mut l = SetLayoutCounts::default();
+        bindings.iter().for_each(|&(s, t, n)| l.add(s, Counts::of(t, n, &[])));
+        l
+    }
+
+    #[test]
+    fn classes_follow_the_spec_limits() {
+        assert_eq!(Counts::of(T::COMBINED_IMAGE_SAMPLER, 3, &[]), Counts([3, 3, 0, 3]));
+        assert_eq!(Counts::of(T::UNIFORM_TEXEL_BUFFER, 2, &[]), Counts([0, 2, 0, 2]));
+        assert_eq!(Counts::of(T::STORAGE_TEXEL_BUFFER, 2, &[]), Counts([0, 0, 2, 2]));
+        assert_eq!(Counts::of(T::STORAGE_BUFFER, 5, &[]), Counts([0, 0, 0, 5]));
+        assert_eq!(Counts::of(T::INLINE_UNIFORM_BLOCK, 256, &[]), Counts::default());
+        // vkd3d-proton's mutable heap binding: each listed type counts.
+        let list = [T::SAMPLED_IMAGE, T::STORAGE_IMAGE, T::UNIFORM_TEXEL_BUFFER, T::STORAGE_BUFFER];
+        assert_eq!(Counts::of(T::MUTABLE_EXT, 10, &list), Counts([0, 20, 10, 40]));
+    }
+
+    #[test]
+    fn small_layouts_get_the_table() {
+        let l = layout(&[(St::COMPUTE, T::STORAGE_BUFFER, 4), (St::ALL, T::SAMPLED_IMAGE, 1000)]);
+        assert_eq!(check(&[Some(&l), None], &table(), &lavapipe()), Ok(()));
+        // Exactly at the limit: the table's 65536 + 934464 = 1 000 000 sampled images (but the
+        // table's 131072 images also count as resources).
+        let l = layout(&[(St::FRAGMENT, T::SAMPLED_IMAGE, 1_000_000 - 65536)]);
+        let mut limits = lavapipe();
+        assert_eq!(check(&[Some(&l)], &table(), &limits).unwrap_err().limit, "maxPerStageUpdateAfterBindResources");
+        limits.per_stage[3] = 2_000_000;
+        assert_eq!(check(&[Some(&l)], &table(), &limits), Ok(()));
+        // Seven application sets: the table is the eighth.
+        let sets = vec![None; 7];
+        assert_eq!(check(&sets, &table(), &lavapipe()), Ok(()));
+    }
+
+    #[test]
+    fn full_layouts_name_the_limit() {
+        // vkd3d-proton: a 1 000 000-descriptor heap per stage.
+        let l = layout(&[(St::ALL, T::SAMPLED_IMAGE, 1_000_000)]);
+        let r = check(&[Some(&l)], &table(), &lavapipe()).unwrap_err();
+        assert_eq!(r, Refusal { limit: "maxPerStageDescriptorUpdateAfterBindSampledImages", max: 1_000_000, app: 1_000_000, table: 65536 });
+        assert!(r.to_string().contains("maxPerStageDescriptorUpdateAfterBindSampledImages is 1000000"), "{r}");
+        // Resources: 500k storage buffers + 500k uniform texel buffers leave no room for images.
+        let l = layout(&[(St::VERTEX, T::STORAGE_BUFFER, 500_000), (St::VERTEX, T::UNIFORM_TEXEL_BUFFER, 450_000)]);
+        assert_eq!(check(&[Some(&l)], &table(), &lavapipe()).unwrap_err().limit, "maxPerStageUpdateAfterBindResources");
+        // Per layout: two stages, each within its own limit, together over the layout's.
+        let a = layout(&[(St::VERTEX, T::STORAGE_IMAGE, 500_000)]);
+        let b = layout(&[(St::FRAGMENT, T::STORAGE_IMAGE, 450_000)]);
+        let mut limits = lavapipe();
+        limits.per_stage[3] = 2_000_000; // resources
+        assert_eq!(check(&[Some(&a), Some(&b)], &table(), &limits).unwrap_err().limit, "maxDescriptorSetUpdateAfterBindStorageImages");
+        // All eight sets used.
+        assert_eq!(check(&[None; 8], &table(), &lavapipe()).unwrap_err().limit, "maxBoundDescriptorSets");
+    }
+}
