@@ -49,6 +49,8 @@ pub struct ContextOptions {
     /// Enable `VK_EXT_shader_object` and chain `VkPhysicalDeviceShaderObjectFeaturesEXT {
     /// shaderObject = TRUE }` into `vkCreateDevice`. Default false.
     pub shader_object: bool,
+    /// `VkApplicationInfo::pEngineName` (default "polyfill-e2e"; vkd3d-proton's is "vkd3d").
+    pub engine_name: String,
 }
 
 /// The extension through which applications get bindless texture handles.
@@ -68,6 +70,7 @@ impl Default for ContextOptions {
             storage_input_output_16: false,
             bindless_features: false,
             shader_object: false,
+            engine_name: "polyfill-e2e".to_string(),
         }
     }
 }
@@ -112,6 +115,11 @@ impl ContextOptions {
     /// Builder: request `storageInputOutput16` at device creation.
     pub fn storage_input_output_16(mut self, on: bool) -> Self {
         self.storage_input_output_16 = on;
+        self
+    }
+    /// Builder: set `VkApplicationInfo::pEngineName`.
+    pub fn engine_name(mut self, name: &str) -> Self {
+        self.engine_name = name.to_string();
         self
     }
     /// Builder: add a `VkLayerSettingsCreateInfoEXT` entry.
@@ -339,9 +347,10 @@ impl Context {
         }
         let inst_ext_p: Vec<*const i8> = inst_exts.iter().map(|c| c.as_ptr()).collect();
         let app_name = CString::new("polyfill-e2e").unwrap();
+        let engine_name = CString::new(options.engine_name.as_str()).map_err(|e| format!("engine name: {e}"))?;
         let app = vk::ApplicationInfo::default()
             .application_name(&app_name)
-            .engine_name(&app_name)
+            .engine_name(&engine_name)
             .api_version(options.api_version);
 
         // VkLayerSettingsCreateInfoEXT for our layer.
