@@ -139,7 +139,7 @@ def ash_names():
     return ash['version'], re.findall(r"unsafe impl<'a> TaggedStructure for (\w+)<'a>", defs.read_text())
 
 
-def render_sizes(version, rows, by_owner, features):
+def render_sizes(version, rows, by_owner, features, extensions):
     out = [
         f'//! Size of every Vulkan structure with an sType in the Vulkan registry {version} (all',
         '//! versions, extensions and platforms), by sType, for LP64 targets, so that pNext chains',
@@ -173,6 +173,8 @@ def render_sizes(version, rows, by_owner, features):
             '/// defines, sorted by name.',
             'pub const DEFINED_BY: &[(&str, &[i32])] = &[']
     out += [f'    ("{o}", &[{", ".join(map(str, sorted(ts)))}]),' for o, ts in sorted(by_owner.items())]
+    out += ['];', '', '/// Every extension of the registry, sorted.', 'pub const EXTENSIONS: &[&str] = &[']
+    out += [f'    "{e}",' for e in sorted(extensions)]
     out += ['];', '']
     return '\n'.join(out)
 
@@ -204,7 +206,7 @@ def main():
             by_owner.setdefault(o, set()).add(s_type[s.name])
     features = {s_type[s.name] for s in structs if 'VkPhysicalDeviceFeatures2' in s.extends}
     ash_version, names = ash_names()
-    files = {OUT_SIZES: render_sizes(vo.headerVersionComplete, rows, by_owner, features),
+    files = {OUT_SIZES: render_sizes(vo.headerVersionComplete, rows, by_owner, features, vo.extensions),
              OUT_ASH: render_ash(ash_version, names, structs)}
     if args.check:
         stale = [str(p) for p, text in files.items() if not p.exists() or p.read_text() != text]
