@@ -129,7 +129,7 @@ impl Default for Settings {
             storage_buffer_8bit_access: Mode::Auto,
             uniform_and_storage_buffer_8bit_access: Mode::Auto,
             storage_push_constant_8: Mode::Auto,
-            log_level: Level::Error,
+            log_level: Level::Warn,
             log_file: None,
             dump_shaders_dir: None,
             debug_oob_poison: None,
@@ -426,7 +426,7 @@ mod tests {
         let (s, w) = Settings::from_sources(&[], None, Vec::new());
         assert_eq!(s, Settings::default());
         assert!(w.is_empty());
-        assert_eq!(s.log_level, Level::Error);
+        assert_eq!(s.log_level, Level::Warn);
         assert_eq!(s.raw_access_chains, Mode::Auto);
     }
 
