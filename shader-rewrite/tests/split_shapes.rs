@@ -257,7 +257,7 @@ fn every_split_shape_validates() {
     let core = Options { target: Target::core(), ..Options::default() };
     let mut count = 0;
     for (n, shape) in Shape::all().enumerate() {
-        let options = if n % 2 == 0 { Options::default() } else { core.clone() };
+        let options = if n % 2 == 0 { Options::default() } else { core };
         let text = shape.module();
         eprintln!("{shape:?}");
         let (words, stats) = rewrite_valid(&text, "vulkan1.1", &options);
@@ -268,4 +268,32 @@ fn every_split_shape_validates() {
         count += 1;
     }
     assert_eq!(count, 6 * 4 * 3 * 3);
+}
+
+/// The waterfall loop of the lavapipe array-length quirk splits blocks too (a loop inside the
+/// split block, inside a split self-continue loop here); a NonUniform OpSampledImage made again
+/// after a split keeps its decoration.
+#[test]
+fn waterfall_pieces_and_nonuniform_sampled_images() {
+    let quirk = Options { target: Target { nonuniform_array_length_broken: true, ..Target::all() }, ..Options::default() };
+    for container in [Container::Straight, Container::SelfLoop] {
+        let shape = Shape { container, access: Access::LoadPerElement, images: Images::SharedSampledImage, location: Location::DebugInfo };
+        let text = shape
+            .module()
+            .replace("OpCapability Shader\n", "OpCapability Shader\nOpCapability RuntimeDescriptorArray\nOpCapability ShaderNonUniform\nOpCapability StorageBufferArrayNonUniformIndexing\n")
+            .replace("OpExtension \"SPV_NV_raw_access_chains\"", "OpExtension \"SPV_NV_raw_access_chains\"\nOpExtension \"SPV_EXT_descriptor_indexing\"")
+            .replace("OpDecorate %buf2 Binding 1", "OpDecorate %buf2 Binding 1\nOpDecorate %bufs DescriptorSet 1\nOpDecorate %bufs Binding 0\nOpDecorate %b NonUniform\nOpDecorate %si NonUniform")
+            .replace("%pu = OpTypePointer StorageBuffer %u32\n", "%pu = OpTypePointer StorageBuffer %u32\n%arr = OpTypeRuntimeArray %Block\n%parr = OpTypePointer StorageBuffer %arr\n%bufs = OpVariable %parr StorageBuffer\n")
+            .replace("%p = OpRawAccessChainNV %pu %buf ", "%b = OpAccessChain %pBlock %bufs %k\n%p = OpRawAccessChainNV %pu %b ");
+        let (words, _) = rewrite_valid(&text, "vulkan1.1", &quirk);
+        let dis = disassemble(&words);
+        assert!(dis.contains("OpGroupNonUniformBroadcastFirst"), "no waterfall loop:\n{dis}");
+        assert_image_objects_local(&dis);
+        assert_locations_carried(&dis, shape.location);
+        let sampled: Vec<&str> = dis.lines().filter(|l| l.contains("= OpSampledImage")).filter_map(|l| l.split_whitespace().next()).collect();
+        assert_eq!(sampled.len(), 2, "one OpSampledImage made again after the split:\n{dis}");
+        for s in sampled {
+            assert!(dis.contains(&format!("OpDecorate {s} NonUniform")), "{s} lost NonUniform:\n{dis}");
+        }
+    }
 }

@@ -60,9 +60,10 @@ const DEBUG_NO_SCOPE: u32 = 24;
 const DEBUG_LINE: u32 = 103;
 const DEBUG_NO_LINE: u32 = 104;
 
-/// OpLine and the DebugInfo extended set's DebugScope and DebugLine apply up to the end of their
-/// block (SPIR-V spec 3.32.2 OpLine; NonSemantic.Shader.DebugInfo.100): each new piece starts
-/// with the location that was active where the previous one ended.
+/// OpLine applies "up to the first occurrence of ... the next end of block, the next OpLine
+/// instruction, or the next OpNoLine instruction" (SPIR-V spec, OpLine), and so do the DebugInfo
+/// extended set's DebugScope and DebugLine (NonSemantic.Shader.DebugInfo.100): each new piece
+/// starts with the locations in effect where the previous one ended.
 fn carry_debug_location(b: &mut Builder, pieces: &mut [Block]) {
     let debug_info = b.m.ext_inst_imports.iter().find(|i| string_is(&i.ops, "NonSemantic.Shader.DebugInfo.100")).map(|i| i.id);
     // Per kind (OpLine, DebugScope, DebugLine): the instruction in effect, if any.
