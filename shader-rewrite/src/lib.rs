@@ -7,8 +7,10 @@
 //!   need nothing can be passed on byte-identical without a full parse.
 //! - [`rewrite`]: the full lowering; deterministic (same input + options → same output).
 
+pub mod bda;
 pub mod error;
 pub mod module;
+pub mod named_options;
 pub mod scan;
 pub mod target;
 pub mod stats;
@@ -16,6 +18,7 @@ pub mod builder;
 pub mod byte_address;
 pub mod passes;
 
+pub use bda::BdaTable;
 pub use error::RewriteError;
 pub use scan::{needs_rewrite, scan, ScanResult};
 pub use stats::Stats;

@@ -186,6 +186,10 @@ pub struct Options {
     /// Lower SPV_NV_bindless_texture (capability BindlessTextureNV) onto this descriptor table;
     /// `None` leaves such modules alone.
     pub bindless: Option<BindlessTable>,
+    /// Lower SPV_KHR_physical_storage_buffer (capability PhysicalStorageBufferAddresses) onto
+    /// this table of storage buffers, for devices without `bufferDeviceAddress`; `None` leaves
+    /// such modules alone.
+    pub bda: Option<crate::bda::BdaTable>,
 }
 
 /// The layer-owned descriptor table that SPV_NV_bindless_texture handles index.
@@ -216,6 +220,20 @@ impl BindlessTable {
     /// Bits above them that hold the sampler slot.
     pub const SAMPLER_SLOT_BITS: u32 = 12;
 
+    /// The table at `set` with the CLI's and the C API's default layout: binding 0 = 65536
+    /// sampled images, 1 = 65536 storage images, 2 = 4096 samplers.
+    pub const fn with_defaults(set: u32) -> Self {
+        BindlessTable {
+            set,
+            sampled_images_binding: 0,
+            sampled_images_count: 65536,
+            storage_images_binding: 1,
+            storage_images_count: 65536,
+            samplers_binding: 2,
+            samplers_count: 4096,
+        }
+    }
+
     /// Handle for an image slot and a sampler slot (the layer hands these out).
     pub const fn handle(image_slot: u32, sampler_slot: u32) -> u32 {
         (image_slot & ((1 << Self::IMAGE_SLOT_BITS) - 1)) | (sampler_slot << Self::IMAGE_SLOT_BITS)
@@ -224,7 +242,7 @@ impl BindlessTable {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { target: Target::all(), emulate_raw_access_chains: true, emulate_storage: SmallStorage::default(), oob_poison: None, bindless: None }
+        Options { target: Target::all(), emulate_raw_access_chains: true, emulate_storage: SmallStorage::default(), oob_poison: None, bindless: None, bda: None }
     }
 }
 

@@ -2,9 +2,11 @@
 //!
 //!   spirv-polyfill rewrite IN.spv -o OUT.spv [--stats] [--target all|core] [--no-int8-storage]
 //!                  [--no-int16-storage] [--oob-poison 0xAB] [--bindless-set N [--bindless-counts S,T,P]]
+//!                  [--set NAME=VALUE]...
 //!   spirv-polyfill scan IN.spv
 use std::process::ExitCode;
 
+use shader_rewrite::named_options::{self, NAMED_OPTIONS};
 use shader_rewrite::{rewrite, scan, words_from_bytes, BindlessTable, Options, SmallStorage, Target};
 
 const USAGE: &str = "usage:
@@ -27,7 +29,9 @@ options for rewrite:
   --bindless-set N        lower SPV_NV_bindless_texture onto a descriptor table in set N: binding 0
                           = sampled images, 1 = storage images, 2 = samplers; a handle holds the
                           image slot in bits 0..20 and the sampler slot in bits 20..32
-  --bindless-counts S,T,P descriptor counts of those arrays (default 65536,65536,4096)";
+  --bindless-counts S,T,P descriptor counts of those arrays (default 65536,65536,4096)
+  --set NAME=VALUE        set a named option (the C API's names; applied after the flags
+                          above), one of:";
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {
@@ -39,6 +43,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// USAGE followed by the named options `--set` takes.
+fn usage() -> String {
+    let names: Vec<String> = NAMED_OPTIONS.iter().map(|o| format!("    {:<34}{}", o.name, o.help)).collect();
+    format!("{USAGE}\n{}", names.join("\n"))
+}
+
 fn parse_byte(s: &str) -> Result<u8, String> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(hex) => u8::from_str_radix(hex, 16),
@@ -48,13 +58,15 @@ fn parse_byte(s: &str) -> Result<u8, String> {
 }
 
 fn run(args: Vec<String>) -> Result<(), String> {
-    let cmd = args.first().ok_or(USAGE)?;
+    let cmd = args.first().ok_or_else(usage)?;
     let mut input = None;
     let mut output = None;
     let mut stats = false;
     let mut options = Options::default();
     let mut bindless_set = None;
-    let mut bindless_counts = [65536, 65536, 4096];
+    let defaults = BindlessTable::with_defaults(0);
+    let mut bindless_counts = [defaults.sampled_images_count, defaults.storage_images_count, defaults.samplers_count];
+    let mut assignments = Vec::new();
     let mut it = args[1..].iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -93,22 +105,23 @@ fn run(args: Vec<String>) -> Result<(), String> {
                     return Err("--bindless-counts: counts must be at least 1".into());
                 }
             }
-            "-h" | "--help" => return Err(USAGE.into()),
-            s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}")),
+            "--set" => assignments.push(it.next().ok_or("--set needs NAME=VALUE")?.clone()),
+            "-h" | "--help" => return Err(usage()),
+            s if s.starts_with('-') => return Err(format!("unknown option {s}\n{}", usage())),
             s => input = Some(s.to_string()),
         }
     }
-    options.emulate_storage = SmallStorage::missing_from(&options.target);
     options.bindless = bindless_set.map(|set| BindlessTable {
-        set,
-        sampled_images_binding: 0,
         sampled_images_count: bindless_counts[0],
-        storage_images_binding: 1,
         storage_images_count: bindless_counts[1],
-        samplers_binding: 2,
         samplers_count: bindless_counts[2],
+        ..BindlessTable::with_defaults(set)
     });
-    let input = input.ok_or(USAGE)?;
+    for a in &assignments {
+        named_options::set_from_str(&mut options, a)?;
+    }
+    options.emulate_storage = SmallStorage::missing_from(&options.target);
+    let input = input.ok_or_else(usage)?;
     let bytes = std::fs::read(&input).map_err(|e| format!("{input}: {e}"))?;
     let words = words_from_bytes(&bytes).map_err(|e| format!("{input}: {e}"))?;
     match cmd.as_str() {
@@ -132,6 +145,6 @@ fn run(args: Vec<String>) -> Result<(), String> {
             }
             Ok(())
         }
-        other => Err(format!("unknown command {other}\n{USAGE}")),
+        other => Err(format!("unknown command {other}\n{}", usage())),
     }
 }
