@@ -52,6 +52,11 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     if let (true, Some(table)) = (found.bindless_texture, options.bindless) {
         passes::bindless::run(&mut module, &table, options, &mut stats)?;
     }
+    // After the raw-chain pass: it turns raw chains on physical bases into address arithmetic
+    // and OpConvertUToPtr, which this pass then lowers.
+    if let (true, Some(table)) = (found.physical_storage_buffer, options.bda) {
+        passes::physical_storage_buffer::run(&mut module, &table, options, &mut stats)?;
+    }
     // The lowering allocates fresh ids past the input's bound; an input already near the
     // universal limit can be pushed over it, and the result would be invalid SPIR-V.
     if module.header[3] > module::MAX_ID_BOUND {

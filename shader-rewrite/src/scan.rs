@@ -11,6 +11,9 @@ pub const CAP_RAW_ACCESS_CHAINS_NV: u32 = 5414;
 /// Capability BindlessTextureNV (SPV_NV_bindless_texture).
 pub const CAP_BINDLESS_TEXTURE_NV: u32 = 5390;
 
+/// Capability PhysicalStorageBufferAddresses (SPV_KHR_physical_storage_buffer).
+pub const CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES: u32 = 5347;
+
 /// Which emulated features a module declares.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScanResult {
@@ -18,6 +21,7 @@ pub struct ScanResult {
     /// The 8/16-bit storage capabilities declared.
     pub small_storage: SmallStorage,
     pub bindless_texture: bool,
+    pub physical_storage_buffer: bool,
 }
 
 impl ScanResult {
@@ -26,9 +30,10 @@ impl ScanResult {
         (self.raw_access_chains && options.emulate_raw_access_chains)
             || self.small_storage.intersects(&options.emulate_storage)
             || (self.bindless_texture && options.bindless.is_some())
+            || (self.physical_storage_buffer && options.bda.is_some())
     }
     fn any_declared(&self) -> bool {
-        self.raw_access_chains || self.small_storage.any() || self.bindless_texture
+        self.raw_access_chains || self.small_storage.any() || self.bindless_texture || self.physical_storage_buffer
     }
 }
 
@@ -64,6 +69,9 @@ pub fn scan(words: &[u32]) -> Result<ScanResult, RewriteError> {
                 }
                 if cap == CAP_BINDLESS_TEXTURE_NV {
                     result.bindless_texture = true;
+                }
+                if cap == CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES {
+                    result.physical_storage_buffer = true;
                 }
                 result.small_storage.set(cap, true);
             }
@@ -106,7 +114,7 @@ pub fn needs_rewrite(words: &[u32], options: &Options) -> bool {
 
 /// A capability some pass emulates.
 fn is_emulated(cap: u32) -> bool {
-    matches!(cap, CAP_RAW_ACCESS_CHAINS_NV | CAP_BINDLESS_TEXTURE_NV) || SmallStorage::CAPS.contains(&cap)
+    matches!(cap, CAP_RAW_ACCESS_CHAINS_NV | CAP_BINDLESS_TEXTURE_NV | CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES) || SmallStorage::CAPS.contains(&cap)
 }
 
 #[cfg(test)]
@@ -146,11 +154,13 @@ mod tests {
             [&ext[..], &[(2 << 16) | op::CAPABILITY, CAP_BINDLESS_TEXTURE_NV, (9 << 16) | op::CAPABILITY]].concat(),
             vec![(2 << 16) | op::CAPABILITY, 4436],
             vec![(1 << 16) | op::NOP, (2 << 16) | op::CAPABILITY, 4450],
+            vec![(2 << 16) | op::CAPABILITY, CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES, (3 << 16) | 14, 5348, 1],
         ];
+        let bda = Options { bda: Some(crate::bda::BdaTable { set: 0, binding: 0, count: 1 }), ..Options::default() };
         for body in bodies {
             let w: Vec<u32> = [MAGIC, 0x0001_0300, 0, 16, 0].iter().chain(&body).copied().collect();
             for n in 0..=w.len() {
-                for o in [Options::default(), options] {
+                for o in [Options::default(), options, bda] {
                     let expected = scan(&w[..n]).map(|s| s.any(&o)).unwrap_or(false);
                     assert_eq!(needs_rewrite(&w[..n], &o), expected, "{:x?}", &w[..n]);
                 }

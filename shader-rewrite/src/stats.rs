@@ -36,6 +36,12 @@ pub struct Stats {
     /// SPV_NV_bindless_texture: variables, members, phis and selects that carry a handle
     /// (an integer) instead of an image, sampler or sampled image.
     pub bindless_handle_values: u32,
+    /// SPV_KHR_physical_storage_buffer: loads, stores, atomics and access chains through
+    /// physical pointers lowered onto the buffer-address table.
+    pub physical_loads: u32,
+    pub physical_stores: u32,
+    pub physical_atomics: u32,
+    pub physical_chains: u32,
 }
 
 impl Stats {
@@ -77,6 +83,13 @@ impl fmt::Display for Stats {
                 f,
                 "; bindless textures: {} handle conversions, {} descriptor-table loads, {} values carried as handles",
                 self.bindless_conversions, self.bindless_descriptor_loads, self.bindless_handle_values
+            )?;
+        }
+        if self.physical_loads + self.physical_stores + self.physical_atomics + self.physical_chains > 0 {
+            write!(
+                f,
+                "; physical storage buffer: {} loads, {} stores, {} atomics, {} access chains",
+                self.physical_loads, self.physical_stores, self.physical_atomics, self.physical_chains
             )?;
         }
         Ok(())

@@ -1,0 +1,56 @@
+//! The buffer-device-address contract between the layer and the shader rewriter, for devices
+//! without `bufferDeviceAddress` (SPV_KHR_physical_storage_buffer emulated).
+//!
+//! The layer hands out fake 64-bit addresses in Dozen's encoding:
+//! `ADDRESS_TAG << 56 | slot << 32 | offset`, and puts the buffer behind every slot in a
+//! layer-owned array of storage-buffer descriptors ([`BdaTable`]). The rewritten shader decodes
+//! an address into (slot, offset) and accesses `table[slot]` at byte `offset`. An address whose
+//! tag is not [`ADDRESS_TAG`], or whose slot is `>= count`, lies outside every buffer.
+
+/// Where the layer's array of storage-buffer descriptors lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BdaTable {
+    /// Descriptor set index of the array.
+    pub set: u32,
+    /// Binding of the `VK_DESCRIPTOR_TYPE_STORAGE_BUFFER` array.
+    pub binding: u32,
+    /// Descriptors in the array: slots `0..count` are addressable.
+    pub count: u32,
+}
+
+/// The top byte of every address the layer hands out.
+pub const ADDRESS_TAG: u64 = 0xD3;
+
+/// Bits of the slot, between the tag (bits 56..64) and the offset (bits 0..32).
+pub const SLOT_BITS: u32 = 24;
+
+/// The address of byte `offset` of the buffer in `slot` (`slot` must fit in [`SLOT_BITS`]).
+pub const fn encode_address(slot: u32, offset: u32) -> u64 {
+    debug_assert!(slot < 1 << SLOT_BITS);
+    (ADDRESS_TAG << 56) | (((slot & ((1 << SLOT_BITS) - 1)) as u64) << 32) | offset as u64
+}
+
+/// `(slot, offset)` of an address, or `None` when its tag is not [`ADDRESS_TAG`].
+pub const fn decode_address(a: u64) -> Option<(u32, u32)> {
+    if a >> 56 != ADDRESS_TAG {
+        return None;
+    }
+    Some((((a >> 32) as u32) & ((1 << SLOT_BITS) - 1), a as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        for (slot, offset) in [(0, 0), (1, 16), ((1 << SLOT_BITS) - 1, u32::MAX)] {
+            let a = encode_address(slot, offset);
+            assert_eq!(a >> 56, ADDRESS_TAG);
+            assert_eq!(decode_address(a), Some((slot, offset)));
+        }
+        assert_eq!(encode_address(2, 5), 0xD300_0002_0000_0005);
+        assert_eq!(decode_address(0x1234_5678), None);
+        assert_eq!(decode_address(0xD200_0000_0000_0000), None);
+    }
+}
