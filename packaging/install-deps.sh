@@ -31,7 +31,7 @@ fi
 
 # ---------------------------------------------------------------- apt packages
 BACKPORTS_PKGS=(mesa-vulkan-drivers libvulkan1 vulkan-tools)
-PKGS=(vulkan-validationlayers libvulkan-dev python3 python3-pip gcc libc6-dev binutils curl ca-certificates xvfb xauth)
+PKGS=(vulkan-validationlayers libvulkan-dev python3 python3-pip gcc libc6-dev binutils curl ca-certificates xvfb xauth valgrind g++ pkg-config)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 

@@ -54,6 +54,9 @@
 // StoragePushConstant8.
 #define SPVPF_DECLARES_STORAGE_PUSH_CONSTANT_8 (1 << 8)
 
+// PhysicalStorageBufferAddresses.
+#define SPVPF_DECLARES_PHYSICAL_STORAGE_BUFFER (1 << 9)
+
 // What every call returns.
 typedef enum spvpf_status {
   SPVPF_SUCCESS = 0,

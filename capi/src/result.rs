@@ -27,6 +27,8 @@ pub const SPVPF_DECLARES_STORAGE_BUFFER_8BIT: u32 = 1 << 6;
 pub const SPVPF_DECLARES_UNIFORM_AND_STORAGE_BUFFER_8BIT: u32 = 1 << 7;
 /// StoragePushConstant8.
 pub const SPVPF_DECLARES_STORAGE_PUSH_CONSTANT_8: u32 = 1 << 8;
+/// PhysicalStorageBufferAddresses.
+pub const SPVPF_DECLARES_PHYSICAL_STORAGE_BUFFER: u32 = 1 << 9;
 
 /// The 8/16-bit storage bits, in `SmallStorage::CAPS` order.
 const SMALL_STORAGE_BITS: [u32; 7] = [
@@ -46,6 +48,9 @@ fn declared_mask(s: &ScanResult) -> u32 {
     }
     if s.bindless_texture {
         mask |= SPVPF_DECLARES_BINDLESS_TEXTURE;
+    }
+    if s.physical_storage_buffer {
+        mask |= SPVPF_DECLARES_PHYSICAL_STORAGE_BUFFER;
     }
     for (cap, bit) in SmallStorage::CAPS.into_iter().zip(SMALL_STORAGE_BITS) {
         if s.small_storage.get(cap) {
@@ -299,6 +304,18 @@ pub unsafe extern "C" fn spvpf_result_required_feature(result: *const spvpf_resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_becomes_an_internal_error_with_its_message() {
+        let mut out: *mut spvpf_result = std::ptr::null_mut();
+        assert_eq!(hand_back(&mut out, || panic!("overflow in a pass")), SPVPF_ERROR_INTERNAL);
+        // SAFETY: hand_back stored a result made here.
+        let message = unsafe { std::ffi::CStr::from_ptr(spvpf_result_message(out)) }.to_str().unwrap().to_string();
+        assert!(message.contains("overflow in a pass"), "{message}");
+        // SAFETY: made by hand_back, freed once.
+        unsafe { spvpf_result_free(out) };
+        assert_eq!(hand_back(std::ptr::null_mut(), || unreachable!()), SPVPF_ERROR_INVALID_ARGUMENT);
+    }
 
     #[test]
     fn declared_bits_follow_the_capabilities() {

@@ -29,6 +29,10 @@ const STATS: &[(&CStr, Reader)] = &[
     (c"bindless_conversions", |s| s.bindless_conversions),
     (c"bindless_descriptor_loads", |s| s.bindless_descriptor_loads),
     (c"bindless_handle_values", |s| s.bindless_handle_values),
+    (c"physical_loads", |s| s.physical_loads),
+    (c"physical_stores", |s| s.physical_stores),
+    (c"physical_atomics", |s| s.physical_atomics),
+    (c"physical_chains", |s| s.physical_chains),
 ];
 
 /// The reader of the statistic called `name`.
@@ -72,8 +76,12 @@ mod tests {
             bindless_conversions: 16,
             bindless_descriptor_loads: 17,
             bindless_handle_values: 18,
+            physical_loads: 19,
+            physical_stores: 20,
+            physical_atomics: 21,
+            physical_chains: 22,
         };
         let read: Vec<u32> = super::STATS.iter().map(|(_, f)| f(&s)).collect();
-        assert_eq!(read, (1..=18).map(|v| if v == 9 { 1 } else { v }).collect::<Vec<_>>());
+        assert_eq!(read, (1..=22).map(|v| if v == 9 { 1 } else { v }).collect::<Vec<_>>());
     }
 }

@@ -207,8 +207,8 @@ fn c_tests_under_valgrind() {
             .arg(shared_build())
             .args(&args));
         assert_all_passed(&out);
-        let summary = out.lines().filter(|l| l.contains("ERROR SUMMARY") || l.contains("definitely lost")).collect::<Vec<_>>().join("\n");
-        println!("valgrind {}: {}\n{summary}", args[0], out.lines().last().unwrap_or(""));
+        let summary: Vec<&str> = out.lines().filter(|l| l.contains("ERROR SUMMARY") || l.contains("lost:")).collect();
+        println!("valgrind {}:\n{}", args[0], summary.join("\n"));
         assert!(out.contains("ERROR SUMMARY: 0 errors"), "{out}");
     }
 }
@@ -222,4 +222,30 @@ fn c_tests_under_asan() {
         let out = run(Command::new(&exe).args(&args).env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1"));
         assert_all_passed(&out);
     }
+}
+
+/// packaging/install-capi.sh into a temporary prefix; examples/rewrite.c (the README's example)
+/// built with `pkg-config --cflags --libs spirv_polyfill` rewrites a 16-bit I/O module as the
+/// Rust API does.
+#[test]
+fn installed_library_builds_the_example_with_pkg_config() {
+    let prefix = scratch().join("prefix");
+    run(Command::new("bash").arg(Path::new(CRATE).join("../packaging/install-capi.sh")).arg("--prefix").arg(&prefix).arg("--built").arg(lib_dir()));
+    let pkgconfig = prefix.join("lib/pkgconfig");
+    let flags = run(Command::new("pkg-config").args(["--cflags", "--libs", "spirv_polyfill"]).env("PKG_CONFIG_PATH", &pkgconfig));
+    assert!(flags.contains("-lspirv_polyfill"), "{flags}");
+    let exe = scratch().join("rewrite_example");
+    run(Command::new("cc")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror"])
+        .arg(Path::new(CRATE).join("examples/rewrite.c"))
+        .arg("-o")
+        .arg(&exe)
+        .args(flags.split_whitespace()));
+    corpus_manifest();
+    let corpus = scratch().join("corpus");
+    let out = scratch().join("io16.out.spv");
+    let printed = run(Command::new(&exe).arg(corpus.join("small-storage.io16-fragment.spv")).arg(&out).env("LD_LIBRARY_PATH", prefix.join("lib")));
+    assert!(printed.contains("I/O variables widened"), "{printed}");
+    // Configuration 0 of small-storage is the example's target (no storageInputOutput16).
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(corpus.join("small-storage.io16-fragment.0.expected.spv")).unwrap());
 }

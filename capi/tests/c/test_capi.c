@@ -220,7 +220,7 @@ static void test_rewrite_report(void) {
         CHECK(spvpf_result_stat(r, name, &v) == SPVPF_SUCCESS, "listed stat %s reads", name);
         listed++;
     }
-    CHECK(listed >= 18, "%u statistics listed", listed);
+    CHECK(listed >= 22, "%u statistics listed", listed);
     CHECK(spvpf_stat_name(0, NULL) == SPVPF_ERROR_INVALID_ARGUMENT, "NULL out_name");
     size_t n = 0;
     CHECK(spvpf_result_required_feature_count(r, &n) == SPVPF_SUCCESS, "feature count");

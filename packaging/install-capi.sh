@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the C API of the rewriter (release) and installs it for C and C++ users:
+#   PREFIX/lib/libspirv_polyfill.so, PREFIX/lib/libspirv_polyfill.a,
+#   PREFIX/include/spirv_polyfill.h, PREFIX/lib/pkgconfig/spirv_polyfill.pc
+# then: cc app.c $(pkg-config --cflags --libs spirv_polyfill)
+#   (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig for a prefix pkg-config does not search;
+#   pkg-config --static --libs for the .a).
+#   --prefix DIR  install under DIR (default /usr/local)
+#   --built DIR   install the libspirv_polyfill.{so,a} already built in DIR instead of building
+# Usage: packaging/install-capi.sh [--prefix DIR] [--built DIR]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+prefix=/usr/local
+built=""
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --prefix) prefix="${2:?--prefix needs a directory}"; shift ;;
+        --built) built="${2:?--built needs a directory}"; shift ;;
+        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+        *) echo "unknown argument: $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+if [[ -z $built ]]; then
+    (cd "$repo" && cargo build --release -p spirv-polyfill-capi)
+    built="$(cd "$repo" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release"
+fi
+for f in libspirv_polyfill.so libspirv_polyfill.a; do
+    [[ -f "$built/$f" ]] || { echo "build output $built/$f not found" >&2; exit 1; }
+done
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n1)"
+
+mkdir -p "$prefix/lib/pkgconfig" "$prefix/include"
+install -m 0755 "$built/libspirv_polyfill.so" "$prefix/lib/libspirv_polyfill.so"
+install -m 0644 "$built/libspirv_polyfill.a" "$prefix/lib/libspirv_polyfill.a"
+install -m 0644 "$repo/capi/include/spirv_polyfill.h" "$prefix/include/spirv_polyfill.h"
+sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" "$repo/capi/spirv_polyfill.pc.in" > "$prefix/lib/pkgconfig/spirv_polyfill.pc"
+echo "installed $prefix/lib/libspirv_polyfill.{so,a}, $prefix/include/spirv_polyfill.h, $prefix/lib/pkgconfig/spirv_polyfill.pc"
