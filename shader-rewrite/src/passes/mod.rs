@@ -1,4 +1,6 @@
 pub mod bindless;
+pub(crate) mod layout;
+pub(crate) mod leaves;
 pub mod physical_storage_buffer;
 pub mod raw_access_chains;
 pub mod small_storage;

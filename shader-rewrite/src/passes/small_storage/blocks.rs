@@ -12,7 +12,8 @@
 //!
 //! Pointers into the block become (descriptor index, byte offset) pairs computed from the
 //! explicit layout; loads and stores of composites are split into their scalar/vector leaves.
-use super::layout::{byte_size, contains_width, pow2_align, Layouts, MatrixLayout, TYPE_MATRIX};
+use crate::passes::layout::{byte_size, contains_width, Layouts, MatrixLayout};
+use crate::passes::leaves::{describe, Cursor, Leaf, Splitter};
 use super::*;
 
 /// What kind of block a variable is.
@@ -73,14 +74,8 @@ struct Ptr {
     desc: Option<u32>,
     /// Still the whole descriptor array (the variable itself).
     whole_array: bool,
-    /// Byte offset from the block start (a u32 id).
-    off: u32,
-    /// Guaranteed alignment of `off`.
-    align: u32,
-    ty: u32,
-    mat: MatrixLayout,
-    /// Vectors: bytes between components (a row-major matrix column); 0 = packed.
-    comp_stride: u32,
+    /// Where in the block (offset from the block start).
+    cur: Cursor,
     nonuniform: bool,
 }
 
@@ -211,7 +206,7 @@ pub(super) fn lower(
             }
         }
     }
-    let mut cx = Cx { b, layouts, backend: &mut backend, roots: &roots, types, ptrs: HashMap::default(), exact: HashSet::default(), stats, leaf_budget: 0, depth: 0 };
+    let mut cx = Cx { b, layouts, backend: &mut backend, roots: &roots, types, ptrs: HashMap::default(), splitter: Splitter::new(layouts), stats };
     for f in functions.iter_mut() {
         for blk in f.blocks.iter_mut() {
             let mut e = Emitter::new(blk.label);
@@ -223,7 +218,7 @@ pub(super) fn lower(
     }
     // The original variables and every pointer into them are gone.
     let removed: HashSet<u32> = cx.ptrs.keys().copied().chain(roots.keys().copied()).collect();
-    let exact = std::mem::take(&mut cx.exact);
+    let exact: HashSet<u32> = cx.splitter.exact.drain(..).collect();
     let b = cx.b;
     b.m.globals.retain(|g| !removed.contains(&g.id));
     for ep in b.m.entry_points.iter_mut() {
@@ -258,22 +253,8 @@ struct Cx<'a, 'm> {
     /// Result types of function-local ids.
     types: HashMap<u32, u32>,
     ptrs: HashMap<u32, Ptr>,
-    exact: HashSet<u32>,
+    splitter: Splitter<'a>,
     stats: &'a mut Stats,
-    /// Scalar/vector leaves the current load/store may still emit (a whole-array access of a
-    /// huge array must fail, not exhaust memory).
-    leaf_budget: u32,
-    depth: u32,
-}
-
-/// Most leaves one load or store of a composite may split into.
-const MAX_LEAVES: u32 = 4096;
-/// Deepest composite nesting a load or store may walk.
-const MAX_DEPTH: u32 = 64;
-
-fn describe(inst: &Inst) -> String {
-    let id = if inst.id != 0 { format!("%{} = ", inst.id) } else { String::new() };
-    format!("{id}opcode {} %{}", inst.op, inst.ops.first().copied().unwrap_or(0))
 }
 
 /// Atomic opcodes (OpAtomicLoad..OpAtomicXor, flag ops, min/max/float add).
@@ -293,17 +274,7 @@ impl Cx<'_, '_> {
         }
         let root = self.roots.get(&id)?;
         let (desc_array, pointee) = (root.desc_array, root.pointee);
-        Some(Ptr {
-            root: id,
-            desc: None,
-            whole_array: desc_array,
-            off: self.b.c_u32(0),
-            align: 16,
-            ty: pointee,
-            mat: MatrixLayout::default(),
-            comp_stride: 0,
-            nonuniform: false,
-        })
+        Some(Ptr { root: id, desc: None, whole_array: desc_array, cur: Cursor::at_start(self.b, pointee, 16), nonuniform: false })
     }
 
     fn type_of(&self, id: u32) -> u32 {
@@ -329,8 +300,7 @@ impl Cx<'_, '_> {
                 let p = self.ptr(first).expect("tracked");
                 let mem = memory_operands(inst.ops.get(1..).unwrap_or(&[]));
                 let vp = self.view_ptrs(e, &p, &inst)?;
-                self.begin_access();
-                let v = self.load(e, &p, &vp, p.ty, p.off, p.align, p.mat, p.comp_stride, &mem, &inst)?;
+                let v = self.load(e, &p, &vp, &p.cur, &mem, &inst)?;
                 e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
                 self.stats.small_storage_loads += 1;
             }
@@ -339,8 +309,7 @@ impl Cx<'_, '_> {
                 let value = *inst.ops.get(1).ok_or_else(|| RewriteError::malformed(0, "OpStore without an object"))?;
                 let mem = memory_operands(inst.ops.get(2..).unwrap_or(&[]));
                 let vp = self.view_ptrs(e, &p, &inst)?;
-                self.begin_access();
-                self.store(e, &p, &vp, p.ty, p.off, p.align, p.mat, p.comp_stride, value, &mem, &inst)?;
+                self.store(e, &p, &vp, &p.cur, value, &mem, &inst)?;
                 self.stats.small_storage_stores += 1;
             }
             op::ARRAY_LENGTH if self.tracked(first) => self.array_length(e, &inst)?,
@@ -364,90 +333,17 @@ impl Cx<'_, '_> {
 
     /// One access-chain index applied to `p`.
     fn step(&mut self, e: &mut Emitter, mut p: Ptr, idx: u32, inst: &Inst) -> Result<Ptr, RewriteError> {
-        let t = self.b.global(p.ty).cloned().ok_or_else(|| RewriteError::malformed(0, format!("{}: type %{} not found", describe(inst), p.ty)))?;
         if p.whole_array {
+            let t = self.b.global(p.cur.ty).cloned().ok_or_else(|| RewriteError::malformed(0, format!("{}: type %{} not found", describe(inst), p.cur.ty)))?;
             p.desc = Some(idx);
             p.whole_array = false;
-            p.ty = t.ops[0];
+            p.cur.ty = t.ops[0];
             p.nonuniform |= self.b.has_decoration(idx, deco::NON_UNIFORM);
             return Ok(p);
         }
-        match t.op {
-            op::TYPE_STRUCT => {
-                let i = self.b.const_value(idx).ok_or_else(|| RewriteError::malformed(0, format!("{}: struct index %{idx} is not a constant", describe(inst))))? as u32;
-                let member = *t.ops.get(i as usize).ok_or_else(|| RewriteError::malformed(0, format!("{}: member {i} out of range", describe(inst))))?;
-                let off = self.layouts.member_offset(p.ty, i).ok_or_else(|| {
-                    RewriteError::unsupported(describe(inst), format!("member {i} of struct %{} has no Offset decoration", p.ty))
-                })?;
-                self.add(e, &mut p, None, off);
-                p.mat = self.layouts.matrix(p.ty, i);
-                p.ty = member;
-            }
-            op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => {
-                let stride = self.layouts.array_stride(p.ty).ok_or_else(|| RewriteError::unsupported(describe(inst), format!("array %{} has no ArrayStride", p.ty)))?;
-                self.add(e, &mut p, Some(idx), stride);
-                p.ty = t.ops[0];
-            }
-            TYPE_MATRIX => {
-                let col = t.ops[0];
-                let comp = self.b.scalar_vec(col).map_or(4, |v| v.width / 8);
-                if p.mat.row_major {
-                    self.add(e, &mut p, Some(idx), comp);
-                    p.comp_stride = p.mat.stride;
-                } else {
-                    let stride = p.mat.stride;
-                    self.add(e, &mut p, Some(idx), stride);
-                }
-                p.ty = col;
-            }
-            op::TYPE_VECTOR => {
-                let comp = self.b.scalar_vec(p.ty).map_or(4, |v| v.width / 8);
-                let stride = if p.comp_stride != 0 { p.comp_stride } else { comp };
-                self.add(e, &mut p, Some(idx), stride);
-                p.ty = t.ops[0];
-                p.comp_stride = 0;
-            }
-            _ => return Err(RewriteError::malformed(0, format!("{}: indexes into a non-composite type", describe(inst)))),
-        }
+        let idx_ty = self.type_of(idx);
+        p.cur = p.cur.step(e, self.b, self.layouts, idx, idx_ty, inst)?;
         Ok(p)
-    }
-
-    /// `p.off += idx * scale` (`idx` None: `+= scale`), folding constants.
-    fn add(&mut self, e: &mut Emitter, p: &mut Ptr, idx: Option<u32>, scale: u32) {
-        let c = match idx {
-            None => Some(scale),
-            Some(i) => self.b.const_value(i).map(|v| (v as u32).wrapping_mul(scale)),
-        };
-        let u32t = self.b.t_u32();
-        let term = match c {
-            Some(0) => return,
-            Some(c) => {
-                p.align = p.align.min(pow2_align(c));
-                self.b.c_u32(c)
-            }
-            None => {
-                let i = self.index_u32(e, idx.expect("dynamic index"));
-                p.align = p.align.min(pow2_align(scale));
-                if scale == 1 {
-                    i
-                } else {
-                    let s = self.b.c_u32(scale);
-                    e.op(self.b, op::I_MUL, u32t, ops![i, s])
-                }
-            }
-        };
-        p.off = e.op(self.b, op::I_ADD, u32t, ops![p.off, term]);
-    }
-
-    /// An index as u32 (wrapping), whatever its integer type.
-    fn index_u32(&mut self, e: &mut Emitter, idx: u32) -> u32 {
-        let u32t = self.b.t_u32();
-        let ty = self.type_of(idx);
-        match self.b.scalar_vec(ty) {
-            Some(v) if v.width == 32 && !v.signed => idx,
-            Some(v) if v.width == 32 => e.op(self.b, op::BITCAST, u32t, ops![idx]),
-            _ => e.op(self.b, op::U_CONVERT, u32t, ops![idx]),
-        }
     }
 
     /// Pointers to the alias structs of `p`'s block, one per view.
@@ -475,199 +371,20 @@ impl Cx<'_, '_> {
         Ok(out)
     }
 
-    /// The address the backend sees: the offset from the start of the word view.
-    fn view_address(&mut self, e: &mut Emitter, root: u32, off: u32) -> u32 {
-        let base = self.roots[&root].base;
-        if base == 0 {
-            return off;
-        }
-        let u32t = self.b.t_u32();
-        let c = self.b.c_u32(base.wrapping_neg());
-        e.op(self.b, op::I_ADD, u32t, ops![off, c])
+    /// A load of the value at `cur`, split into leaves emitted through the backend.
+    fn load(&mut self, e: &mut Emitter, p: &Ptr, vp: &[u32], cur: &Cursor, mem: &[u32], inst: &Inst) -> Result<u32, RewriteError> {
+        let leaf_access = LeafAccess { root: &self.roots[&p.root], nonuniform: p.nonuniform, vp, mem };
+        let backend = &mut *self.backend;
+        self.splitter.load(e, self.b, cur, inst, &mut |e, b, leaf| leaf_access.emit(backend, e, b, leaf, None))
     }
 
-    fn shape(&self, p: &Ptr, store: bool, ty: u32, value: ScalarVec, align: u32, mem: &[u32]) -> AccessShape {
-        AccessShape {
-            store,
-            storage: self.roots[&p.root].key,
-            value_ty: ty,
-            value,
-            align,
-            robustness: Robustness::None,
-            mem_ops: mem.to_vec(),
-            nonuniform: p.nonuniform,
-            wide: value.width < 32,
-        }
-    }
-
-    /// Offset `off + c` and its alignment.
-    fn at(&mut self, e: &mut Emitter, off: u32, align: u32, c: u32) -> (u32, u32) {
-        if c == 0 {
-            return (off, align);
-        }
-        let u32t = self.b.t_u32();
-        let k = self.b.c_u32(c);
-        (e.op(self.b, op::I_ADD, u32t, ops![off, k]), align.min(pow2_align(c)))
-    }
-
-    /// Width conversion between an 8/16-bit scalar/vector type and its 32-bit twin.
-    fn convert(&mut self, e: &mut Emitter, v: u32, sv: ScalarVec, to: u32) -> u32 {
-        let opcode = if sv.float { op::F_CONVERT } else if sv.signed { op::S_CONVERT } else { op::U_CONVERT };
-        e.op(self.b, opcode, to, ops![v])
-    }
-
-    /// The 32-bit twin of a small scalar/vector type.
-    fn wide_ty(&mut self, sv: ScalarVec) -> u32 {
-        let c = if sv.float { self.b.t_float(32) } else { self.b.t_int(32, sv.signed) };
-        self.b.t_vec(c, sv.n)
-    }
-
+    /// A store of `value` at `cur`, split into leaves emitted through the backend.
     #[allow(clippy::too_many_arguments)]
-    fn load(&mut self, e: &mut Emitter, p: &Ptr, vp: &[u32], ty: u32, off: u32, align: u32, mat: MatrixLayout, cs: u32, mem: &[u32], inst: &Inst) -> Result<u32, RewriteError> {
-        if let Some(sv) = self.leaf(ty, inst)? {
-            let small = sv.width < 32;
-            let wide = if sv.n == 1 || cs == 0 || cs == sv.width / 8 {
-                let addr = self.view_address(e, p.root, off);
-                let shape = self.shape(p, false, ty, sv, align, mem);
-                self.backend.emit(e, self.b, &shape, vp, addr, None, None, None)
-            } else {
-                // A row-major matrix column: one access per component.
-                let comp = ScalarVec { n: 1, ..sv };
-                let comps: Vec<u32> = (0..sv.n)
-                    .map(|k| {
-                        let (o, a) = self.at(e, off, align, k * cs);
-                        let addr = self.view_address(e, p.root, o);
-                        let shape = self.shape(p, false, sv.comp_ty, comp, a, mem);
-                        self.backend.emit(e, self.b, &shape, vp, addr, None, None, None)
-                    })
-                    .collect();
-                let vt = if small { self.wide_ty(sv) } else { ty };
-                e.op(self.b, op::COMPOSITE_CONSTRUCT, vt, comps)
-            };
-            if !small {
-                return Ok(wide);
-            }
-            let v = self.convert(e, wide, sv, ty);
-            self.exact.insert(v);
-            return Ok(v);
-        }
-        let parts = self.parts(ty, mat, inst)?;
-        let mut vals = vec![];
-        self.nest(inst)?;
-        for part in parts {
-            let (o, a) = self.at(e, off, align, part.offset);
-            vals.push(self.load(e, p, vp, part.ty, o, a, part.mat, part.comp_stride, mem, inst)?);
-        }
-        self.depth -= 1;
-        Ok(e.op(self.b, op::COMPOSITE_CONSTRUCT, ty, vals))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn store(&mut self, e: &mut Emitter, p: &Ptr, vp: &[u32], ty: u32, off: u32, align: u32, mat: MatrixLayout, cs: u32, value: u32, mem: &[u32], inst: &Inst) -> Result<(), RewriteError> {
-        if let Some(sv) = self.leaf(ty, inst)? {
-            let small = sv.width < 32;
-            let wide = if small {
-                let wt = self.wide_ty(sv);
-                self.convert(e, value, sv, wt)
-            } else {
-                value
-            };
-            if sv.n == 1 || cs == 0 || cs == sv.width / 8 {
-                let addr = self.view_address(e, p.root, off);
-                let shape = self.shape(p, true, ty, sv, align, mem);
-                self.backend.emit(e, self.b, &shape, vp, addr, None, None, Some(wide));
-            } else {
-                let comp = ScalarVec { n: 1, ..sv };
-                let ct = if small { self.wide_ty(comp) } else { sv.comp_ty };
-                for k in 0..sv.n {
-                    let c = e.op(self.b, op::COMPOSITE_EXTRACT, ct, ops![wide, k]);
-                    let (o, a) = self.at(e, off, align, k * cs);
-                    let addr = self.view_address(e, p.root, o);
-                    let shape = self.shape(p, true, sv.comp_ty, comp, a, mem);
-                    self.backend.emit(e, self.b, &shape, vp, addr, None, None, Some(c));
-                }
-            }
-            return Ok(());
-        }
-        let parts = self.parts(ty, mat, inst)?;
-        self.nest(inst)?;
-        for (i, part) in parts.into_iter().enumerate() {
-            let v = e.op(self.b, op::COMPOSITE_EXTRACT, part.ty, ops![value, i as u32]);
-            let (o, a) = self.at(e, off, align, part.offset);
-            self.store(e, p, vp, part.ty, o, a, part.mat, part.comp_stride, v, mem, inst)?;
-        }
-        self.depth -= 1;
-        Ok(())
-    }
-
-    /// Resets the per-access limits before one load or store is split into leaves.
-    fn begin_access(&mut self) {
-        self.leaf_budget = MAX_LEAVES;
-        self.depth = 0;
-    }
-
-    /// One level deeper into a composite (a malformed type may contain itself).
-    fn nest(&mut self, inst: &Inst) -> Result<(), RewriteError> {
-        if self.depth >= MAX_DEPTH {
-            return Err(RewriteError::unsupported(describe(inst), format!("loads or stores a composite nested more than {MAX_DEPTH} levels deep")));
-        }
-        self.depth += 1;
-        Ok(())
-    }
-
-    /// `ty` as a scalar/vector leaf of a load or store (None for composites).
-    fn leaf(&mut self, ty: u32, inst: &Inst) -> Result<Option<ScalarVec>, RewriteError> {
-        if self.leaf_budget == 0 {
-            return Err(RewriteError::unsupported(describe(inst), format!("loads or stores a composite of more than {MAX_LEAVES} scalars/vectors")));
-        }
-        self.leaf_budget -= 1;
-        match self.b.scalar_vec(ty) {
-            Some(sv) if matches!(sv.width, 8 | 16 | 32 | 64) && (1..=4).contains(&sv.n) => Ok(Some(sv)),
-            Some(_) => Err(RewriteError::unsupported(describe(inst), format!("type %{ty} is not an 8/16/32/64-bit scalar or 2-4 component vector"))),
-            None => Ok(None),
-        }
-    }
-
-    /// The members / elements / columns of a composite in an explicit layout.
-    fn parts(&self, ty: u32, mat: MatrixLayout, inst: &Inst) -> Result<Vec<Part>, RewriteError> {
-        let t = self.b.global(ty).ok_or_else(|| RewriteError::malformed(0, format!("{}: type %{ty} not found", describe(inst))))?;
-        Ok(match t.op {
-            op::TYPE_STRUCT => (0..t.ops.len() as u32)
-                .map(|i| {
-                    let offset = self.layouts.member_offset(ty, i).ok_or_else(|| {
-                        RewriteError::unsupported(describe(inst), format!("member {i} of struct %{ty} has no Offset decoration"))
-                    })?;
-                    Ok(Part { ty: t.ops[i as usize], offset, mat: self.layouts.matrix(ty, i), comp_stride: 0 })
-                })
-                .collect::<Result<_, RewriteError>>()?,
-            op::TYPE_ARRAY => {
-                let n = self.b.const_value(t.ops[1]).ok_or_else(|| RewriteError::unsupported(describe(inst), "array length is a specialization constant"))?;
-                if n > MAX_LEAVES as u64 {
-                    return Err(RewriteError::unsupported(describe(inst), format!("loads or stores an array of {n} elements (at most {MAX_LEAVES})")));
-                }
-                let n = n as u32;
-                let stride = self.layouts.array_stride(ty).ok_or_else(|| RewriteError::unsupported(describe(inst), format!("array %{ty} has no ArrayStride")))?;
-                (0..n).map(|i| Part { ty: t.ops[0], offset: i * stride, mat, comp_stride: 0 }).collect()
-            }
-            TYPE_MATRIX => {
-                // OpTypeMatrix: "Column Count is the number of columns ... must be at least 2"
-                // and at most 4 (Vector16 aside); a damaged count must not size a Vec.
-                let columns = *t.ops.get(1).unwrap_or(&0);
-                if !(2..=4).contains(&columns) {
-                    return Err(RewriteError::malformed(0, format!("{}: matrix type %{ty} has {columns} columns", describe(inst))));
-                }
-                let comp = self.b.scalar_vec(t.ops[0]).map_or(4, |v| v.width / 8);
-                (0..columns)
-                    .map(|j| {
-                        if mat.row_major {
-                            Part { ty: t.ops[0], offset: j * comp, mat, comp_stride: mat.stride }
-                        } else {
-                            Part { ty: t.ops[0], offset: j * mat.stride, mat, comp_stride: 0 }
-                        }
-                    })
-                    .collect()
-            }
-            _ => return Err(RewriteError::unsupported(describe(inst), format!("loads or stores a value of type %{ty} (runtime arrays and opaque types cannot be)"))),
+    fn store(&mut self, e: &mut Emitter, p: &Ptr, vp: &[u32], cur: &Cursor, value: u32, mem: &[u32], inst: &Inst) -> Result<(), RewriteError> {
+        let leaf_access = LeafAccess { root: &self.roots[&p.root], nonuniform: p.nonuniform, vp, mem };
+        let backend = &mut *self.backend;
+        self.splitter.store(e, self.b, cur, value, inst, &mut |e, b, leaf, v| {
+            leaf_access.emit(backend, e, b, leaf, Some(v));
         })
     }
 
@@ -675,9 +392,9 @@ impl Cx<'_, '_> {
     fn array_length(&mut self, e: &mut Emitter, inst: &Inst) -> Result<(), RewriteError> {
         let p = self.ptr(inst.ops[0]).expect("tracked");
         let member = *inst.ops.get(1).ok_or_else(|| RewriteError::malformed(0, "OpArrayLength without a member"))?;
-        let t = self.b.global(p.ty).filter(|t| t.op == op::TYPE_STRUCT).ok_or_else(|| RewriteError::malformed(0, format!("{}: not a struct pointer", describe(inst))))?;
+        let t = self.b.global(p.cur.ty).filter(|t| t.op == op::TYPE_STRUCT).ok_or_else(|| RewriteError::malformed(0, format!("{}: not a struct pointer", describe(inst))))?;
         let arr = *t.ops.get(member as usize).ok_or_else(|| RewriteError::malformed(0, format!("{}: member {member} out of range", describe(inst))))?;
-        let offset = self.layouts.member_offset(p.ty, member).unwrap_or(0);
+        let offset = self.layouts.member_offset(p.cur.ty, member).unwrap_or(0);
         let stride = self.layouts.array_stride(arr).filter(|&s| s > 0).ok_or_else(|| RewriteError::unsupported(describe(inst), "runtime array without ArrayStride"))?;
         let vp = self.view_ptrs(e, &p, inst)?;
         let key = self.roots[&p.root].key;
@@ -695,13 +412,13 @@ impl Cx<'_, '_> {
     /// (operands and result bitcast when the member is an int).
     fn atomic(&mut self, e: &mut Emitter, mut inst: Inst) -> Result<(), RewriteError> {
         let p = self.ptr(inst.ops[0]).expect("tracked");
-        let sv = self.b.scalar_vec(p.ty).filter(|v| v.n == 1 && v.width == 32 && !v.float).ok_or_else(|| {
+        let sv = self.b.scalar_vec(p.cur.ty).filter(|v| v.n == 1 && v.width == 32 && !v.float).ok_or_else(|| {
             RewriteError::unsupported(describe(&inst), "atomic on a member of a block with emulated 8/16-bit storage that is not a 32-bit integer")
         })?;
         let vp = self.view_ptrs(e, &p, &inst)?;
-        let addr = self.view_address(e, p.root, p.off);
-        let key = self.roots[&p.root].key;
-        let word = self.backend.word_pointer(e, self.b, key, &vp, addr, p.nonuniform);
+        let root = &self.roots[&p.root];
+        let addr = view_address(e, self.b, root, p.cur.off);
+        let word = self.backend.word_pointer(e, self.b, root.key, &vp, addr, p.nonuniform);
         let u32t = self.b.t_u32();
         // Value operands follow pointer, scope and semantics (two semantics for compare-exchange).
         let first_value = if matches!(inst.op, 230 | 231) { 4 } else { 3 };
@@ -727,27 +444,20 @@ impl Cx<'_, '_> {
     /// OpCopyMemory with a lowered side: a load and a store.
     fn copy_memory(&mut self, e: &mut Emitter, inst: &Inst) -> Result<(), RewriteError> {
         let (dst, src) = (inst.ops[0], inst.ops[1]);
-        self.begin_access();
-        let ty = match self.ptr(src) {
-            Some(p) => p.ty,
-            None => self
-                .b
-                .pointer(self.type_of(src))
-                .map(|(_, t)| t)
-                .ok_or_else(|| RewriteError::malformed(0, format!("{}: source %{src} is not a pointer", describe(inst))))?,
-        };
         let value = match self.ptr(src) {
             Some(p) => {
                 let vp = self.view_ptrs(e, &p, inst)?;
-                self.load(e, &p, &vp, p.ty, p.off, p.align, p.mat, p.comp_stride, &[], inst)?
+                self.load(e, &p, &vp, &p.cur, &[], inst)?
             }
-            None => e.op(self.b, op::LOAD, ty, ops![src]),
+            None => {
+                let ty = self.b.pointer(self.type_of(src)).map(|(_, t)| t).ok_or_else(|| RewriteError::malformed(0, format!("{}: source %{src} is not a pointer", describe(inst))))?;
+                e.op(self.b, op::LOAD, ty, ops![src])
+            }
         };
         match self.ptr(dst) {
             Some(p) => {
                 let vp = self.view_ptrs(e, &p, inst)?;
-                self.begin_access();
-                self.store(e, &p, &vp, p.ty, p.off, p.align, p.mat, p.comp_stride, value, &[], inst)?;
+                self.store(e, &p, &vp, &p.cur, value, &[], inst)?;
             }
             None => e.stmt(op::STORE, ops![dst, value]),
         }
@@ -755,11 +465,42 @@ impl Cx<'_, '_> {
     }
 }
 
-struct Part {
-    ty: u32,
-    offset: u32,
-    mat: MatrixLayout,
-    comp_stride: u32,
+/// What every leaf of one load or store of a lowered block shares.
+struct LeafAccess<'r> {
+    root: &'r Root,
+    nonuniform: bool,
+    /// Pointers to the alias structs.
+    vp: &'r [u32],
+    mem: &'r [u32],
+}
+
+impl LeafAccess<'_> {
+    /// One leaf through the backend: loads return the (32-bit twin) value, stores `value`.
+    fn emit(&self, backend: &mut Backend, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, value: Option<u32>) -> u32 {
+        let addr = view_address(e, b, self.root, leaf.off);
+        let shape = AccessShape {
+            store: value.is_some(),
+            storage: self.root.key,
+            value_ty: leaf.ty,
+            value: leaf.sv,
+            align: leaf.align,
+            robustness: Robustness::None,
+            mem_ops: self.mem.to_vec(),
+            nonuniform: self.nonuniform,
+            wide: leaf.sv.width < 32,
+        };
+        backend.emit(e, b, &shape, self.vp, addr, None, None, value)
+    }
+}
+
+/// The address the backend sees: the offset from the start of the word view.
+fn view_address(e: &mut Emitter, b: &mut Builder, root: &Root, off: u32) -> u32 {
+    if root.base == 0 {
+        return off;
+    }
+    let u32t = b.t_u32();
+    let c = b.c_u32(root.base.wrapping_neg());
+    e.op(b, op::I_ADD, u32t, ops![off, c])
 }
 
 /// Memory operands of a lowered load/store, without Aligned (the word accesses have their own

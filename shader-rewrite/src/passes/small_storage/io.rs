@@ -4,7 +4,7 @@
 //! stay valid and the interface between stages keeps matching. Values convert at the boundary:
 //! loads narrow (rounding to 16-bit precision where the original would have), stores widen
 //! (exactly). Built-in variables are left alone (Vulkan has no 16-bit built-ins).
-use super::layout::{contains_width, Layouts, BUILT_IN, TYPE_MATRIX};
+use crate::passes::layout::{contains_width, Layouts, BUILT_IN, TYPE_MATRIX};
 use super::*;
 
 /// More elements than any interface array can have (maxVertexOutputComponents and friends are

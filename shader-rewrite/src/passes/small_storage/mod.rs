@@ -12,7 +12,7 @@
 //!    width conversions become explicit rounding / extension code.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::builder::{deco, sc, Builder, Emitter, ScalarVec};
+use crate::builder::{deco, sc, Builder, Emitter};
 use crate::byte_address::{AccessShape, AliasKind, AliasViews, Backend, Robustness};
 use crate::error::RewriteError;
 use crate::module::{decode_string, encode_string, op, Function, Inst, Module};
@@ -20,11 +20,11 @@ use crate::ops;
 use crate::stats::Stats;
 use crate::target::{Options, SmallStorage};
 
+use super::layout::Layouts;
 use super::util::{forget_ids, pointer_operands, split_memory_operands, sweep_dead_globals, MEM_ALIGNED};
 
 mod blocks;
 mod io;
-mod layout;
 mod legalize;
 mod round;
 
@@ -67,7 +67,7 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
         }
     }
 
-    let layouts = layout::Layouts::read(m);
+    let layouts = Layouts::read(m);
     let mut functions = std::mem::take(&mut m.functions);
     let result = (|| {
         let exact = {

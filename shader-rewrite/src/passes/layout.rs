@@ -8,11 +8,11 @@ use crate::module::{op, Module};
 
 const ROW_MAJOR: u32 = 4;
 const MATRIX_STRIDE: u32 = 7;
-pub(super) const BUILT_IN: u32 = 11;
-pub(super) const TYPE_MATRIX: u32 = 24;
+pub(crate) const BUILT_IN: u32 = 11;
+pub(crate) const TYPE_MATRIX: u32 = 24;
 
 #[derive(Default)]
-pub(super) struct Layouts {
+pub(crate) struct Layouts {
     offset: HashMap<(u32, u32), u32>,
     matrix_stride: HashMap<(u32, u32), u32>,
     row_major: HashSet<(u32, u32)>,
@@ -23,7 +23,7 @@ pub(super) struct Layouts {
 
 /// How the matrices inside a struct member are laid out (MatrixStride, RowMajor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(super) struct MatrixLayout {
+pub(crate) struct MatrixLayout {
     pub stride: u32,
     pub row_major: bool,
 }
@@ -72,7 +72,7 @@ impl Layouts {
 
 /// Does type `ty` contain (or is it) an int/float scalar of a width in `widths`? Bounded depth,
 /// so a malformed self-referencing type cannot recurse forever.
-pub(super) fn contains_width(b: &Builder, ty: u32, widths: &[u32]) -> bool {
+pub(crate) fn contains_width(b: &Builder, ty: u32, widths: &[u32]) -> bool {
     fn go(b: &Builder, ty: u32, widths: &[u32], depth: u32) -> bool {
         if depth > 64 {
             return false;
@@ -93,7 +93,7 @@ pub(super) fn contains_width(b: &Builder, ty: u32, widths: &[u32]) -> bool {
 /// Size in bytes a value of `ty` spans in an explicit layout (an upper bound for matrices and
 /// arrays whose strides are missing). Runtime arrays count as empty. None when it does not fit
 /// in 32 bits (only a damaged or absurd module: sizes, strides and counts are its own numbers).
-pub(super) fn byte_size(b: &Builder, l: &Layouts, ty: u32, mat: MatrixLayout) -> Option<u32> {
+pub(crate) fn byte_size(b: &Builder, l: &Layouts, ty: u32, mat: MatrixLayout) -> Option<u32> {
     // u64 with saturating steps: no intermediate can wrap, the result is checked once.
     fn go(b: &Builder, l: &Layouts, ty: u32, mat: MatrixLayout, depth: u32) -> u64 {
         let Some(t) = b.global(ty) else { return 0 };
@@ -127,6 +127,6 @@ pub(super) fn byte_size(b: &Builder, l: &Layouts, ty: u32, mat: MatrixLayout) ->
 }
 
 /// Largest power of two (≤ 16) dividing `v` (16 for 0).
-pub(super) fn pow2_align(v: u32) -> u32 {
+pub(crate) fn pow2_align(v: u32) -> u32 {
     if v == 0 { 16 } else { (1 << v.trailing_zeros()).min(16) }
 }
