@@ -1,6 +1,8 @@
 //! Helpers the passes share.
 use rustc_hash::FxHashSet as HashSet;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::module::{op, Function, Inst, Module};
 
 /// Memory operand bit Aligned (SPIR-V spec 3.26).
@@ -14,6 +16,18 @@ pub fn split_memory_operands(ops: &[u32]) -> (u32, Option<u32>, Vec<u32>) {
     } else {
         (mask, None, ops[1..].to_vec())
     }
+}
+
+/// Memory operands of a load/store lowered onto views of other widths, without Aligned (those
+/// accesses have their own alignment).
+pub fn without_aligned(ops: &[u32]) -> Vec<u32> {
+    let (mask, _, rest) = split_memory_operands(ops);
+    if mask & !MEM_ALIGNED == 0 {
+        return vec![];
+    }
+    let mut out = vec![mask & !MEM_ALIGNED];
+    out.extend(rest);
+    out
 }
 
 /// (operand position, id) of the operands of `inst` that can hold a pointer. Only opcodes whose
@@ -136,4 +150,22 @@ pub fn call_tree(functions: &[Function], root: u32) -> HashSet<u32> {
         }
     }
     seen
+}
+
+/// Adds variables a lowering declared to the interface of every entry point whose call tree
+/// uses them (`used_by`: function → variables): from SPIR-V 1.4 on, an OpEntryPoint lists
+/// every global variable its call tree references (SPIR-V spec "OpEntryPoint").
+pub fn add_to_interfaces(m: &mut Module, functions: &[Function], used_by: &BTreeMap<u32, BTreeSet<u32>>) {
+    if m.version() < (1, 4) {
+        return;
+    }
+    for ep in m.entry_points.iter_mut() {
+        let tree = call_tree(functions, ep.ops[1]);
+        let vars: BTreeSet<u32> = used_by.iter().filter(|(f, _)| tree.contains(f)).flat_map(|(_, v)| v.iter().copied()).collect();
+        for v in vars {
+            if !ep.ops[2..].contains(&v) {
+                ep.ops.push(v);
+            }
+        }
+    }
 }

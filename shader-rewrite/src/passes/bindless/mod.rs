@@ -29,7 +29,7 @@ use crate::ops;
 use crate::stats::Stats;
 use crate::target::{BindlessTable, Options};
 
-use super::util::{call_tree, forget_ids, sweep_dead_globals};
+use super::util::{add_to_interfaces, forget_ids, sweep_dead_globals};
 
 mod handles;
 mod materialize;

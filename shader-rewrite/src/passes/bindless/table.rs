@@ -101,17 +101,6 @@ impl Table {
         if b.m.version() < (1, 5) {
             b.m.add_extension("SPV_EXT_descriptor_indexing");
         }
-        if b.m.version() < (1, 4) {
-            return;
-        }
-        for ep in b.m.entry_points.iter_mut() {
-            let tree = call_tree(functions, ep.ops[1]);
-            let vars: BTreeSet<u32> = self.used_by.iter().filter(|(f, _)| tree.contains(f)).flat_map(|(_, v)| v.iter().copied()).collect();
-            for v in vars {
-                if !ep.ops[2..].contains(&v) {
-                    ep.ops.push(v);
-                }
-            }
-        }
+        add_to_interfaces(b.m, functions, &self.used_by);
     }
 }

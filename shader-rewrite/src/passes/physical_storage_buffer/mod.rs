@@ -1,13 +1,258 @@
 //! SPV_KHR_physical_storage_buffer → core SPIR-V on a layer-owned table of storage buffers
 //! ([`BdaTable`]), for devices without `bufferDeviceAddress`.
 //!
-//! Not implemented yet: every module that needs it is refused with a clear error.
+//! The layer gives every device-address buffer a slot in the table and fake addresses
+//! `0xD3 << 56 | slot << 32 | offset` ([`crate::bda`]). The lowering:
+//!
+//! 1. `types`: PhysicalStorageBuffer pointers become addresses, 64-bit integers (u64 with
+//!    Int64, uvec2 without; `address`), wherever they are: values, struct members, arrays,
+//!    variables, function parameters and results. Both are 8 bytes, as the pointers were in
+//!    explicit layouts.
+//! 2. `values`: OpConvertUToPtr, OpConvertPtrToU and OpBitcast to and from pointers move the
+//!    value; OpPtrEqual, OpPtrNotEqual and OpPtrDiff compare integers; OpPhi, OpSelect and calls
+//!    carry addresses as they carried pointers.
+//! 3. `chains`: OpAccessChain, OpPtrAccessChain (Element × the pointer type's ArrayStride) and
+//!    their InBounds forms add a byte offset from the explicit layout to the address's offset
+//!    word (wrapping in 32 bits).
+//! 4. `memory` and `atomics`: OpLoad, OpStore, OpCopyMemory and 32/64-bit integer atomics
+//!    decode the address and go through the shared byte-address backend into the table's
+//!    descriptor at the slot (NonUniform), composites split into scalar/vector leaves.
+//! 5. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
+//!    go (Logical); the capabilities the table needs come in (descriptor indexing, Int64 for u64
+//!    addresses, 8/16-bit storage for the byte views the target has).
+//!
+//! Robustness: an access outside every live buffer never touches memory. An address whose tag
+//! is not 0xD3 or whose slot is `>= count` has length 0; otherwise the length is the slot's
+//! OpArrayLength (exact bytes through the 8-bit view, whole words without one). Each
+//! scalar/vector leaf, and each atomic, checks `offset + size <= length`: loads outside return 0
+//! (or the debug poison pattern), stores are dropped, atomics do nothing and return 0. The
+//! layer must keep a valid (or null) descriptor in every slot below `count`.
+//!
+//! Raw access chains on physical bases are lowered to address arithmetic and OpBitcast by the
+//! raw-chain pass, which runs first.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
 use crate::bda::BdaTable;
+use crate::builder::{Builder, Emitter};
+use crate::byte_address::Backend;
 use crate::error::RewriteError;
-use crate::module::Module;
+use crate::module::{leading_id_operands, op, Function, Inst, Module};
 use crate::stats::Stats;
 use crate::target::Options;
 
-pub fn run(_module: &mut Module, _table: &BdaTable, _options: &Options, _stats: &mut Stats) -> Result<(), RewriteError> {
-    Err(RewriteError::unsupported("OpCapability PhysicalStorageBufferAddresses", "the physical-storage-buffer lowering is not implemented yet"))
+use super::layout::Layouts;
+use super::leaves::{describe, Splitter};
+use super::raw_access_chains::control_flow::{legalize_split, split_loop_header};
+
+mod address;
+mod atomics;
+mod chains;
+mod cleanup;
+mod memory;
+mod table;
+mod types;
+mod values;
+
+use address::Addr;
+use table::Table;
+use types::PhysPtr;
+
+const MEMORY_MODEL_VULKAN: u32 = 3;
+
+pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
+    let (addr_ty, u32t) = types::address_type(m, options.target.int64);
+    let addr = Addr { ty: addr_ty, int64: options.target.int64 };
+    let retyped = types::retype_globals(m, addr_ty, u32t)?;
+    let layouts = Layouts::read(m);
+    let mut functions = std::mem::take(&mut m.functions);
+    let lowered = lower(m, &mut functions, cfg, options, addr, &retyped, &layouts, stats);
+    m.functions = functions;
+    let (table, addr_values) = lowered?;
+    types::retype_functions(m, &retyped.ptrs, addr_ty);
+    cleanup::finish(m, table, &addr_values, addr);
+    Ok(())
+}
+
+/// Lowers every function body; returns the table and the ids that held pointers.
+#[allow(clippy::too_many_arguments)]
+fn lower(
+    m: &mut Module,
+    functions: &mut [Function],
+    cfg: &BdaTable,
+    options: &Options,
+    addr: Addr,
+    retyped: &types::Retyped,
+    layouts: &Layouts,
+    stats: &mut Stats,
+) -> Result<(Table, HashSet<u32>), RewriteError> {
+    let vulkan_mm = m.memory_model.first().is_some_and(|i| i.ops.get(1) == Some(&MEMORY_MODEL_VULKAN));
+    let old_select = m.version() < (1, 4);
+    let mut b = Builder::new(m);
+    let mut backend = Backend::new(options.target, options.oob_poison, vulkan_mm);
+    let table = Table::new(&mut b, *cfg, &mut backend, &options.target);
+    let mut types: HashMap<u32, u32> = HashMap::default();
+    for f in functions.iter() {
+        for i in f.params.iter().chain(f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
+            if i.id != 0 {
+                types.insert(i.id, i.ty);
+            }
+        }
+    }
+    let mut cx = Cx {
+        b: &mut b,
+        layouts,
+        backend,
+        table,
+        addr,
+        ptrs: &retyped.ptrs,
+        global_values: &retyped.global_values,
+        types: &types,
+        splitter: Splitter::new(layouts),
+        stats,
+        function: 0,
+        old_select,
+        int64_target: options.target.int64,
+    };
+    for f in functions.iter_mut() {
+        cx.function = f.def.id;
+        cx.lower_blocks(f)?;
+    }
+    let addr_values = types.iter().filter(|(_, t)| retyped.ptrs.contains_key(t)).map(|(&id, _)| id).collect();
+    Ok((cx.table, addr_values))
+}
+
+/// Lowering state.
+struct Cx<'a, 'm> {
+    b: &'a mut Builder<'m>,
+    layouts: &'a Layouts,
+    backend: Backend,
+    table: Table,
+    addr: Addr,
+    /// The input's pointer types.
+    ptrs: &'a HashMap<u32, PhysPtr>,
+    /// Global null/undef pointers → their pointer type.
+    global_values: &'a HashMap<u32, u32>,
+    /// Result types of function-local ids, as in the input.
+    types: &'a HashMap<u32, u32>,
+    splitter: Splitter<'a>,
+    stats: &'a mut Stats,
+    /// The function being lowered.
+    function: u32,
+    /// SPIR-V < 1.4: OpSelect of vectors wants a vector condition.
+    old_select: bool,
+    int64_target: bool,
+}
+
+/// Atomic opcodes (OpAtomicLoad..OpAtomicXor, flag ops, min/max/float add).
+fn is_atomic(opcode: u32) -> bool {
+    matches!(opcode, 227..=242 | 318 | 319 | 5614 | 5615 | 6035)
+}
+
+/// Instructions that only move values: an address passes through them as the pointer did.
+fn moves_values(opcode: u32) -> bool {
+    matches!(
+        opcode,
+        op::PHI | op::SELECT | op::FUNCTION_CALL | op::RETURN_VALUE | op::STORE | op::COPY_OBJECT | op::COMPOSITE_CONSTRUCT | op::COMPOSITE_INSERT | op::COPY_LOGICAL | op::EXT_INST
+    )
+}
+
+const PTR_ACCESS_CHAIN: u32 = 67;
+const IN_BOUNDS_PTR_ACCESS_CHAIN: u32 = 70;
+const PTR_EQUAL: u32 = 401;
+const PTR_NOT_EQUAL: u32 = 402;
+const PTR_DIFF: u32 = 403;
+
+impl Cx<'_, '_> {
+    /// Lowers `f`'s blocks. Memory accesses branch (bounds checks), splitting their block: a
+    /// loop header first hands its body to a new block, the pieces get what may not cross a
+    /// block boundary, and successors' OpPhis name the last piece.
+    fn lower_blocks(&mut self, f: &mut Function) -> Result<(), RewriteError> {
+        let original: HashSet<u32> = f.blocks.iter().map(|blk| blk.label).collect();
+        let mut relabel: HashMap<u32, u32> = HashMap::default();
+        let mut blocks = vec![];
+        for blk in std::mem::take(&mut f.blocks) {
+            let mut e = Emitter::with_capacity(blk.label, blk.insts.len() * 2);
+            let mut insts = blk.insts;
+            if insts.iter().any(|i| self.accesses_memory(i)) {
+                if let Some(lm) = insts.iter().position(|i| i.op == op::LOOP_MERGE) {
+                    insts = split_loop_header(&mut e, self.b, insts, lm)?;
+                }
+            }
+            for inst in insts {
+                self.rewrite(&mut e, inst)?;
+            }
+            let mut pieces = e.finish();
+            if pieces.len() > 1 {
+                let types = self.types;
+                legalize_split(self.b, &mut pieces, |b, id| types.get(&id).copied().or_else(|| b.global(id).map(|g| g.ty)).unwrap_or(0));
+                relabel.insert(blk.label, pieces[pieces.len() - 1].label);
+            }
+            blocks.extend(pieces);
+        }
+        // Only the function's own OpPhis: the backend's may name an original label as the
+        // parent that really branches to them.
+        for phi in blocks.iter_mut().filter(|blk| original.contains(&blk.label)).flat_map(|blk| blk.insts.iter_mut()).filter(|i| i.op == op::PHI) {
+            for parent in phi.ops.iter_mut().skip(1).step_by(2) {
+                if let Some(&l) = relabel.get(parent) {
+                    *parent = l;
+                }
+            }
+        }
+        f.blocks = blocks;
+        Ok(())
+    }
+
+    /// Does `inst` access memory through an address (and so branch)?
+    fn accesses_memory(&self, inst: &Inst) -> bool {
+        let through = |k: usize| inst.ops.get(k).is_some_and(|&id| self.phys(id).is_some());
+        match inst.op {
+            op::LOAD | op::STORE => through(0),
+            op::COPY_MEMORY => through(0) || through(1),
+            opcode => is_atomic(opcode) && through(0),
+        }
+    }
+
+    /// The input type of `id`.
+    fn type_of(&self, id: u32) -> u32 {
+        self.types.get(&id).copied().or_else(|| self.global_values.get(&id).copied()).or_else(|| self.b.global(id).map(|g| g.ty)).unwrap_or(0)
+    }
+
+    /// The pointer type of `id`, if it was a physical pointer.
+    fn phys(&self, id: u32) -> Option<PhysPtr> {
+        self.ptrs.get(&self.type_of(id)).copied()
+    }
+
+    fn rewrite(&mut self, e: &mut Emitter, inst: Inst) -> Result<(), RewriteError> {
+        let first = inst.ops.first().copied().unwrap_or(0);
+        let result_is_ptr = self.ptrs.contains_key(&inst.ty);
+        match inst.op {
+            op::CONVERT_U_TO_PTR | op::BITCAST if result_is_ptr => {
+                let ty = self.type_of(first);
+                self.addr.value_to_address(e, self.b, first, ty, inst.id);
+            }
+            op::CONVERT_PTR_TO_U | op::BITCAST if self.phys(first).is_some() => self.addr.address_to_value(e, self.b, first, inst.ty, inst.id),
+            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN if self.phys(first).is_some() => self.chain(e, &inst)?,
+            op::LOAD if self.phys(first).is_some() => self.load(e, &inst)?,
+            op::STORE if self.phys(first).is_some() => self.store(e, &inst)?,
+            op::COPY_MEMORY if self.phys(first).is_some() || inst.ops.get(1).is_some_and(|&s| self.phys(s).is_some()) => self.copy_memory(e, &inst)?,
+            opcode if is_atomic(opcode) && self.phys(first).is_some() => self.atomic(e, &inst)?,
+            PTR_EQUAL | PTR_NOT_EQUAL if self.phys(first).is_some() => {
+                self.addr.compare(e, self.b, first, inst.ops[1], inst.op == PTR_EQUAL, inst.ty, inst.id);
+            }
+            PTR_DIFF if self.phys(first).is_some() => self.diff(e, &inst)?,
+            op::SELECT if result_is_ptr && self.old_select && !self.addr.int64 => self.select(e, inst),
+            opcode if moves_values(opcode) => e.push(inst),
+            _ => {
+                let n = leading_id_operands(inst.op).min(inst.ops.len());
+                if let Some(&id) = inst.ops[..n].iter().find(|&&id| self.phys(id).is_some()) {
+                    return Err(RewriteError::unsupported(
+                        describe(&inst),
+                        format!("uses %{id}, a PhysicalStorageBuffer pointer, in a way the lowering cannot follow (supported: conversions, access chains, loads, stores, OpCopyMemory, integer atomics, comparisons, phis, selects, calls)"),
+                    ));
+                }
+                e.push(inst);
+            }
+        }
+        Ok(())
+    }
 }

@@ -7,7 +7,7 @@ use crate::module::{leading_id_operands, string_is, Block};
 /// A loop header whose body needs bounds-check branches: its OpLoopMerge must stay right before
 /// its terminator (SPIR-V spec 2.11), so the header keeps its OpPhis and the OpLoopMerge and
 /// branches to a new block that holds the rest. The returned instructions go into that block.
-pub(super) fn split_loop_header(e: &mut Emitter, b: &mut Builder, mut insts: Vec<Inst>, lm: usize) -> Result<Vec<Inst>, RewriteError> {
+pub(crate) fn split_loop_header(e: &mut Emitter, b: &mut Builder, mut insts: Vec<Inst>, lm: usize) -> Result<Vec<Inst>, RewriteError> {
     let mut merge = insts.remove(lm);
     let (merge_block, continue_target) = (merge.ops[0], merge.ops[1]);
     let term = insts.last().expect("a block ends with a terminator");
@@ -44,7 +44,7 @@ pub(super) fn split_loop_header(e: &mut Emitter, b: &mut Builder, mut insts: Vec
 /// Repeats in each new piece of a split block what does not cross a block boundary: the
 /// debug location, and image objects that must be made in the block that uses them.
 /// `pieces` are the split block's, in order (pieces after the first are new blocks).
-pub(super) fn legalize_split(b: &mut Builder, pieces: &mut [Block], type_of: impl Fn(&Builder, u32) -> u32) {
+pub(crate) fn legalize_split(b: &mut Builder, pieces: &mut [Block], type_of: impl Fn(&Builder, u32) -> u32) {
     rematerialize_image_objects(b, pieces, type_of);
     carry_debug_location(b, pieces);
 }

@@ -22,7 +22,7 @@ use crate::stats::Stats;
 use crate::target::Options;
 
 mod chains;
-mod control_flow;
+pub(crate) mod control_flow;
 mod physical;
 mod shadows;
 

@@ -298,7 +298,7 @@ impl Cx<'_, '_> {
             }
             op::LOAD if self.tracked(first) => {
                 let p = self.ptr(first).expect("tracked");
-                let mem = memory_operands(inst.ops.get(1..).unwrap_or(&[]));
+                let mem = without_aligned(inst.ops.get(1..).unwrap_or(&[]));
                 let vp = self.view_ptrs(e, &p, &inst)?;
                 let v = self.load(e, &p, &vp, &p.cur, &mem, &inst)?;
                 e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
@@ -307,7 +307,7 @@ impl Cx<'_, '_> {
             op::STORE if self.tracked(first) => {
                 let p = self.ptr(first).expect("tracked");
                 let value = *inst.ops.get(1).ok_or_else(|| RewriteError::malformed(0, "OpStore without an object"))?;
-                let mem = memory_operands(inst.ops.get(2..).unwrap_or(&[]));
+                let mem = without_aligned(inst.ops.get(2..).unwrap_or(&[]));
                 let vp = self.view_ptrs(e, &p, &inst)?;
                 self.store(e, &p, &vp, &p.cur, value, &mem, &inst)?;
                 self.stats.small_storage_stores += 1;
@@ -501,16 +501,4 @@ fn view_address(e: &mut Emitter, b: &mut Builder, root: &Root, off: u32) -> u32 
     let u32t = b.t_u32();
     let c = b.c_u32(root.base.wrapping_neg());
     e.op(b, op::I_ADD, u32t, ops![off, c])
-}
-
-/// Memory operands of a lowered load/store, without Aligned (the word accesses have their own
-/// alignment).
-fn memory_operands(ops: &[u32]) -> Vec<u32> {
-    let (mask, _, rest) = split_memory_operands(ops);
-    if mask & !MEM_ALIGNED == 0 {
-        return vec![];
-    }
-    let mut out = vec![mask & !MEM_ALIGNED];
-    out.extend(rest);
-    out
 }

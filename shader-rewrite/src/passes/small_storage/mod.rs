@@ -21,7 +21,7 @@ use crate::stats::Stats;
 use crate::target::{Options, SmallStorage};
 
 use super::layout::Layouts;
-use super::util::{forget_ids, pointer_operands, split_memory_operands, sweep_dead_globals, MEM_ALIGNED};
+use super::util::{forget_ids, pointer_operands, sweep_dead_globals, without_aligned};
 
 mod blocks;
 mod io;

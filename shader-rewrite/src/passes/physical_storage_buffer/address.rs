@@ -1,0 +1,152 @@
+//! Addresses as values: `ADDRESS_TAG << 56 | slot << 32 | offset` in a u64, or in a uvec2
+//! (`.x` = offset, `.y` = tag and slot: the little-endian word order OpBitcast between a
+//! pointer and a uvec2 gives, SPV_KHR_physical_storage_buffer).
+use crate::bda::{ADDRESS_TAG, SLOT_BITS};
+use crate::builder::{Builder, Emitter};
+use crate::module::{op, Inst};
+use crate::ops;
+
+const I_EQUAL: u32 = 170;
+const I_NOT_EQUAL: u32 = 171;
+const ANY: u32 = 154;
+const ALL: u32 = 155;
+const S_DIV: u32 = 135;
+
+/// The address type and how to take it apart.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Addr {
+    pub ty: u32,
+    /// `ty` is u64 (else uvec2).
+    pub int64: bool,
+}
+
+/// An address taken apart: the buffer's slot (clamped to 0 when out of the table), the byte
+/// offset in it, and whether the address names a slot of the table at all.
+pub(super) struct Decoded {
+    pub slot: u32,
+    pub offset: u32,
+    pub in_table: u32,
+}
+
+impl Addr {
+    /// (offset, tag << 24 | slot): the low and high words.
+    fn words(&self, e: &mut Emitter, b: &mut Builder, a: u32) -> (u32, u32) {
+        let u32t = b.t_u32();
+        if self.int64 {
+            let lo = e.op(b, op::U_CONVERT, u32t, ops![a]);
+            let s = b.c_u32(32);
+            let high = e.op(b, op::SHIFT_RIGHT_LOGICAL, self.ty, ops![a, s]);
+            let hi = e.op(b, op::U_CONVERT, u32t, ops![high]);
+            (lo, hi)
+        } else {
+            (e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![a, 0]), e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![a, 1]))
+        }
+    }
+
+    /// Decodes `a` for a table of `count` slots.
+    pub fn decode(&self, e: &mut Emitter, b: &mut Builder, a: u32, count: u32) -> Decoded {
+        let (u32t, bool_t) = (b.t_u32(), b.t_bool());
+        let (offset, hi) = self.words(e, b, a);
+        let shift = b.c_u32(SLOT_BITS);
+        let tag = e.op(b, op::SHIFT_RIGHT_LOGICAL, u32t, ops![hi, shift]);
+        let mask = b.c_u32((1 << SLOT_BITS) - 1);
+        let slot = e.op(b, op::BITWISE_AND, u32t, ops![hi, mask]);
+        let want = b.c_u32(ADDRESS_TAG as u32);
+        let tagged = e.op(b, I_EQUAL, bool_t, ops![tag, want]);
+        let n = b.c_u32(count);
+        let below = e.op(b, op::U_LESS_THAN, bool_t, ops![slot, n]);
+        let in_table = e.op(b, op::LOGICAL_AND, bool_t, ops![tagged, below]);
+        let zero = b.c_u32(0);
+        let slot = e.op(b, op::SELECT, u32t, ops![in_table, slot, zero]);
+        Decoded { slot, offset, in_table }
+    }
+
+    /// `result = a` with `delta` added to the offset word (wrapping in 32 bits: the encoding has
+    /// no room for a carry into the slot, and a wrapped offset lies outside the buffer).
+    pub fn add(&self, e: &mut Emitter, b: &mut Builder, a: u32, delta: u32, result: u32) {
+        let u32t = b.t_u32();
+        if self.int64 {
+            let lo = e.op(b, op::U_CONVERT, u32t, ops![a]);
+            let sum = e.op(b, op::I_ADD, u32t, ops![lo, delta]);
+            let wide = e.op(b, op::U_CONVERT, self.ty, ops![sum]);
+            let high_mask = b.constant(self.ty, &[0, u32::MAX]);
+            let high = e.op(b, op::BITWISE_AND, self.ty, ops![a, high_mask]);
+            e.push(Inst::new(op::BITWISE_OR, self.ty, result, ops![high, wide]));
+        } else {
+            let (lo, hi) = self.words(e, b, a);
+            let sum = e.op(b, op::I_ADD, u32t, ops![lo, delta]);
+            e.push(Inst::new(op::COMPOSITE_CONSTRUCT, self.ty, result, ops![sum, hi]));
+        }
+    }
+
+    /// `result` = the address held by `x` of type `x_ty` (OpConvertUToPtr: an integer,
+    /// zero-extended; OpBitcast: a 64-bit integer or a 2-vector of 32-bit integers).
+    pub fn value_to_address(self, e: &mut Emitter, b: &mut Builder, x: u32, x_ty: u32, result: u32) {
+        let sv = b.scalar_vec(x_ty);
+        let inst = if x_ty == self.ty {
+            Inst::new(op::COPY_OBJECT, self.ty, result, ops![x])
+        } else if sv.is_some_and(|v| v.width == 32 && v.n == 1) {
+            let u32t = b.t_u32();
+            let x = if x_ty == u32t { x } else { e.op(b, op::BITCAST, u32t, ops![x]) };
+            if self.int64 {
+                Inst::new(op::U_CONVERT, self.ty, result, ops![x])
+            } else {
+                let zero = b.c_u32(0);
+                Inst::new(op::COMPOSITE_CONSTRUCT, self.ty, result, ops![x, zero])
+            }
+        } else {
+            Inst::new(op::BITCAST, self.ty, result, ops![x])
+        };
+        e.push(inst);
+    }
+
+    /// `result` of type `to` = address `a` (OpConvertPtrToU: truncated to a 32-bit result;
+    /// OpBitcast: a 64-bit integer or a 2-vector of 32-bit integers).
+    pub fn address_to_value(self, e: &mut Emitter, b: &mut Builder, a: u32, to: u32, result: u32) {
+        let sv = b.scalar_vec(to);
+        let inst = if to == self.ty {
+            Inst::new(op::COPY_OBJECT, to, result, ops![a])
+        } else if sv.is_some_and(|v| v.width == 32 && v.n == 1) {
+            let u32t = b.t_u32();
+            let lo = if self.int64 { e.op(b, op::U_CONVERT, u32t, ops![a]) } else { e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![a, 0]) };
+            Inst::new(if to == u32t { op::COPY_OBJECT } else { op::BITCAST }, to, result, ops![lo])
+        } else {
+            Inst::new(op::BITCAST, to, result, ops![a])
+        };
+        e.push(inst);
+    }
+
+    /// OpPtrEqual / OpPtrNotEqual: the addresses compared as integers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn compare(&self, e: &mut Emitter, b: &mut Builder, x: u32, y: u32, equal: bool, result_ty: u32, result: u32) {
+        let opcode = if equal { I_EQUAL } else { I_NOT_EQUAL };
+        if self.int64 {
+            e.push(Inst::new(opcode, result_ty, result, ops![x, y]));
+        } else {
+            let bool_t = b.t_bool();
+            let bv2 = b.t_vec(bool_t, 2);
+            let each = e.op(b, opcode, bv2, ops![x, y]);
+            e.push(Inst::new(if equal { ALL } else { ANY }, result_ty, result, ops![each]));
+        }
+    }
+
+    /// OpPtrDiff: (x − y) / `stride` elements, from the offset words (signed 32-bit), as
+    /// `result_ty` (a 32- or 64-bit integer).
+    #[allow(clippy::too_many_arguments)]
+    pub fn diff(&self, e: &mut Emitter, b: &mut Builder, x: u32, y: u32, stride: u32, result_ty: u32, result: u32) {
+        let i32t = b.t_int(32, true);
+        let (lx, _) = self.words(e, b, x);
+        let (ly, _) = self.words(e, b, y);
+        let u32t = b.t_u32();
+        let bytes = e.op(b, op::I_SUB, u32t, ops![lx, ly]);
+        let signed = e.op(b, op::BITCAST, i32t, ops![bytes]);
+        let s = b.constant(i32t, &[stride]);
+        let n = e.op(b, S_DIV, i32t, ops![signed, s]);
+        let inst = match b.scalar_vec(result_ty) {
+            Some(v) if v.width == 64 => Inst::new(op::S_CONVERT, result_ty, result, ops![n]),
+            _ if result_ty == i32t => Inst::new(op::COPY_OBJECT, result_ty, result, ops![n]),
+            _ => Inst::new(op::BITCAST, result_ty, result, ops![n]),
+        };
+        e.push(inst);
+    }
+}

@@ -1,0 +1,73 @@
+//! After the lowering: no trace of physical pointers, and what the table needs declared.
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::byte_address::AliasKind;
+use crate::passes::util::{add_to_interfaces, sweep_dead_globals};
+use crate::scan::CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES;
+
+const ADDRESSING_PHYSICAL_STORAGE_BUFFER_64: u32 = 5348;
+const ADDRESSING_LOGICAL: u32 = 0;
+const CAP_INT64: u32 = 11;
+const CAP_SHADER_NON_UNIFORM: u32 = 5301;
+const CAP_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING: u32 = 5308;
+const CAP_STORAGE_BUFFER_16: u32 = 4433;
+const CAP_STORAGE_BUFFER_8: u32 = 4448;
+const RESTRICT_POINTER: u32 = 5355;
+const ALIASED_POINTER: u32 = 5356;
+
+pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, addr: Addr) {
+    // Views no access used go, and so do their types (an 8-bit view would need its capability).
+    let used: BTreeSet<u32> = table.used_by.values().flatten().copied().collect();
+    let unused: HashSet<u32> = table.variables().filter(|v| !used.contains(v)).collect();
+    m.globals.retain(|g| !unused.contains(&g.id));
+    crate::passes::util::forget_ids(m, &unused);
+    sweep_dead_globals(m, &[]);
+
+    // SPV_KHR_physical_storage_buffer: the capability, the extension (or its EXT twin), the
+    // addressing model, and the decorations only pointers to physical pointers may have.
+    m.remove_capability(CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES);
+    m.remove_extension("SPV_KHR_physical_storage_buffer");
+    m.remove_extension("SPV_EXT_physical_storage_buffer");
+    for mm in m.memory_model.iter_mut().filter(|mm| mm.ops.first() == Some(&ADDRESSING_PHYSICAL_STORAGE_BUFFER_64)) {
+        mm.ops[0] = ADDRESSING_LOGICAL;
+    }
+    // Restrict/Aliased on an address (a former pointer parameter) no longer apply (SPIR-V spec
+    // 2.18.2: they decorate memory object declarations and pointers).
+    m.annotations.retain(|a| {
+        let restrict_or_aliased = a.op == op::DECORATE && matches!(a.ops.get(1), Some(&19) | Some(&20)) && addr_values.contains(&a.ops[0]);
+        let pointer_deco = a.op == op::DECORATE && matches!(a.ops.get(1), Some(&RESTRICT_POINTER) | Some(&ALIASED_POINTER));
+        !restrict_or_aliased && !pointer_deco
+    });
+
+    if addr.int64 && m.globals.iter().any(|g| g.id == addr.ty) {
+        m.add_capability(CAP_INT64);
+    }
+    if used.is_empty() {
+        return;
+    }
+    m.add_capability(CAP_SHADER_NON_UNIFORM);
+    m.add_capability(CAP_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING);
+    if m.version() < (1, 5) {
+        m.add_extension("SPV_EXT_descriptor_indexing");
+    }
+    if m.version() < (1, 3) {
+        m.add_extension("SPV_KHR_storage_buffer_storage_class");
+    }
+    for kind in used.iter().filter_map(|&v| table.kind_of(v)) {
+        match kind {
+            AliasKind::U8 => {
+                m.add_capability(CAP_STORAGE_BUFFER_8);
+                m.add_extension("SPV_KHR_8bit_storage");
+            }
+            AliasKind::U16 => {
+                m.add_capability(CAP_STORAGE_BUFFER_16);
+                m.add_extension("SPV_KHR_16bit_storage");
+            }
+            _ => {}
+        }
+    }
+    let functions = std::mem::take(&mut m.functions);
+    add_to_interfaces(m, &functions, &table.used_by);
+    m.functions = functions;
+}

@@ -1,0 +1,150 @@
+//! The layer's table of storage buffers ([`BdaTable`]) as the shader sees it: one array
+//! variable per alias view (`struct { uint8_t/uint16_t/uint/uvec2/uvec4 data[]; }`, and
+//! `uint64_t` for 64-bit atomics), all on the table's set and binding (Vulkan lets variables of
+//! compatible types alias one binding), indexed by the address's slot with NonUniform.
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::bda::BdaTable;
+use crate::builder::{deco, sc, Builder, Emitter};
+use crate::byte_address::{AliasKind, AliasViews, Backend};
+use crate::module::{op, Inst};
+use crate::ops;
+use crate::target::Target;
+
+use super::address::Decoded;
+
+/// A buffer of the table, found from an address. Pointers to its views are made as accesses
+/// need them: a view no access uses is never declared (nor its 8/16-bit capability).
+pub(super) struct Located {
+    /// Byte offset of the address in the buffer.
+    pub offset: u32,
+    /// Byte length of the buffer; 0 when the address is outside the table.
+    pub len: u32,
+    slot: u32,
+    kinds: Vec<AliasKind>,
+    vars: Vec<u32>,
+    struct_ptrs: Vec<u32>,
+    /// Pointer to each view's struct, in the views' order; 0 until needed.
+    view_ptrs: Vec<u32>,
+    /// The 64-bit view's struct (64-bit atomics only).
+    pub view64: Option<u32>,
+    /// Table variables used.
+    pub used: BTreeSet<u32>,
+}
+
+impl Located {
+    /// Pointers to the views' structs, in the views' order, made for `need` (others stay 0).
+    pub fn view_ptrs(&mut self, e: &mut Emitter, b: &mut Builder, need: &[AliasKind]) -> &[u32] {
+        for k in need {
+            let n = self.kinds.iter().position(|x| x == k).expect("views come from the target's");
+            if self.view_ptrs[n] == 0 {
+                self.view_ptrs[n] = chain(e, b, self.struct_ptrs[n], self.vars[n], self.slot);
+                self.used.insert(self.vars[n]);
+            }
+        }
+        &self.view_ptrs
+    }
+}
+
+pub(super) struct Table {
+    cfg: BdaTable,
+    /// Array variable per view, in the views' order.
+    vars: Vec<u32>,
+    kinds: Vec<AliasKind>,
+    /// The 64-bit view: (element pointer type, array variable), declared on first use.
+    view64: Option<(u32, u32)>,
+    /// Function → table variables it uses (for the entry points' interfaces).
+    pub used_by: BTreeMap<u32, BTreeSet<u32>>,
+}
+
+impl Table {
+    /// Declares the views the target can have (8/16-bit ones with its storage features) in
+    /// `backend` and their array variables.
+    pub fn new(b: &mut Builder, cfg: BdaTable, backend: &mut Backend, target: &Target) -> Self {
+        let kinds: Vec<AliasKind> = AliasKind::ALL.into_iter().filter(|k| k.available(target, sc::STORAGE_BUFFER)).collect();
+        let views = AliasViews::new(b, sc::STORAGE_BUFFER, kinds.clone());
+        let vars = views.struct_ty.clone().into_iter().map(|st| declare(b, &cfg, st)).collect();
+        backend.views.insert(sc::STORAGE_BUFFER, views);
+        Table { cfg, vars, kinds, view64: None, used_by: BTreeMap::new() }
+    }
+
+    /// The array variables (views not used by any access are swept afterwards).
+    pub fn variables(&self) -> impl Iterator<Item = u32> + '_ {
+        self.vars.iter().copied().chain(self.view64.map(|(_, v)| v))
+    }
+
+    /// The view of each variable of [`Table::variables`] but the 64-bit one.
+    pub fn kind_of(&self, var: u32) -> Option<AliasKind> {
+        self.vars.iter().position(|&v| v == var).map(|n| self.kinds[n])
+    }
+
+    pub fn count(&self) -> u32 {
+        self.cfg.count.max(1)
+    }
+
+    /// The buffer `d` names (its slot is clamped to the table): its byte length is taken only
+    /// when `d.in_table` (an unused slot may hold no valid descriptor); `with64`: the 64-bit
+    /// view too.
+    pub fn locate(&mut self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, with64: bool) -> Located {
+        b.decorate(d.slot, deco::NON_UNIFORM, &[]);
+        let views = &backend.views[&sc::STORAGE_BUFFER];
+        let mut at = Located {
+            offset: d.offset,
+            len: 0,
+            slot: d.slot,
+            kinds: self.kinds.clone(),
+            vars: self.vars.clone(),
+            struct_ptrs: views.struct_ptr.clone(),
+            view_ptrs: vec![0; self.vars.len()],
+            view64: None,
+            used: BTreeSet::new(),
+        };
+        if with64 {
+            let (ptr, var) = *self.view64.get_or_insert_with(|| view64(b, &self.cfg));
+            at.used.insert(var);
+            at.view64 = Some(chain(e, b, ptr, var, d.slot));
+        }
+        let length_view = backend.length_view(sc::STORAGE_BUFFER);
+        let view_ptrs = at.view_ptrs(e, b, &[length_view]).to_vec();
+        let u32t = b.t_u32();
+        let zero = b.c_u32(0);
+        at.len = e.if_or(b, d.in_table, &[u32t], |e, b| smallvec::smallvec![backend.byte_length(e, b, sc::STORAGE_BUFFER, &view_ptrs)], &[zero])[0];
+        at
+    }
+
+    /// Records that `function` used the variables of `at`.
+    pub fn used(&mut self, function: u32, at: &Located) {
+        self.used_by.entry(function).or_default().extend(at.used.iter().copied());
+    }
+}
+
+/// `&var[slot]`, NonUniform.
+fn chain(e: &mut Emitter, b: &mut Builder, ptr: u32, var: u32, slot: u32) -> u32 {
+    let p = e.op(b, op::ACCESS_CHAIN, ptr, ops![var, slot]);
+    b.decorate(p, deco::NON_UNIFORM, &[]);
+    p
+}
+
+/// An array of `count` alias structs `st` on the table's set and binding.
+fn declare(b: &mut Builder, cfg: &BdaTable, st: u32) -> u32 {
+    let n = b.c_u32(cfg.count.max(1));
+    let arr = b.id();
+    b.add_global(Inst::new(op::TYPE_ARRAY, 0, arr, ops![st, n]));
+    let ptr = b.t_ptr(sc::STORAGE_BUFFER, arr);
+    let v = b.id();
+    b.add_global(Inst::new(op::VARIABLE, ptr, v, ops![sc::STORAGE_BUFFER]));
+    b.decorate(v, deco::DESCRIPTOR_SET, &[cfg.set]);
+    b.decorate(v, deco::BINDING, &[cfg.binding]);
+    b.decorate(v, deco::ALIASED, &[]);
+    v
+}
+
+/// `struct { uint64_t data[]; }` and its array variable: (pointer to the struct, variable).
+fn view64(b: &mut Builder, cfg: &BdaTable) -> (u32, u32) {
+    let u64t = b.t_int(64, false);
+    let rta = b.t_runtime_array(u64t, 8);
+    let st = b.t_struct(&[rta]);
+    b.decorate(st, deco::BLOCK, &[]);
+    b.m.member_decorate(st, 0, deco::OFFSET, &[0]);
+    (b.t_ptr(sc::STORAGE_BUFFER, st), declare(b, cfg, st))
+}
