@@ -4,11 +4,12 @@
 //! needs, and build the device's rewrite options from what was enabled.
 use crate::device_features::{self, effective_version};
 use crate::dispatch::{self, dispatch_key, load_device, load_instance, DeviceData, DeviceNext, DEVICES};
-use crate::ext::{self, bindless, small_storage, Decision, EmulatedExtension, Status};
+use crate::ext::{self, bda, bindless, small_storage, Decision, EmulatedExtension, Status};
 use crate::ffi_guard::guard;
 use crate::instance::names;
 use crate::pnext::{AppChainLock, Chain};
 use crate::settings::DebugTarget;
+use crate::tables::{null_descriptor, TableConfig, TableDevice};
 use crate::vk_layer::{find_link_info, VkLayerDeviceCreateInfo};
 use crate::{log_debug, log_error, log_info, log_warn};
 use ash::vk;
@@ -89,7 +90,7 @@ unsafe fn create_device_impl(
     let plans: Vec<Plan> = ext::ALL
         .iter()
         .map(|e| {
-            let native = phys.has_extension(e.name());
+            let native = e.driver_has(&inst, pd, &phys);
             let d = Decision {
                 name: e.name().to_str().unwrap_or("?"),
                 native,
@@ -114,16 +115,22 @@ unsafe fn create_device_impl(
         }
     }
     ext::raw_access_chains::warn_vkd3d_offset_buffer(&inst, pd, &phys);
-    // Bindless textures: the table this device gets, when the emulation is active.
-    let bindless_caps = match plans.iter().any(|p| p.ext.name() == bindless::NAME && p.d.active()) {
-        true => bindless::caps_for(&inst, pd, &phys).ok(),
-        false => None,
-    };
+    // The descriptor table this device gets: the arrays of each active user (bindless
+    // textures, buffer device addresses).
+    let active = |name: &CStr| plans.iter().any(|p| p.ext.name() == name && p.d.active());
+    let image_caps = if active(bindless::NAME) { bindless::caps_for(&inst, pd, &phys).ok() } else { None };
+    let buffer_caps = if active(bda::NAME) { bda::caps_for(&inst, pd, &phys).ok() } else { None };
+    let table_limits = image_caps.map(|c| c.limits).or(buffer_caps.map(|c| c.limits));
+    let table_config = table_limits.map(|l| TableConfig {
+        set: l.max_bound_descriptor_sets - 1,
+        images: image_caps.map(|c| c.table),
+        buffers: buffer_caps.map(|c| c.table),
+    });
     let storage_emulated = storage.emulated();
     let storage_active = storage.active();
 
     let mut options = None;
-    // nullDescriptor was enabled for the bindless table's free slots.
+    // nullDescriptor was enabled for the descriptor table's free slots.
     let mut null_descriptor = false;
     let result = if !plans.iter().any(|p| p.d.emulated()) && !storage_emulated.any() {
         next_create(pd, p_create_info, p_allocator, p_device)
@@ -134,6 +141,14 @@ unsafe fn create_device_impl(
         let ours: Vec<&CStr> = plans.iter().filter(|p| p.d.emulated()).map(|p| p.ext.name()).collect();
         let mut kept: Vec<&CStr> = app_exts.iter().copied().filter(|n| !ours.contains(n)).collect();
         for p in plans.iter().filter(|p| p.d.emulated()) {
+            if let Err(why) = p.ext.clear_features(&mut chain) {
+                log_error!(
+                    "vkCreateDevice: device '{}': cannot clear the emulated {} feature bits: {why}; returning VK_ERROR_FEATURE_NOT_PRESENT",
+                    phys.name,
+                    p.d.name
+                );
+                return vk::Result::ERROR_FEATURE_NOT_PRESENT;
+            }
             for st in p.ext.feature_struct_types() {
                 chain.remove(*st);
                 if chain.tail_contains(*st) {
@@ -177,36 +192,47 @@ unsafe fn create_device_impl(
             for s in &added.skipped {
                 log_info!("vkCreateDevice: device '{}': not enabling {s}", phys.name);
             }
-            if let Some(caps) = &bindless_caps {
-                match bindless::enable_features(&mut chain, &mut enabled_features, &kept, version, caps) {
+            // The descriptor table's users: the features their arrays and lowered shaders need.
+            let mut table_features: Vec<(&CStr, Result<Vec<&'static str>, String>)> = Vec::new();
+            if let Some(caps) = &image_caps {
+                table_features.push((bindless::NAME, bindless::enable_features(&mut chain, &mut enabled_features, &kept, version, caps)));
+            }
+            if let Some(caps) = &buffer_caps {
+                table_features.push((bda::NAME, bda::enable_features(&mut chain, &mut enabled_features, &kept, version, caps)));
+            }
+            for (ext_name, r) in table_features {
+                let ext_name = ext_name.to_str().unwrap_or("?");
+                match r {
                     Ok(names) if names.is_empty() => {}
                     Ok(names) => log_info!(
-                        "vkCreateDevice: device '{}': enabling driver features for the bindless descriptor table: {}",
+                        "vkCreateDevice: device '{}': enabling driver features for the descriptor table ({ext_name}): {}",
                         phys.name,
                         names.join(", ")
                     ),
                     Err(why) => {
                         log_error!(
-                            "vkCreateDevice: device '{}': VK_NVX_image_view_handle cannot be emulated: {why}; returning VK_ERROR_FEATURE_NOT_PRESENT",
+                            "vkCreateDevice: device '{}': {ext_name} cannot be emulated: {why}; returning VK_ERROR_FEATURE_NOT_PRESENT",
                             phys.name
                         );
                         return vk::Result::ERROR_FEATURE_NOT_PRESENT;
                     }
                 }
-                // Null descriptors for the table's free image slots (a garbage handle then reads
-                // zero instead of an unwritten descriptor).
-                let why = match bindless::null_descriptor_support(&inst, pd, &phys) {
-                    Ok(ext) => match bindless::enable_null_descriptor(&mut chain, &mut kept, ext) {
+            }
+            if table_config.is_some() {
+                // Null descriptors for the table's free slots (a garbage handle or address then
+                // reads zero instead of an unwritten descriptor).
+                let why = match null_descriptor::support(&inst, pd, &phys) {
+                    Ok(ext) => match null_descriptor::enable(&mut chain, &mut kept, ext) {
                         Ok(added) => {
                             null_descriptor = true;
                             match added {
                                 Some(e) => log_info!(
-                                    "vkCreateDevice: device '{}': enabling {} (nullDescriptor) for the bindless descriptor table's free slots",
+                                    "vkCreateDevice: device '{}': enabling {} (nullDescriptor) for the descriptor table's free slots",
                                     phys.name,
                                     e.to_str().unwrap_or("?")
                                 ),
                                 None => log_info!(
-                                    "vkCreateDevice: device '{}': enabling nullDescriptor for the bindless descriptor table's free slots",
+                                    "vkCreateDevice: device '{}': enabling nullDescriptor for the descriptor table's free slots",
                                     phys.name
                                 ),
                             }
@@ -218,7 +244,7 @@ unsafe fn create_device_impl(
                 };
                 if let Some(why) = why {
                     log_warn!(
-                        "vkCreateDevice: device '{}': no null descriptors for the bindless table ({why}): free image slots stay unwritten, and a garbage handle naming one is undefined behaviour (may crash)",
+                        "vkCreateDevice: device '{}': no null descriptors for the descriptor table ({why}): free slots stay unwritten, and a garbage handle or address naming one is undefined behaviour (may crash)",
                         phys.name
                     );
                 }
@@ -256,6 +282,7 @@ unsafe fn create_device_impl(
                 emulate_storage: storage_active,
                 oob_poison: inst.settings.debug_oob_poison,
                 bindless: None,
+                bda: None,
             };
             // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform
             // descriptor index (seen on Mesa 25.0): the rewriter works around it.
@@ -263,7 +290,8 @@ unsafe fn create_device_impl(
             for p in &active {
                 p.ext.enable_in_options(&mut o);
             }
-            o.bindless = bindless_caps.map(|c| c.table);
+            o.bindless = image_caps.map(|c| c.table);
+            o.bda = buffer_caps.map(|c| c.table);
             log_debug!("vkCreateDevice: device '{}': rewrite options {o:?}", phys.name);
             options = Some(o);
         }
@@ -288,19 +316,20 @@ unsafe fn create_device_impl(
         create_shaders_ext: load_device(next_gdpa, device, c"vkCreateShadersEXT"),
         get_shader_module_create_info_identifier_ext: load_device(next_gdpa, device, c"vkGetShaderModuleCreateInfoIdentifierEXT"),
     };
-    let bindless = match &bindless_caps {
-        Some(caps) => match bindless::BindlessDevice::create(device, next_gdpa, &phys.name, caps, null_descriptor) {
-            Ok(b) => {
+    let tables = match (table_config, table_limits) {
+        (Some(config), Some(limits)) => match TableDevice::create(device, next_gdpa, &phys.name, config, limits, null_descriptor, buffer_caps.map_or(0, |c| c.max_range)) {
+            Ok(t) => {
                 log_info!(
-                    "vkCreateDevice: device '{}': VK_NVX_image_view_handle emulated; the table is appended to every pipeline layout at set {} and bound before work with bindless pipelines",
+                    "vkCreateDevice: device '{}': descriptor table ({}) appended to every pipeline layout it fits beside at set {} and bound before work that uses it",
                     phys.name,
-                    caps.table.set
+                    config.describe(),
+                    config.set
                 );
-                Some(Arc::new(b))
+                Some(Arc::new(t))
             }
             Err(why) => {
                 log_error!(
-                    "vkCreateDevice: device '{}': cannot create the bindless descriptor table: {why}; destroying the device and returning VK_ERROR_INITIALIZATION_FAILED",
+                    "vkCreateDevice: device '{}': cannot create the descriptor table: {why}; destroying the device and returning VK_ERROR_INITIALIZATION_FAILED",
                     phys.name
                 );
                 destroy_device(device, p_allocator);
@@ -308,7 +337,7 @@ unsafe fn create_device_impl(
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             }
         },
-        None => None,
+        _ => None,
     };
     let data = DeviceData {
         device,
@@ -319,7 +348,7 @@ unsafe fn create_device_impl(
         destroy_device,
         next,
         keep_alive: Mutex::new(Vec::new()),
-        bindless,
+        tables,
     };
     DEVICES.insert(dispatch_key(device), Arc::new(data));
     vk::Result::SUCCESS
@@ -332,8 +361,8 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *c
         }
         match DEVICES.remove(&dispatch_key(device)) {
             Some((_, data)) => {
-                if let Some(b) = &data.bindless {
-                    b.destroy();
+                if let Some(t) = &data.tables {
+                    t.destroy();
                 }
                 (data.destroy_device)(device, p_allocator)
             }

@@ -50,8 +50,10 @@ pub struct PhysicalDeviceInfo {
     pub extensions: Vec<vk::ExtensionProperties>,
     /// The optional features the device supports (`device_features::supported_cached`).
     pub supported: std::sync::OnceLock<shader_rewrite::Target>,
-    /// The bindless descriptor table this device can hold, or why not (`ext::bindless::caps_for`).
+    /// The bindless descriptor arrays this device can hold, or why not (`ext::bindless::caps_for`).
     pub bindless: std::sync::OnceLock<Result<crate::ext::bindless::Caps, String>>,
+    /// The storage-buffer array for device addresses, or why not (`ext::bda::caps_for`).
+    pub bda: std::sync::OnceLock<Result<crate::ext::bda::Caps, String>>,
 }
 
 impl PhysicalDeviceInfo {
@@ -121,6 +123,7 @@ impl InstanceData {
                 extensions: extensions.unwrap_or_default(),
                 supported: std::sync::OnceLock::new(),
                 bindless: std::sync::OnceLock::new(),
+                bda: std::sync::OnceLock::new(),
             }
         };
         let info = Arc::new(info);
@@ -185,8 +188,9 @@ pub struct DeviceData {
     pub destroy_device: vk::PFN_vkDestroyDevice,
     pub next: DeviceNext,
     pub keep_alive: Mutex<Vec<KeepAlive>>,
-    /// Bindless-texture emulation state, where it is active on this device.
-    pub bindless: Option<Arc<crate::ext::bindless::BindlessDevice>>,
+    /// The layer-owned descriptor table and its users' state, where an emulation using it
+    /// (bindless textures, buffer device addresses) is active on this device.
+    pub tables: Option<Arc<crate::tables::TableDevice>>,
 }
 
 /// Keys are dispatch-table pointers: FxHash is enough and much cheaper than SipHash on the

@@ -7,6 +7,7 @@
 //! - `device`, `device_features`: vkCreateDevice/vkDestroyDevice, features the lowering needs
 //! - `shader_hooks`, `module_rewrite`: every path SPIR-V takes to the driver
 //! - `ext::*`: one module per emulated extension
+//! - `tables`: the layer-owned descriptor table (bindless textures, buffer device addresses)
 //! - `settings`, `log`, `ffi_guard`, `pnext`, `dispatch`, `vk_layer`, `struct_sizes`: plumbing
 // The library name is fixed by the Vulkan layer naming convention (libVkLayer_*.so).
 #![allow(non_snake_case)]
@@ -27,4 +28,5 @@ pub mod pnext;
 pub mod settings;
 pub mod shader_hooks;
 pub mod struct_sizes;
+pub mod tables;
 pub mod vk_layer;

@@ -8,7 +8,7 @@
 
 use crate::dispatch::{device_data, instance_data};
 use crate::ext;
-use crate::ext::bindless::api as bindless_api;
+use crate::tables::properties;
 use crate::ffi_guard::guard;
 use crate::settings::{Mode, LAYER_NAME};
 use crate::vk_layer::{VkNegotiateLayerInterface, INTERFACE_VERSION, LAYER_NEGOTIATE_INTERFACE_STRUCT};
@@ -103,8 +103,10 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
     let next = (inst.next_gipa)(instance, name.as_ptr());
     // Physical-device queries are hooked only when some extension may be emulated.
     let may_emulate = ext::ALL.iter().any(|e| ext::effective_mode(*e, &inst.settings) != Mode::Off);
-    // maxUpdateAfterBindDescriptorsInAllPools is reported minus the bindless table's pool.
-    let may_bindless = ext::effective_mode(&ext::bindless::ImageViewHandle, &inst.settings) != Mode::Off;
+    // maxUpdateAfterBindDescriptorsInAllPools is reported minus the descriptor table's pool.
+    let may_table = [&ext::bindless::ImageViewHandle as &dyn ext::EmulatedExtension, &ext::bda::BufferDeviceAddress]
+        .iter()
+        .any(|e| ext::effective_mode(*e, &inst.settings) != Mode::Off);
     match name.to_bytes() {
         b"vkGetDeviceProcAddr" => pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr),
         b"vkDestroyInstance" => pfn!(instance::destroy_instance as vk::PFN_vkDestroyInstance),
@@ -118,11 +120,11 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
         b"vkGetPhysicalDeviceFeatures2KHR" if may_emulate && next.is_some() => {
             pfn!(instance::get_physical_device_features2_khr as vk::PFN_vkGetPhysicalDeviceFeatures2)
         }
-        b"vkGetPhysicalDeviceProperties2" if may_bindless && next.is_some() => {
-            pfn!(bindless_api::get_physical_device_properties2 as vk::PFN_vkGetPhysicalDeviceProperties2)
+        b"vkGetPhysicalDeviceProperties2" if may_table && next.is_some() => {
+            pfn!(properties::get_physical_device_properties2 as vk::PFN_vkGetPhysicalDeviceProperties2)
         }
-        b"vkGetPhysicalDeviceProperties2KHR" if may_bindless && next.is_some() => {
-            pfn!(bindless_api::get_physical_device_properties2_khr as vk::PFN_vkGetPhysicalDeviceProperties2)
+        b"vkGetPhysicalDeviceProperties2KHR" if may_table && next.is_some() => {
+            pfn!(properties::get_physical_device_properties2_khr as vk::PFN_vkGetPhysicalDeviceProperties2)
         }
         _ => next,
     }
@@ -147,10 +149,11 @@ unsafe fn get_device_proc_addr(device: vk::Device, name: &CStr) -> vk::PFN_vkVoi
     if name.to_bytes() == b"vkDestroyDevice" {
         return pfn!(device::destroy_device as vk::PFN_vkDestroyDevice);
     }
-    // Bindless textures: the extension's commands, object lifetimes, pipeline layouts and
-    // command-buffer binding, only on devices where the emulation is active.
-    if dev.bindless.is_some() {
-        if let Some(f) = ext::bindless::device_hook(name.to_bytes(), next.is_some()) {
+    // The descriptor table and its users (bindless textures, buffer device addresses): the
+    // extensions' commands, object lifetimes, pipeline layouts and command-buffer binding, only
+    // on devices where an emulation using the table is active.
+    if let Some(t) = &dev.tables {
+        if let Some(f) = crate::tables::device_hook(t, name.to_bytes(), next.is_some()) {
             return Some(f);
         }
     }
@@ -262,7 +265,7 @@ mod tests {
                 vkEnumerateDeviceExtensionProperties(vk::PhysicalDevice::null(), name.as_ptr(), &mut count, null_mut()),
                 vk::Result::SUCCESS
             );
-            assert_eq!(count, 2);
+            assert_eq!(count, 3);
             let mut d = vk::ExtensionProperties::default();
             count = 1;
             assert_eq!(

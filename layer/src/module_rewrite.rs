@@ -65,13 +65,12 @@ pub unsafe fn needs_rewrite(options: Option<&shader_rewrite::Options>, code: *co
     words(code, size).is_some_and(|w| shader_rewrite::needs_rewrite(&w, options))
 }
 
-/// Does this code declare capability BindlessTextureNV (SPV_NV_bindless_texture)? Unreadable
-/// code counts as "no".
+/// What the code declares (capabilities the layer emulates), or None when it is unreadable.
 ///
 /// # Safety
 /// `code` must be readable for `size` bytes when non-null.
-pub unsafe fn code_uses_bindless(code: *const c_void, size: usize) -> bool {
-    words(code, size).is_some_and(|w| shader_rewrite::scan(&w).is_ok_and(|r| r.bindless_texture))
+pub unsafe fn scan(code: *const c_void, size: usize) -> Option<shader_rewrite::ScanResult> {
+    words(code, size).and_then(|w| shader_rewrite::scan(&w).ok())
 }
 
 /// Decides and (if needed) rewrites one module for `dev`. `hook` names the caller in logs.

@@ -28,6 +28,7 @@ pub const KEYS: &[&str] = &[
     "force_enable",
     "raw_access_chains",
     "image_view_handle",
+    "buffer_device_address",
     "storage_buffer_16bit_access",
     "uniform_and_storage_buffer_16bit_access",
     "storage_push_constant_16",
@@ -96,6 +97,8 @@ pub struct Settings {
     pub raw_access_chains: Mode,
     /// VK_NVX_image_view_handle (bindless textures over a layer-owned descriptor table).
     pub image_view_handle: Mode,
+    /// VK_KHR_buffer_device_address / `bufferDeviceAddress` (addresses over the descriptor table).
+    pub buffer_device_address: Mode,
     /// 8/16-bit storage features (VK_KHR_16bit_storage / VK_KHR_8bit_storage), one mode each;
     /// fields named like their keys.
     pub storage_buffer_16bit_access: Mode,
@@ -122,6 +125,7 @@ impl Default for Settings {
             force_enable: false,
             raw_access_chains: Mode::Auto,
             image_view_handle: Mode::Auto,
+            buffer_device_address: Mode::Auto,
             storage_buffer_16bit_access: Mode::Auto,
             uniform_and_storage_buffer_16bit_access: Mode::Auto,
             storage_push_constant_16: Mode::Auto,
@@ -173,6 +177,7 @@ impl Settings {
         Some(match key {
             "raw_access_chains" => &mut self.raw_access_chains,
             "image_view_handle" => &mut self.image_view_handle,
+            "buffer_device_address" => &mut self.buffer_device_address,
             "storage_buffer_16bit_access" => &mut self.storage_buffer_16bit_access,
             "uniform_and_storage_buffer_16bit_access" => &mut self.uniform_and_storage_buffer_16bit_access,
             "storage_push_constant_16" => &mut self.storage_push_constant_16,
@@ -493,6 +498,7 @@ mod tests {
             ("VK_POLYFILL_EXTENSIONS_DEBUG_OOB_POISON", "0xAB"),
             ("VK_POLYFILL_EXTENSIONS_DEBUG_INJECT_PANIC", "vkCreateShaderModule"),
             ("VK_POLYFILL_EXTENSIONS_DEBUG_TARGET", "core"),
+            ("VK_POLYFILL_EXTENSIONS_BUFFER_DEVICE_ADDRESS", "force"),
             ("VK_POLYFILL_EXTENSIONS_ENABLE", "1"),
         ]);
         let (s, w) = Settings::from_sources(&[], None, e);
@@ -505,7 +511,8 @@ mod tests {
         assert_eq!(s.debug_oob_poison, Some(0xab));
         assert_eq!(s.debug_inject_panic.as_deref(), Some("vkCreateShaderModule"));
         assert_eq!(s.debug_target, DebugTarget::Core);
-        assert_eq!(KEYS.len(), 16);
+        assert_eq!(s.buffer_device_address, Mode::Force);
+        assert_eq!(KEYS.len(), 17);
     }
 
     /// The seven 8/16-bit storage feature modes: every source, precedence env > file > API,

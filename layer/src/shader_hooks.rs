@@ -14,9 +14,9 @@
 use crate::dispatch::{device_data, with_device, DeviceData, KeepAlive};
 use crate::ffi_guard::guard;
 use crate::log_error;
-use crate::ext::bindless::pipelines::library_info;
-use crate::ext::bindless::BindlessDevice;
-use crate::module_rewrite::{code_uses_bindless, needs_rewrite, prepare, Prepared, REWRITE_FAILED};
+use crate::tables::pipelines::library_info;
+use crate::tables::TableDevice;
+use crate::module_rewrite::{needs_rewrite, prepare, Prepared, REWRITE_FAILED};
 use crate::pnext::{self, Chain};
 use ash::vk;
 use std::ffi::c_void;
@@ -146,7 +146,7 @@ pub unsafe extern "system" fn create_shader_module(
                 copy.p_code = words.as_ptr();
                 copy.code_size = words.len() * 4;
                 let r = next(device, &copy, p_allocator, p_module);
-                if let (vk::Result::SUCCESS, Some(b), Some(m)) = (r, dev.bindless.as_ref(), p_module.as_ref()) {
+                if let (vk::Result::SUCCESS, Some(b), Some(m)) = (r, dev.tables.as_ref(), p_module.as_ref()) {
                     b.record_module(*m, ci.p_code as *const c_void, ci.code_size);
                 }
                 r
@@ -155,33 +155,33 @@ pub unsafe extern "system" fn create_shader_module(
     })
 }
 
-/// Records the bindless pipelines among those just created (`bindless` decides per create info,
+/// Records the pipelines using the table among those just created (`uses_table` decides per create info,
 /// from the application's own create infos).
 unsafe fn record_pipelines<T>(
     dev: &DeviceData,
     hook: &str,
     infos: &[T],
     out: *mut vk::Pipeline,
-    bindless: impl Fn(&BindlessDevice, &T) -> (vk::PipelineLayout, bool),
+    uses_table: impl Fn(&TableDevice, &T) -> (vk::PipelineLayout, bool),
 ) {
-    let Some(b) = dev.bindless.as_ref() else { return };
+    let Some(b) = dev.tables.as_ref() else { return };
     if out.is_null() {
         return;
     }
     for (i, info) in infos.iter().enumerate() {
         let pipeline = *out.add(i);
         if pipeline != vk::Pipeline::null() {
-            let (layout, uses) = bindless(b, info);
+            let (layout, uses) = uses_table(b, info);
             b.record_pipeline(hook, pipeline, layout, uses);
         }
     }
 }
 
-/// Refuses bindless pipelines whose layout has no room for the descriptor table (logged by
-/// `BindlessDevice::layout_ready`), before anything is created.
-fn bindless_layouts_ready<T>(dev: &DeviceData, hook: &str, infos: &[T], bindless: impl Fn(&BindlessDevice, &T) -> (vk::PipelineLayout, bool)) -> bool {
-    let Some(b) = dev.bindless.as_ref() else { return true };
-    infos.iter().all(|info| match bindless(b, info) {
+/// Refuses pipelines using the table whose layout has no room for the descriptor table (logged by
+/// `TableDevice::layout_ready`), before anything is created.
+fn table_layouts_ready<T>(dev: &DeviceData, hook: &str, infos: &[T], uses_table: impl Fn(&TableDevice, &T) -> (vk::PipelineLayout, bool)) -> bool {
+    let Some(b) = dev.tables.as_ref() else { return true };
+    infos.iter().all(|info| match uses_table(b, info) {
         (layout, true) => b.layout_ready(hook, layout),
         _ => true,
     })
@@ -215,16 +215,16 @@ pub unsafe extern "system" fn create_compute_pipelines(
                 Stage::Replaced(s) => copies.get_or_insert_with(|| infos.to_vec())[i].stage = s,
             }
         }
-        let bindless = |b: &BindlessDevice, info: &vk::ComputePipelineCreateInfo| {
-            (info.layout, b.stage_is_bindless(&info.stage) || b.libraries_are_bindless(library_info(info.p_next)))
+        let uses_table = |b: &TableDevice, info: &vk::ComputePipelineCreateInfo| {
+            (info.layout, b.stage_uses_table(&info.stage) || b.libraries_use_table(library_info(info.p_next)))
         };
-        if !bindless_layouts_ready(&dev, HOOK, infos, bindless) {
+        if !table_layouts_ready(&dev, HOOK, infos, uses_table) {
             null_out(p_pipelines, count);
             return REWRITE_FAILED;
         }
         let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
         let r = next(device, cache, count, p, p_allocator, p_pipelines);
-        record_pipelines(&dev, HOOK, infos, p_pipelines, bindless);
+        record_pipelines(&dev, HOOK, infos, p_pipelines, uses_table);
         r
     })
 }
@@ -272,17 +272,17 @@ pub unsafe extern "system" fn create_graphics_pipelines(
                 Ok(Some(stages)) => copies.get_or_insert_with(|| infos.to_vec())[i].p_stages = stages,
             }
         }
-        let bindless = |b: &BindlessDevice, info: &vk::GraphicsPipelineCreateInfo| {
-            let stages = graphics_stages_used(info) && b.stages_are_bindless(info.p_stages, info.stage_count);
-            (info.layout, stages || b.libraries_are_bindless(library_info(info.p_next)))
+        let uses_table = |b: &TableDevice, info: &vk::GraphicsPipelineCreateInfo| {
+            let stages = graphics_stages_used(info) && b.stages_use_table(info.p_stages, info.stage_count);
+            (info.layout, stages || b.libraries_use_table(library_info(info.p_next)))
         };
-        if !bindless_layouts_ready(&dev, HOOK, infos, bindless) {
+        if !table_layouts_ready(&dev, HOOK, infos, uses_table) {
             null_out(p_pipelines, count);
             return REWRITE_FAILED;
         }
         let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
         let r = next(device, cache, count, p, p_allocator, p_pipelines);
-        record_pipelines(&dev, HOOK, infos, p_pipelines, bindless);
+        record_pipelines(&dev, HOOK, infos, p_pipelines, uses_table);
         r
     })
 }
@@ -316,26 +316,26 @@ pub unsafe extern "system" fn create_ray_tracing_pipelines_khr(
                 Ok(Some(stages)) => copies.get_or_insert_with(|| infos.to_vec())[i].p_stages = stages,
             }
         }
-        let rt_bindless = |b: &BindlessDevice, info: &vk::RayTracingPipelineCreateInfoKHR| {
-            (info.layout, b.stages_are_bindless(info.p_stages, info.stage_count) || b.libraries_are_bindless(info.p_library_info))
+        let rt_uses_table = |b: &TableDevice, info: &vk::RayTracingPipelineCreateInfoKHR| {
+            (info.layout, b.stages_use_table(info.p_stages, info.stage_count) || b.libraries_use_table(info.p_library_info))
         };
-        if !bindless_layouts_ready(&dev, HOOK, infos, rt_bindless) {
+        if !table_layouts_ready(&dev, HOOK, infos, rt_uses_table) {
             null_out(p_pipelines, count);
             return REWRITE_FAILED;
         }
-        if dev.bindless.is_some() && deferred != vk::DeferredOperationKHR::null() {
-            log_error!("{HOOK}: deferred creation of bindless ray-tracing pipelines is not tracked; the descriptor table will not be bound for them");
+        if dev.tables.is_some() && deferred != vk::DeferredOperationKHR::null() {
+            log_error!("{HOOK}: deferred creation of ray-tracing pipelines using the descriptor table is not tracked; the descriptor table will not be bound for them");
         }
         let Some(copies) = copies else {
             let r = next(device, deferred, cache, count, p_infos, p_allocator, p_pipelines);
             if deferred == vk::DeferredOperationKHR::null() {
-                record_pipelines(&dev, HOOK, infos, p_pipelines, rt_bindless);
+                record_pipelines(&dev, HOOK, infos, p_pipelines, rt_uses_table);
             }
             return r;
         };
         let r = next(device, deferred, cache, count, copies.as_ptr(), p_allocator, p_pipelines);
         if deferred == vk::DeferredOperationKHR::null() {
-            record_pipelines(&dev, HOOK, infos, p_pipelines, rt_bindless);
+            record_pipelines(&dev, HOOK, infos, p_pipelines, rt_uses_table);
         }
         if deferred != vk::DeferredOperationKHR::null() {
             // VK_KHR_deferred_host_operations: the implementation may read the create infos
@@ -369,10 +369,12 @@ pub unsafe extern "system" fn create_shaders_ext(
         let infos = std::slice::from_raw_parts(p_infos, count as usize);
         let mut codes: Vec<Vec<u32>> = Vec::new();
         let mut copies: Option<Vec<vk::ShaderCreateInfoEXT>> = None;
-        // Bindless (decided on the application's code, before the rewrite lowers it).
-        let bindless: Vec<bool> = infos
+        // Uses the table (decided on the application's code, before the rewrite lowers it).
+        let uses_table: Vec<bool> = infos
             .iter()
-            .map(|info| dev.bindless.is_some() && info.code_type == vk::ShaderCodeTypeEXT::SPIRV && code_uses_bindless(info.p_code, info.code_size))
+            .map(|info| {
+                info.code_type == vk::ShaderCodeTypeEXT::SPIRV && dev.tables.as_ref().is_some_and(|t| t.code_uses_table(info.p_code, info.code_size))
+            })
             .collect();
         for (i, info) in infos.iter().enumerate() {
             if info.code_type != vk::ShaderCodeTypeEXT::SPIRV {
@@ -392,17 +394,17 @@ pub unsafe extern "system" fn create_shaders_ext(
                 }
             }
         }
-        let Some(b) = dev.bindless.as_ref() else {
+        let Some(b) = dev.tables.as_ref() else {
             let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
             return next(device, count, p, p_allocator, p_shaders);
         };
-        // Bindless device: every shader's set layouts padded to the table (as pipeline layouts
-        // are); bindless shaders get a layout to bind the table with.
+        // Device with a table: every shader's set layouts padded to the table (as pipeline layouts
+        // are); shaders using the table get a layout to bind the table with.
         let copies = copies.get_or_insert_with(|| infos.to_vec());
         let padded = b.pad_shader_infos(HOOK, copies);
         let mut layouts = vec![vk::PipelineLayout::null(); infos.len()];
         for (i, c) in copies.iter().enumerate() {
-            if !bindless[i] {
+            if !uses_table[i] {
                 continue;
             }
             if !b.shader_ready(HOOK, i, &padded) {
@@ -413,7 +415,7 @@ pub unsafe extern "system" fn create_shaders_ext(
             match b.create_shader_layout(c) {
                 Ok(l) => layouts[i] = l,
                 Err(e) => {
-                    log_error!("{HOOK}: device '{}': cannot create the pipeline layout for bindless shader object {i}: {e:?}", dev.name);
+                    log_error!("{HOOK}: device '{}': cannot create the pipeline layout for shader object {i} (it uses the descriptor table): {e:?}", dev.name);
                     layouts.iter().for_each(|&l| b.destroy_shader_layout(l));
                     null_out(p_shaders, count);
                     return e;

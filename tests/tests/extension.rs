@@ -140,6 +140,7 @@ fn manifest_template_used_and_lists_settings() {
         "log_level",
         "raw_access_chains",
         "image_view_handle",
+        "buffer_device_address",
         "debug_target",
         "storage_buffer_16bit_access",
         "uniform_and_storage_buffer_16bit_access",

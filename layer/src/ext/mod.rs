@@ -14,6 +14,7 @@ use crate::settings::{Mode, Settings};
 use ash::vk;
 use std::ffi::{c_char, CStr};
 
+pub mod bda;
 pub mod bindless;
 pub mod raw_access_chains;
 pub mod small_storage;
@@ -46,9 +47,26 @@ pub trait EmulatedExtension: Sync {
     unsafe fn unavailable(&self, _inst: &InstanceData, _pd: vk::PhysicalDevice, _phys: &PhysicalDeviceInfo) -> Option<String> {
         None
     }
+    /// Does the driver support it? (Default: it lists the extension; a promoted extension also
+    /// checks its core feature bit.)
+    ///
+    /// # Safety
+    /// `pd` belongs to `inst`; `phys` is its info.
+    unsafe fn driver_has(&self, _inst: &InstanceData, _pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> bool {
+        phys.has_extension(self.name())
+    }
+    /// Clears the extension's feature bits in structures it shares with the driver (Vulkan
+    /// 1.x aggregates) in a copied `VkDeviceCreateInfo` chain; `Err` when one sits where it
+    /// cannot be edited.
+    ///
+    /// # Safety
+    /// `chain` is a copy of a valid VkDeviceCreateInfo chain.
+    unsafe fn clear_features(&self, _chain: &mut crate::pnext::Chain) -> Result<(), String> {
+        Ok(())
+    }
 }
 
-pub static ALL: &[&dyn EmulatedExtension] = &[&raw_access_chains::RawAccessChains, &bindless::ImageViewHandle];
+pub static ALL: &[&dyn EmulatedExtension] = &[&raw_access_chains::RawAccessChains, &bindless::ImageViewHandle, &bda::BufferDeviceAddress];
 
 /// What the layer does for one extension on one physical device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +116,7 @@ pub fn status(ext: &dyn EmulatedExtension, settings: &Settings, driver_has_it: b
 /// # Safety
 /// `pd` belongs to `inst`; `phys` is its info.
 pub unsafe fn status_on(ext: &dyn EmulatedExtension, inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Status {
-    let s = status(ext, &inst.settings, phys.has_extension(ext.name()));
+    let s = status(ext, &inst.settings, ext.driver_has(inst, pd, phys));
     if matches!(s, Status::Emulated { .. }) && ext.unavailable(inst, pd, phys).is_some() {
         Status::Unavailable
     } else {
@@ -213,19 +231,18 @@ mod tests {
     #[test]
     fn merge_appends_once() {
         let ours = layer_device_extensions();
-        assert_eq!(names(&ours), vec!["VK_NV_raw_access_chains", "VK_NVX_image_view_handle"]);
-        assert_eq!(ours[0].spec_version, 1);
-        assert_eq!(ours[1].spec_version, 1);
+        assert_eq!(names(&ours), vec!["VK_NV_raw_access_chains", "VK_NVX_image_view_handle", "VK_KHR_buffer_device_address"]);
+        assert!(ours.iter().all(|e| e.spec_version == 1));
         let driver = vec![ext("VK_KHR_swapchain", 70), ext("VK_KHR_8bit_storage", 1)];
         let merged = merge_extensions(driver.clone(), &ours);
         assert_eq!(
             names(&merged),
-            vec!["VK_KHR_swapchain", "VK_KHR_8bit_storage", "VK_NV_raw_access_chains", "VK_NVX_image_view_handle"]
+            vec!["VK_KHR_swapchain", "VK_KHR_8bit_storage", "VK_NV_raw_access_chains", "VK_NVX_image_view_handle", "VK_KHR_buffer_device_address"]
         );
         let again = merge_extensions(merged.clone(), &ours);
-        assert_eq!(again.len(), 4);
+        assert_eq!(again.len(), 5);
         let native = vec![ext("VK_NV_raw_access_chains", 1)];
-        assert_eq!(merge_extensions(native, &ours).len(), 2);
+        assert_eq!(merge_extensions(native, &ours).len(), 3);
     }
 
     #[test]

@@ -1,14 +1,9 @@
 //! The extension's commands and the object lifetimes behind them:
-//! vkGetImageViewHandleNVX / vkGetImageViewHandle64NVX (slot allocation + descriptor write),
-//! vkDestroyImageView / vkDestroySampler (release), and the vkGetPhysicalDeviceProperties2 hooks
-//! that report `maxUpdateAfterBindDescriptorsInAllPools` minus the table's pool (every other limit
-//! stays the driver's: budget.rs).
-use super::slots::{Acquired, ImageKind, Key, KeyKind, SlotError, Write};
-use super::table::reserve_pool_descriptors;
-use super::{bindless_device, caps_for, BindlessDevice, ImageViewHandle};
-use crate::dispatch::{self, InstanceData};
-use crate::ext::{self, Status};
+//! vkGetImageViewHandleNVX / vkGetImageViewHandle64NVX (slot allocation + descriptor write) and
+//! vkDestroyImageView / vkDestroySampler (release).
+use super::slots::{Acquired, Freed, ImageKind, Key, KeyKind, SlotError, Write};
 use crate::ffi_guard::guard;
+use crate::tables::{table_device, TableDevice};
 use crate::{log_debug, log_error};
 use ash::vk::{self, Handle};
 use std::sync::atomic::Ordering;
@@ -26,10 +21,11 @@ pub unsafe extern "system" fn get_image_view_handle64_nvx(device: vk::Device, p_
 }
 
 unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, hook: &str) -> u32 {
-    let Some(b) = bindless_device(device) else {
+    let Some(b) = table_device(device).filter(|b| b.images.is_some()) else {
         log_error!("{hook}: device {device:?} has no bindless emulation; returning 0");
         return 0;
     };
+    let Some(images) = b.images.as_ref() else { return 0 };
     let Some(info) = p_info.as_ref() else {
         log_error!("{hook}: pInfo is NULL; returning 0");
         return 0;
@@ -55,7 +51,7 @@ unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, 
     let key = Key { view: info.image_view.as_raw(), kind, sampler };
     // The lock is held while the new slots' descriptors are written: the set is written from
     // one thread at a time (vkUpdateDescriptorSets: dstSet is externally synchronized).
-    let mut slots = b.slots.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slots = images.slots.lock().unwrap_or_else(|e| e.into_inner());
     match slots.acquire(key) {
         Ok(Acquired::Existing(h)) => h,
         Ok(Acquired::New { handle, writes }) => {
@@ -74,13 +70,14 @@ unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, 
         Err(SlotError::Exhausted(array)) => {
             let (s, st, sm) = slots.in_use();
             drop(slots);
-            if !b.exhausted_logged.swap(true, Ordering::Relaxed) {
+            let t = image_arrays(&b);
+            if !images.exhausted_logged.swap(true, Ordering::Relaxed) {
                 log_error!(
                     "{hook}: device '{}': the bindless {array} array is full (in use: {s} sampled images of {}, {st} storage images of {}, {sm} samplers of {}); returning handle 0 (destroy unused image views / samplers to free slots). Logged once per device.",
                     b.name,
-                    b.table.config.sampled_images_count - 1,
-                    b.table.config.storage_images_count - 1,
-                    b.table.config.samplers_count - 1
+                    t.sampled_images_count - 1,
+                    t.storage_images_count - 1,
+                    t.samplers_count - 1
                 );
             }
             0
@@ -88,14 +85,19 @@ unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, 
     }
 }
 
+/// The table's image arrays (present whenever `images` is).
+fn image_arrays(b: &TableDevice) -> shader_rewrite::BindlessTable {
+    b.table.config.images.expect("bindless state without image arrays")
+}
+
 /// Writes the descriptors of newly taken slots into the table.
-unsafe fn write_descriptors(b: &BindlessDevice, writes: &[Write]) {
+unsafe fn write_descriptors(b: &TableDevice, writes: &[Write]) {
     let Some(update) = b.next.update_descriptor_sets else { return };
-    let t = &b.table;
+    let t = image_arrays(b);
     for w in writes {
         let (binding, ty, image_info) = match *w {
             Write::Image { kind: ImageKind::Sampled, slot, view } => (
-                (t.config.sampled_images_binding, slot),
+                (t.sampled_images_binding, slot),
                 vk::DescriptorType::SAMPLED_IMAGE,
                 vk::DescriptorImageInfo {
                     image_view: vk::ImageView::from_raw(view),
@@ -104,7 +106,7 @@ unsafe fn write_descriptors(b: &BindlessDevice, writes: &[Write]) {
                 },
             ),
             Write::Image { kind: ImageKind::Storage, slot, view } => (
-                (t.config.storage_images_binding, slot),
+                (t.storage_images_binding, slot),
                 vk::DescriptorType::STORAGE_IMAGE,
                 vk::DescriptorImageInfo {
                     image_view: vk::ImageView::from_raw(view),
@@ -113,13 +115,13 @@ unsafe fn write_descriptors(b: &BindlessDevice, writes: &[Write]) {
                 },
             ),
             Write::Sampler { slot, sampler } => (
-                (t.config.samplers_binding, slot),
+                (t.samplers_binding, slot),
                 vk::DescriptorType::SAMPLER,
                 vk::DescriptorImageInfo { sampler: vk::Sampler::from_raw(sampler), ..Default::default() },
             ),
         };
         let write = vk::WriteDescriptorSet {
-            dst_set: t.set,
+            dst_set: b.table.set,
             dst_binding: binding.0,
             dst_array_element: binding.1,
             descriptor_count: 1,
@@ -131,17 +133,39 @@ unsafe fn write_descriptors(b: &BindlessDevice, writes: &[Write]) {
     }
 }
 
+/// Writes the filler (null image descriptor / default sampler) back into released slots.
+/// Call with the `slots` lock still held (the slots are on the free list already, and another
+/// thread may take and write them as soon as the lock is released).
+unsafe fn refill(b: &TableDevice, freed: &[Freed]) {
+    let Some(update) = b.next.update_descriptor_sets else { return };
+    let t = image_arrays(b);
+    for f in freed {
+        let (binding, slot, ty) = match *f {
+            Freed::Image { kind: ImageKind::Sampled, slot } => (t.sampled_images_binding, slot, vk::DescriptorType::SAMPLED_IMAGE),
+            Freed::Image { kind: ImageKind::Storage, slot } => (t.storage_images_binding, slot, vk::DescriptorType::STORAGE_IMAGE),
+            Freed::Sampler { slot } => (t.samplers_binding, slot, vk::DescriptorType::SAMPLER),
+        };
+        b.table.fill(b.device, update, binding, ty, slot, 1);
+    }
+}
+
+/// Releases what `release` frees under the slots lock, refilling freed slots; returns the
+/// number of handles released.
+unsafe fn release(b: &TableDevice, release: impl FnOnce(&mut super::slots::Slots) -> super::slots::Released) -> usize {
+    let Some(images) = b.images.as_ref() else { return 0 };
+    let mut slots = images.slots.lock().unwrap_or_else(|e| e.into_inner());
+    let r = release(&mut slots);
+    refill(b, &r.freed);
+    r.keys
+}
+
 pub unsafe extern "system" fn destroy_image_view(device: vk::Device, view: vk::ImageView, p_allocator: *const vk::AllocationCallbacks) {
     guard("vkDestroyImageView", (), || unsafe {
-        let Some(b) = bindless_device(device) else { return };
+        let Some(b) = table_device(device) else { return };
         if view != vk::ImageView::null() {
             // Refill the freed slots before unlocking (and before the view is destroyed): no
             // other thread can take them meanwhile, and no descriptor names a dead view.
-            let mut slots = b.slots.lock().unwrap_or_else(|e| e.into_inner());
-            let r = slots.release_view(view.as_raw());
-            b.refill(&r.freed);
-            drop(slots);
-            let n = r.keys;
+            let n = release(&b, |s| s.release_view(view.as_raw()));
             if n > 0 {
                 log_debug!("vkDestroyImageView: device '{}': view {view:?}: released {n} bindless handle(s)", b.name);
             }
@@ -154,13 +178,9 @@ pub unsafe extern "system" fn destroy_image_view(device: vk::Device, view: vk::I
 
 pub unsafe extern "system" fn destroy_sampler(device: vk::Device, sampler: vk::Sampler, p_allocator: *const vk::AllocationCallbacks) {
     guard("vkDestroySampler", (), || unsafe {
-        let Some(b) = bindless_device(device) else { return };
+        let Some(b) = table_device(device) else { return };
         if sampler != vk::Sampler::null() {
-            let mut slots = b.slots.lock().unwrap_or_else(|e| e.into_inner());
-            let r = slots.release_sampler(sampler.as_raw());
-            b.refill(&r.freed);
-            drop(slots);
-            let n = r.keys;
+            let n = release(&b, |s| s.release_sampler(sampler.as_raw()));
             if n > 0 {
                 log_debug!("vkDestroySampler: device '{}': sampler {sampler:?}: released {n} bindless handle(s)", b.name);
             }
@@ -169,55 +189,4 @@ pub unsafe extern "system" fn destroy_sampler(device: vk::Device, sampler: vk::S
             f(device, sampler, p_allocator);
         }
     })
-}
-
-// ---- physical-device properties ------------------------------------------------------------
-
-/// The table this physical device will hold, when the extension is emulated there.
-unsafe fn emulated_caps(inst: &InstanceData, pd: vk::PhysicalDevice) -> Option<super::Caps> {
-    let phys = inst.physical_device(pd);
-    match ext::status_on(&ImageViewHandle, inst, pd, &phys) {
-        Status::Emulated { .. } => caps_for(inst, pd, &phys).ok(),
-        _ => None,
-    }
-}
-
-pub unsafe extern "system" fn get_physical_device_properties2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2) {
-    guard("vkGetPhysicalDeviceProperties2", (), || unsafe { properties2(pd, p, false) })
-}
-
-pub unsafe extern "system" fn get_physical_device_properties2_khr(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2) {
-    guard("vkGetPhysicalDeviceProperties2KHR", (), || unsafe { properties2(pd, p, true) })
-}
-
-unsafe fn properties2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2, khr: bool) {
-    let Some(inst) = dispatch::instance_of(pd) else {
-        log_error!("vkGetPhysicalDeviceProperties2: unknown physical device {pd:?}");
-        return;
-    };
-    let (core, alias) = (inst.get_physical_device_properties2, inst.get_physical_device_properties2_khr);
-    let Some(next) = (if khr { alias.or(core) } else { core.or(alias) }) else {
-        log_error!("vkGetPhysicalDeviceProperties2: next layer has no such command");
-        return;
-    };
-    next(pd, p);
-    let Some(props) = p.as_ref() else { return };
-    let Some(c) = emulated_caps(&inst, pd) else { return };
-    // Only the device-wide pool budget changes (table.rs, reserve_pool_descriptors);
-    // maxBoundDescriptorSets and the per-stage / per-layout limits stay the driver's.
-    let mut at = props.p_next as *mut vk::BaseOutStructure;
-    while let Some(node) = at.as_mut() {
-        match node.s_type {
-            vk::StructureType::PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_PROPERTIES => {
-                let di = &mut *(at as *mut vk::PhysicalDeviceDescriptorIndexingProperties);
-                di.max_update_after_bind_descriptors_in_all_pools = reserve_pool_descriptors(&c.table, di.max_update_after_bind_descriptors_in_all_pools);
-            }
-            vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES => {
-                let v12 = &mut *(at as *mut vk::PhysicalDeviceVulkan12Properties);
-                v12.max_update_after_bind_descriptors_in_all_pools = reserve_pool_descriptors(&c.table, v12.max_update_after_bind_descriptors_in_all_pools);
-            }
-            _ => {}
-        }
-        at = node.p_next;
-    }
 }

@@ -12,6 +12,7 @@
 //! lists, and writes the filler (null image / default sampler) back into every slot a release
 //! returns in [`Released::freed`], under the same lock (so a freed slot is never handed out and
 //! rewritten by another thread while its filler is being written).
+use crate::tables::slot_space::SlotSpace as Space;
 use shader_rewrite::BindlessTable;
 use std::collections::HashMap;
 
@@ -73,35 +74,6 @@ pub enum Acquired {
 pub enum SlotError {
     /// The named array is full.
     Exhausted(&'static str),
-}
-
-/// One slot space: slot 0 reserved, fresh slots in order, then reuse of released ones.
-#[derive(Debug)]
-struct Space {
-    capacity: u32,
-    next_fresh: u32,
-    free: Vec<u32>,
-}
-
-impl Space {
-    fn new(capacity: u32) -> Space {
-        Space { capacity, next_fresh: 1, free: Vec::new() }
-    }
-    fn alloc(&mut self) -> Option<u32> {
-        if let Some(s) = self.free.pop() {
-            return Some(s);
-        }
-        (self.next_fresh < self.capacity).then(|| {
-            self.next_fresh += 1;
-            self.next_fresh - 1
-        })
-    }
-    fn release(&mut self, slot: u32) {
-        self.free.push(slot);
-    }
-    fn in_use(&self) -> u32 {
-        self.next_fresh - 1 - self.free.len() as u32
-    }
 }
 
 #[derive(Debug, Clone, Copy)]

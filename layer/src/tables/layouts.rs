@@ -1,17 +1,17 @@
 //! The table's set index in pipeline layouts (and shader objects' set layouts): the application's
 //! sets, then empty padding layouts up to the reserved index, then the table's layout — where
 //! the table fits beside the application's descriptors ([`budget::check`]); other layouts stay
-//! as the application made them, with the reason recorded for bindless pipelines created with
+//! as the application made them, with the reason recorded for pipelines using the table created with
 //! them (pipelines.rs refuses those).
 //!
 //! Set layouts are recorded at creation (their descriptor counts) for that check.
 //!
-//! Pipeline layouts the layer extended are recorded; one that a live bindless pipeline still
+//! Pipeline layouts the layer extended are recorded; one that a live pipeline using the table still
 //! needs (the layer binds the table with the pipeline's own layout, see commands.rs) is kept
 //! alive after the application destroys it and destroyed with the last such pipeline. That is
 //! invisible to the application: a layout may be destroyed right after the pipeline creation.
 use super::budget::{self, Refusal, SetLayoutCounts};
-use super::{bindless_device, BindlessDevice};
+use super::{table_device, TableDevice};
 use crate::ffi_guard::guard;
 use crate::{log_debug, log_error};
 use ash::vk::{self, Handle};
@@ -27,14 +27,14 @@ pub fn padded<T: Copy>(app: &[T], reserved: u32, empty: T, table: T) -> Vec<T> {
     out
 }
 
-/// Bookkeeping per pipeline layout created on a bindless device.
+/// Bookkeeping per pipeline layout created on a device with a table.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LayoutInfo {
     /// Why the table is not at the reserved index (None: it is).
     pub no_table: Option<Refusal>,
     /// The application destroyed it; the driver's object lives on for `pipelines`.
     pub app_destroyed: bool,
-    /// Live bindless pipelines created with it.
+    /// Live pipelines using the table created with it.
     pub pipelines: u32,
 }
 
@@ -50,7 +50,7 @@ pub unsafe fn app_sets<'a>(p: *const vk::DescriptorSetLayout, n: u32) -> &'a [vk
     }
 }
 
-impl BindlessDevice {
+impl TableDevice {
     /// `app` padded to the table, or why the table does not fit beside it.
     pub fn with_table(&self, app: &[vk::DescriptorSetLayout]) -> Result<Vec<vk::DescriptorSetLayout>, Refusal> {
         let counts: Vec<_> = app.iter().map(|l| self.set_layouts.get(&l.as_raw())).collect();
@@ -69,8 +69,8 @@ pub unsafe extern "system" fn create_descriptor_set_layout(
 ) -> vk::Result {
     const HOOK: &str = "vkCreateDescriptorSetLayout";
     guard(HOOK, vk::Result::ERROR_UNKNOWN, || unsafe {
-        let Some(b) = bindless_device(device) else {
-            log_error!("{HOOK}: device {device:?} has no bindless state");
+        let Some(b) = table_device(device) else {
+            log_error!("{HOOK}: device {device:?} has no descriptor table");
             return vk::Result::ERROR_INITIALIZATION_FAILED;
         };
         let Some(next) = b.next.create_descriptor_set_layout else { return vk::Result::ERROR_INITIALIZATION_FAILED };
@@ -88,7 +88,7 @@ pub unsafe extern "system" fn destroy_descriptor_set_layout(
     p_allocator: *const vk::AllocationCallbacks,
 ) {
     guard("vkDestroyDescriptorSetLayout", (), || unsafe {
-        let Some(b) = bindless_device(device) else { return };
+        let Some(b) = table_device(device) else { return };
         b.set_layouts.remove(&layout.as_raw());
         if let Some(f) = b.next.destroy_descriptor_set_layout {
             f(device, layout, p_allocator);
@@ -104,8 +104,8 @@ pub unsafe extern "system" fn create_pipeline_layout(
 ) -> vk::Result {
     const HOOK: &str = "vkCreatePipelineLayout";
     guard(HOOK, vk::Result::ERROR_UNKNOWN, || unsafe {
-        let Some(b) = bindless_device(device) else {
-            log_error!("{HOOK}: device {device:?} has no bindless state");
+        let Some(b) = table_device(device) else {
+            log_error!("{HOOK}: device {device:?} has no descriptor table");
             return vk::Result::ERROR_INITIALIZATION_FAILED;
         };
         let Some(next) = b.next.create_pipeline_layout else { return vk::Result::ERROR_INITIALIZATION_FAILED };
@@ -119,8 +119,8 @@ pub unsafe extern "system" fn create_pipeline_layout(
             }
             Err(why) => {
                 // Normal for clients that use the limits (vkd3d-proton's heaps): only an error
-                // if a bindless pipeline is created with the layout (pipelines.rs).
-                log_debug!("{HOOK}: no bindless descriptor table in this layout: {why}");
+                // if a pipeline using the table is created with the layout (pipelines.rs).
+                log_debug!("{HOOK}: no descriptor table in this layout: {why}");
                 (next(device, p_create_info, p_allocator, p_layout), Some(why))
             }
         };
@@ -136,7 +136,7 @@ pub unsafe extern "system" fn create_pipeline_layout(
 pub unsafe extern "system" fn destroy_pipeline_layout(device: vk::Device, layout: vk::PipelineLayout, p_allocator: *const vk::AllocationCallbacks) {
     const HOOK: &str = "vkDestroyPipelineLayout";
     guard(HOOK, (), || unsafe {
-        let Some(b) = bindless_device(device) else { return };
+        let Some(b) = table_device(device) else { return };
         let Some(next) = b.next.destroy_pipeline_layout else { return };
         if layout == vk::PipelineLayout::null() {
             return next(device, layout, p_allocator);
@@ -149,7 +149,7 @@ pub unsafe extern "system" fn destroy_pipeline_layout(device: vk::Device, layout
             _ => false,
         };
         if keep {
-            log_debug!("{HOOK}: layout {layout:?} still serves bindless pipelines; destroyed with the last of them");
+            log_debug!("{HOOK}: layout {layout:?} still serves pipelines using the table; destroyed with the last of them");
             return;
         }
         b.layouts.remove(&layout.as_raw());
@@ -157,7 +157,7 @@ pub unsafe extern "system" fn destroy_pipeline_layout(device: vk::Device, layout
     })
 }
 
-impl BindlessDevice {
+impl TableDevice {
     /// Does `layout` carry the table? Err: why not (None for a layout unknown to the layer).
     pub fn layout_table(&self, layout: vk::PipelineLayout) -> Result<(), Option<Refusal>> {
         match self.layouts.get(&layout.as_raw()).map(|i| i.no_table) {
@@ -167,14 +167,14 @@ impl BindlessDevice {
         }
     }
 
-    /// A bindless pipeline now uses `layout`.
+    /// A pipeline using the table now uses `layout`.
     pub fn retain_layout(&self, layout: vk::PipelineLayout) {
         if let Some(mut i) = self.layouts.get_mut(&layout.as_raw()) {
             i.pipelines += 1;
         }
     }
 
-    /// A bindless pipeline that used `layout` is gone; destroys the layout if the application
+    /// A pipeline using the table that used `layout` is gone; destroys the layout if the application
     /// already did.
     ///
     /// # Safety

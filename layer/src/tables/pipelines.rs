@@ -1,10 +1,11 @@
-//! Which pipelines need the table: a pipeline is bindless when one of its stages' SPIR-V declares
-//! capability BindlessTextureNV (a module created through vkCreateShaderModule, recorded here,
-//! or a `VkShaderModuleCreateInfo` chained into the stage), or when it links a bindless
-//! pipeline library. Recorded at creation (pipeline → layout), forgotten on vkDestroyPipeline.
-use super::{bindless_device, BindlessDevice};
+//! Which pipelines need the table: a pipeline uses it when one of its stages' SPIR-V uses one of
+//! the device's table users — capability BindlessTextureNV where bindless textures are emulated,
+//! PhysicalStorageBufferAddresses where buffer device addresses are — (a module created through
+//! vkCreateShaderModule, recorded here, or a `VkShaderModuleCreateInfo` chained into the stage),
+//! or when it links such a pipeline library. Recorded at creation (pipeline → layout), forgotten
+//! on vkDestroyPipeline.
+use super::{table_device, TableDevice};
 use crate::ffi_guard::guard;
-use crate::module_rewrite::code_uses_bindless;
 use crate::pnext;
 use crate::{log_debug, log_error};
 use ash::vk::{self, Handle};
@@ -12,43 +13,43 @@ use std::ffi::c_void;
 
 type S = vk::StructureType;
 
-impl BindlessDevice {
+impl TableDevice {
     /// After a successful vkCreateShaderModule.
     ///
     /// # Safety
     /// `code` readable for `size` bytes when non-null.
     pub unsafe fn record_module(&self, module: vk::ShaderModule, code: *const c_void, size: usize) {
-        if module != vk::ShaderModule::null() && code_uses_bindless(code, size) {
+        if module != vk::ShaderModule::null() && self.code_uses_table(code, size) {
             self.modules.insert(module.as_raw(), ());
         }
     }
 
-    /// Does this stage run bindless code?
+    /// Does this stage run code that uses the table?
     ///
     /// # Safety
     /// `stage` is a valid stage create info.
-    pub unsafe fn stage_is_bindless(&self, stage: &vk::PipelineShaderStageCreateInfo) -> bool {
+    pub unsafe fn stage_uses_table(&self, stage: &vk::PipelineShaderStageCreateInfo) -> bool {
         if stage.module != vk::ShaderModule::null() {
             return self.modules.contains_key(&stage.module.as_raw());
         }
         match pnext::find::<vk::ShaderModuleCreateInfo>(stage.p_next, S::SHADER_MODULE_CREATE_INFO) {
-            Some(m) => code_uses_bindless(m.p_code as *const c_void, m.code_size),
+            Some(m) => self.code_uses_table(m.p_code as *const c_void, m.code_size),
             None => false,
         }
     }
 
     /// # Safety
     /// Valid stage array (or null / 0).
-    pub unsafe fn stages_are_bindless(&self, stages: *const vk::PipelineShaderStageCreateInfo, count: u32) -> bool {
+    pub unsafe fn stages_use_table(&self, stages: *const vk::PipelineShaderStageCreateInfo, count: u32) -> bool {
         if stages.is_null() || count == 0 {
             return false;
         }
-        std::slice::from_raw_parts(stages, count as usize).iter().any(|s| self.stage_is_bindless(s))
+        std::slice::from_raw_parts(stages, count as usize).iter().any(|s| self.stage_uses_table(s))
     }
 
     /// # Safety
     /// `libs` null or a valid VkPipelineLibraryCreateInfoKHR.
-    pub unsafe fn libraries_are_bindless(&self, libs: *const vk::PipelineLibraryCreateInfoKHR) -> bool {
+    pub unsafe fn libraries_use_table(&self, libs: *const vk::PipelineLibraryCreateInfoKHR) -> bool {
         let Some(l) = libs.as_ref() else { return false };
         if l.p_libraries.is_null() {
             return false;
@@ -56,7 +57,7 @@ impl BindlessDevice {
         std::slice::from_raw_parts(l.p_libraries, l.library_count as usize).iter().any(|p| self.pipelines.contains_key(&p.as_raw()))
     }
 
-    /// Before creating a bindless pipeline with `layout`: is the table in it? If not, logs why
+    /// Before creating a pipeline using the table with `layout`: is the table in it? If not, logs why
     /// and the creation must be refused — the rewritten shaders use the table's set, which a
     /// layout without it lacks (VUID-VkComputePipelineCreateInfo-layout-07988 and the graphics
     /// and ray-tracing equivalents).
@@ -67,7 +68,7 @@ impl BindlessDevice {
             Err(None) => "the layout was not created through the layer".to_string(),
         };
         log_error!(
-            "{hook}: device '{}': a pipeline uses bindless textures but its layout {layout:?} has no room for the bindless descriptor table at set {}: {why}; refusing the pipeline",
+            "{hook}: device '{}': a pipeline uses the descriptor table (bindless textures or buffer device addresses) but its layout {layout:?} has no room for the descriptor table at set {}: {why}; refusing the pipeline",
             self.name,
             self.table.config.set
         );
@@ -75,13 +76,13 @@ impl BindlessDevice {
     }
 
     /// Records one created pipeline (its layout passed [`Self::layout_ready`]).
-    pub fn record_pipeline(&self, hook: &str, pipeline: vk::Pipeline, layout: vk::PipelineLayout, bindless: bool) {
-        if !bindless || pipeline == vk::Pipeline::null() || self.layout_table(layout).is_err() {
+    pub fn record_pipeline(&self, hook: &str, pipeline: vk::Pipeline, layout: vk::PipelineLayout, uses_table: bool) {
+        if !uses_table || pipeline == vk::Pipeline::null() || self.layout_table(layout).is_err() {
             return;
         }
         self.retain_layout(layout);
         self.pipelines.insert(pipeline.as_raw(), layout);
-        log_debug!("{hook}: device '{}': pipeline {pipeline:?} (layout {layout:?}) uses the bindless table", self.name);
+        log_debug!("{hook}: device '{}': pipeline {pipeline:?} (layout {layout:?}) uses the descriptor table", self.name);
     }
 }
 
@@ -95,7 +96,7 @@ pub unsafe fn library_info(p_next: *const c_void) -> *const vk::PipelineLibraryC
 
 pub unsafe extern "system" fn destroy_pipeline(device: vk::Device, pipeline: vk::Pipeline, p_allocator: *const vk::AllocationCallbacks) {
     guard("vkDestroyPipeline", (), || unsafe {
-        let Some(b) = bindless_device(device) else { return };
+        let Some(b) = table_device(device) else { return };
         let layout = b.pipelines.remove(&pipeline.as_raw()).map(|(_, l)| l);
         if let Some(f) = b.next.destroy_pipeline {
             f(device, pipeline, p_allocator);
@@ -108,7 +109,7 @@ pub unsafe extern "system" fn destroy_pipeline(device: vk::Device, pipeline: vk:
 
 pub unsafe extern "system" fn destroy_shader_module(device: vk::Device, module: vk::ShaderModule, p_allocator: *const vk::AllocationCallbacks) {
     guard("vkDestroyShaderModule", (), || unsafe {
-        let Some(b) = bindless_device(device) else { return };
+        let Some(b) = table_device(device) else { return };
         b.modules.remove(&module.as_raw());
         if let Some(f) = b.next.destroy_shader_module {
             f(device, module, p_allocator);

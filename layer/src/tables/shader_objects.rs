@@ -1,12 +1,12 @@
-//! Shader objects (VK_EXT_shader_object) on a bindless device.
+//! Shader objects (VK_EXT_shader_object) on a device with a table.
 //!
 //! Every `VkShaderCreateInfoEXT` gets its set layouts padded exactly like pipeline layouts
-//! ([`BindlessDevice::with_table`]): the application's sets, empty layouts up to the reserved
+//! ([`TableDevice::with_table`]): the application's sets, empty layouts up to the reserved
 //! index, the table — where the table fits beside them. All shaders, not only bindless ones: the
 //! application binds its sets with (padded) pipeline layouts, and a shader's set layouts must be
-//! compatible with them. A bindless shader without room for the table is refused.
+//! compatible with them. A shader using the table without room for the table is refused.
 //!
-//! A bindless shader (its SPIR-V declares BindlessTextureNV) also gets a layer-created
+//! A shader using the table (its SPIR-V uses bindless handles or device addresses) also gets a layer-created
 //! `VkPipelineLayout` (its padded set layouts and push-constant ranges), recorded per shader:
 //! the table is bound with it before work with the shader bound (commands.rs,
 //! vkCmdBindShadersEXT). It is compatible with the application's layouts for all of the
@@ -15,10 +15,10 @@
 //! destroyed with the shader (vkDestroyShaderEXT) or the device.
 //!
 //! Shaders created from binary code (`VK_SHADER_CODE_TYPE_BINARY_EXT`) are padded too, but the
-//! layer cannot tell whether the binary came from bindless SPIR-V: the table is not bound for
+//! layer cannot tell whether the binary came from SPIR-V that uses the table: the table is not bound for
 //! them.
 use super::budget::Refusal;
-use super::{bindless_device, layouts, BindlessDevice};
+use super::{table_device, layouts, TableDevice};
 use crate::ffi_guard::guard;
 use crate::{log_debug, log_error};
 use ash::vk::{self, Handle};
@@ -31,7 +31,7 @@ pub struct Padded {
     pub no_table: Vec<Option<Refusal>>,
 }
 
-impl BindlessDevice {
+impl TableDevice {
     /// Pads the set layouts of `infos` (copies, changed in place); the returned arrays must
     /// outlive the call down.
     ///
@@ -48,7 +48,7 @@ impl BindlessDevice {
                     out.no_table.push(None);
                 }
                 Err(why) => {
-                    log_debug!("{hook}: shader {i}: no bindless descriptor table in its set layouts: {why}");
+                    log_debug!("{hook}: shader {i}: no descriptor table in its set layouts: {why}");
                     out.no_table.push(Some(why));
                 }
             }
@@ -56,19 +56,19 @@ impl BindlessDevice {
         out
     }
 
-    /// Before creating bindless shader `i`: is the table in its set layouts? If not, logs why;
+    /// Before creating shader using the table `i`: is the table in its set layouts? If not, logs why;
     /// the creation must be refused (its code uses the table's set).
     pub fn shader_ready(&self, hook: &str, i: usize, padded: &Padded) -> bool {
         let Some(why) = padded.no_table[i] else { return true };
         log_error!(
-            "{hook}: device '{}': shader object {i} uses bindless textures but its set layouts have no room for the bindless descriptor table at set {}: {why}; refusing the shaders",
+            "{hook}: device '{}': shader object {i} uses the descriptor table (bindless textures or buffer device addresses) but its set layouts have no room for the descriptor table at set {}: {why}; refusing the shaders",
             self.name,
             self.table.config.set
         );
         false
     }
 
-    /// The layout the table is bound with for a bindless shader created from `info` (padded).
+    /// The layout the table is bound with for a shader using the table created from `info` (padded).
     ///
     /// # Safety
     /// `info` is a valid, padded create info.
@@ -110,7 +110,7 @@ impl BindlessDevice {
             if s == vk::ShaderEXT::null() {
                 self.destroy_shader_layout(l);
             } else {
-                log_debug!("{hook}: device '{}': shader object {s:?} uses the bindless table (layout {l:?})", self.name);
+                log_debug!("{hook}: device '{}': shader object {s:?} uses the descriptor table (layout {l:?})", self.name);
                 if let Some(old) = self.shaders.insert(s.as_raw(), l) {
                     self.destroy_shader_layout(old); // a stale entry for a reused handle value
                 }
@@ -118,7 +118,7 @@ impl BindlessDevice {
         }
     }
 
-    /// The layout to bind the table with for a bound shader (None: not bindless).
+    /// The layout to bind the table with for a bound shader (None: it does not use the table).
     pub fn shader_layout(&self, shader: vk::ShaderEXT) -> Option<vk::PipelineLayout> {
         self.shaders.get(&shader.as_raw()).map(|l| *l)
     }
@@ -139,8 +139,8 @@ impl BindlessDevice {
 pub unsafe extern "system" fn destroy_shader_ext(device: vk::Device, shader: vk::ShaderEXT, p_allocator: *const vk::AllocationCallbacks) {
     const HOOK: &str = "vkDestroyShaderEXT";
     guard(HOOK, (), || unsafe {
-        let Some(b) = bindless_device(device) else {
-            log_error!("{HOOK}: device {device:?} has no bindless state");
+        let Some(b) = table_device(device) else {
+            log_error!("{HOOK}: device {device:?} has no descriptor table");
             return;
         };
         let layout = b.shaders.remove(&shader.as_raw()).map(|(_, l)| l);

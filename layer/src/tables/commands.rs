@@ -1,11 +1,11 @@
 //! Binding the table before work that needs it.
 //!
-//! Per command buffer and bind point the layer knows the bound bindless pipeline's layout (or
-//! that the bound pipeline is not bindless), the layouts of bindless shader objects bound to
+//! Per command buffer and bind point the layer knows the bound pipeline using the table's layout (or
+//! that the bound pipeline is not bindless), the layouts of shader objects using the table bound to
 //! the bind point's stages (VK_EXT_shader_object; see shader_objects.rs), and the layout it last
 //! bound the table with. Binding a pipeline unbinds the bind point's shader objects and binding
 //! shader objects unbinds its pipeline (VK_EXT_shader_object), so either decides the layout. Before
-//! a draw / dispatch / trace whose bound pipeline is bindless, if the table is not known to be
+//! a draw / dispatch / trace whose bound pipeline uses the table, if the table is not known to be
 //! bound compatibly, it calls the next layer's vkCmdBindDescriptorSets(bind point, *the
 //! pipeline's own layout*, reserved set, [table]). Using the pipeline's layout matters: the
 //! application's sets were bound with a layout compatible with it for their indices, and binding
@@ -14,8 +14,8 @@
 //! table unbound; vkCmdExecuteCommands makes all state unknown, vkBeginCommandBuffer /
 //! vkResetCommandBuffer start afresh.
 //!
-//! These hooks are handed out only for devices with bindless emulation active.
-use super::{bindless_device_of_cb, BindlessDevice};
+//! These hooks are handed out only for devices with a table.
+use super::{table_device_of_cb, TableDevice};
 use crate::ffi_guard::guard;
 use crate::log_error;
 use ash::vk::{self, Handle};
@@ -66,10 +66,10 @@ pub fn shader_stage_slot(stage: vk::ShaderStageFlags) -> Option<(usize, usize)> 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Point {
     /// The layout to bind the table with for the bound work: the bound pipeline's layout when
-    /// it is bindless (and its layout has the table), else that of the first bound bindless
-    /// shader object.
+    /// it uses the table (and its layout has the table), else that of the first bound
+    /// shader object that uses it.
     pub pipeline_layout: Option<u64>,
-    /// Per shader-object stage: the layer's layout of the bindless shader bound there.
+    /// Per shader-object stage: the layer's layout of the shader using the table bound there.
     pub shader_layouts: [Option<u64>; SHADER_STAGES],
     /// The layout the table was last bound with, while no application bind may have disturbed it.
     pub table_layout: Option<u64>,
@@ -83,16 +83,16 @@ pub struct CbState {
 
 impl CbState {
     /// A pipeline was bound at `bp`: it replaces any shader objects bound there.
-    pub fn bind_pipeline(&mut self, bp: usize, bindless_layout: Option<u64>) {
+    pub fn bind_pipeline(&mut self, bp: usize, layout: Option<u64>) {
         let p = &mut self.points[bp];
-        p.pipeline_layout = bindless_layout;
+        p.pipeline_layout = layout;
         p.shader_layouts = [None; SHADER_STAGES];
     }
-    /// A shader object (or none: unbound) was bound to `stage` of `bp`; `bindless_layout` is the
-    /// layer's layout for a bindless one. Unbinds the bind point's pipeline.
-    pub fn bind_shader(&mut self, bp: usize, stage: usize, bindless_layout: Option<u64>) {
+    /// A shader object (or none: unbound) was bound to `stage` of `bp`; `layout` is the
+    /// layer's layout for one that uses the table. Unbinds the bind point's pipeline.
+    pub fn bind_shader(&mut self, bp: usize, stage: usize, layout: Option<u64>) {
         let p = &mut self.points[bp];
-        p.shader_layouts[stage] = bindless_layout;
+        p.shader_layouts[stage] = layout;
         p.pipeline_layout = p.shader_layouts.iter().find_map(|l| *l);
     }
     /// The application bound or pushed sets at `bp` with `layout` (`None`: unknown layout).
@@ -119,7 +119,7 @@ impl CbState {
     }
 }
 
-impl BindlessDevice {
+impl TableDevice {
     fn with_cb<R>(&self, cb: vk::CommandBuffer, f: impl FnOnce(&mut CbState) -> R) -> R {
         let mut e = self.cbs.entry(cb.as_raw()).or_default();
         f(&mut e)
@@ -130,7 +130,7 @@ impl BindlessDevice {
     /// # Safety
     /// `cb` is a command buffer of this device in the recording state.
     unsafe fn before_work(&self, cb: vk::CommandBuffer, bp: usize) {
-        // Fast path: a command buffer with no bindless pipeline bound has no entry at all, or one
+        // Fast path: a command buffer with no pipeline using the table bound has no entry at all, or one
         // with nothing to do.
         let layout = match self.cbs.get_mut(&cb.as_raw()) {
             Some(mut e) => e.before_work(bp),
@@ -178,7 +178,7 @@ macro_rules! work_hooks {
             #[allow(non_snake_case)]
             pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer, $($arg: $ty),*) {
                 guard($vkname, (), || unsafe {
-                    let Some(b) = bindless_device_of_cb(cb) else {
+                    let Some(b) = table_device_of_cb(cb) else {
                         log_error!("{}: command buffer {cb:?} of an unknown device", $vkname);
                         return;
                     };
@@ -239,8 +239,8 @@ work_hooks! {
 
 // ---- state-changing commands -------------------------------------------------------------
 
-unsafe fn device_for(cb: vk::CommandBuffer, hook: &str) -> Option<std::sync::Arc<BindlessDevice>> {
-    let b = bindless_device_of_cb(cb);
+unsafe fn device_for(cb: vk::CommandBuffer, hook: &str) -> Option<std::sync::Arc<TableDevice>> {
+    let b = table_device_of_cb(cb);
     if b.is_none() {
         log_error!("{hook}: command buffer {cb:?} of an unknown device");
     }
@@ -301,7 +301,7 @@ pub unsafe extern "system" fn cmd_bind_shaders_ext(
 }
 
 /// An application bind/push at `bp` (all bind points when `None`) with `layout`.
-unsafe fn app_bound(b: &BindlessDevice, cb: vk::CommandBuffer, bp: Option<usize>, layout: Option<u64>) {
+unsafe fn app_bound(b: &TableDevice, cb: vk::CommandBuffer, bp: Option<usize>, layout: Option<u64>) {
     if let Some(mut s) = b.cbs.get_mut(&cb.as_raw()) {
         match bp {
             Some(i) => s.app_bound_sets(i, layout),
@@ -311,7 +311,7 @@ unsafe fn app_bound(b: &BindlessDevice, cb: vk::CommandBuffer, bp: Option<usize>
 }
 
 /// The application bound or pushed sets for the bind points `stages` names (the *2 commands).
-unsafe fn app_bound_stages(b: &BindlessDevice, cb: vk::CommandBuffer, stages: vk::ShaderStageFlags, layout: Option<u64>) {
+unsafe fn app_bound_stages(b: &TableDevice, cb: vk::CommandBuffer, stages: vk::ShaderStageFlags, layout: Option<u64>) {
     for (i, on) in bind_points_of_stages(stages).into_iter().enumerate() {
         if on {
             app_bound(b, cb, Some(i), layout);
@@ -519,7 +519,7 @@ pub unsafe extern "system" fn allocate_command_buffers(
     out: *mut vk::CommandBuffer,
 ) -> vk::Result {
     guard("vkAllocateCommandBuffers", vk::Result::ERROR_UNKNOWN, || unsafe {
-        let Some(b) = super::bindless_device(device) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+        let Some(b) = super::table_device(device) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let Some(f) = b.next.allocate_command_buffers else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let r = f(device, info, out);
         if r == vk::Result::SUCCESS {
@@ -534,7 +534,7 @@ pub unsafe extern "system" fn allocate_command_buffers(
 
 pub unsafe extern "system" fn free_command_buffers(device: vk::Device, pool: vk::CommandPool, count: u32, cbs: *const vk::CommandBuffer) {
     guard("vkFreeCommandBuffers", (), || unsafe {
-        let Some(b) = super::bindless_device(device) else { return };
+        let Some(b) = super::table_device(device) else { return };
         if !cbs.is_null() {
             let list = std::slice::from_raw_parts(cbs, count as usize);
             for c in list {
@@ -552,7 +552,7 @@ pub unsafe extern "system" fn free_command_buffers(device: vk::Device, pool: vk:
 
 pub unsafe extern "system" fn destroy_command_pool(device: vk::Device, pool: vk::CommandPool, p_allocator: *const vk::AllocationCallbacks) {
     guard("vkDestroyCommandPool", (), || unsafe {
-        let Some(b) = super::bindless_device(device) else { return };
+        let Some(b) = super::table_device(device) else { return };
         if let Some((_, list)) = b.pools.remove(&pool.as_raw()) {
             for c in list {
                 b.cbs.remove(&c);
@@ -596,7 +596,7 @@ mod tests {
         let mut s = CbState::default();
         s.bind_pipeline(0, Some(100));
         assert_eq!(s.before_work(0), Some(100));
-        // A bindless pipeline with another layout: rebind with that one.
+        // A pipeline using the table with another layout: rebind with that one.
         s.bind_pipeline(0, Some(101));
         assert_eq!(s.before_work(0), Some(101));
         // Back to the first: its layout differs from the one the table was bound with.
@@ -637,13 +637,13 @@ mod tests {
         // Unbinding the stage (null shader): nothing to bind.
         s.bind_shader(c, cs, None);
         assert_eq!(s.before_work(1), None);
-        // A non-bindless pipeline replaces shaders; a bindless shader then replaces it.
+        // A non-pipeline using the table replaces shaders; a shader using the table then replaces it.
         s.bind_shader(c, cs, Some(501));
         s.bind_pipeline(1, None);
         assert_eq!(s.before_work(1), None, "pipeline bind unbinds the shader objects");
         s.bind_shader(c, cs, Some(501));
         assert_eq!(s.before_work(1), Some(501));
-        // A bindless pipeline after shaders: its layout.
+        // A pipeline using the table after shaders: its layout.
         s.bind_pipeline(1, Some(100));
         assert_eq!(s.before_work(1), Some(100));
         // Binding shaders unbinds the pipeline: a plain shader leaves nothing to bind.

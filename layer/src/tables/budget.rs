@@ -11,32 +11,35 @@
 //! The limits the table counts against (VkPipelineLayoutCreateInfo's valid usage):
 //! `setLayoutCount` ≤ maxBoundDescriptorSets (VUID-VkPipelineLayoutCreateInfo-setLayoutCount-
 //! 00286); per stage, over all set layouts, the update-after-bind samplers (-descriptorType-03022),
-//! sampled images (-03025), storage images (-03026) and resources
+//! sampled images (-03025), storage images (-03026), storage buffers (-03023) and resources
 //! (maxPerStageUpdateAfterBindResources); per layout the update-after-bind samplers
-//! (-pSetLayouts-03036), sampled images (-03041) and storage images (-03042). These count the
+//! (-pSetLayouts-03036), sampled images (-03041), storage images (-03042) and storage buffers
+//! (-03038). These count the
 //! descriptors of every set layout, with or without UPDATE_AFTER_BIND_POOL. The table's set
 //! layout is an update-after-bind one, so it never counts against the plain limits.
 use ash::vk;
-use shader_rewrite::BindlessTable;
+use super::table::TableConfig;
 use std::fmt;
 
-/// Descriptor counts in the four classes the table takes from: samplers, sampled images,
-/// storage images, resources.
+/// Descriptor counts in the five classes the table takes from: samplers, sampled images,
+/// storage images, storage buffers, resources.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts([u64; 4]);
+pub struct Counts([u64; 5]);
 
 /// Limit names per class: per stage, then per pipeline layout (resources have no per-layout
 /// limit).
-const PER_STAGE_NAMES: [&str; 4] = [
+const PER_STAGE_NAMES: [&str; 5] = [
     "maxPerStageDescriptorUpdateAfterBindSamplers",
     "maxPerStageDescriptorUpdateAfterBindSampledImages",
     "maxPerStageDescriptorUpdateAfterBindStorageImages",
+    "maxPerStageDescriptorUpdateAfterBindStorageBuffers",
     "maxPerStageUpdateAfterBindResources",
 ];
-const PER_LAYOUT_NAMES: [&str; 3] = [
+const PER_LAYOUT_NAMES: [&str; 4] = [
     "maxDescriptorSetUpdateAfterBindSamplers",
     "maxDescriptorSetUpdateAfterBindSampledImages",
     "maxDescriptorSetUpdateAfterBindStorageImages",
+    "maxDescriptorSetUpdateAfterBindStorageBuffers",
 ];
 
 impl Counts {
@@ -49,22 +52,22 @@ impl Counts {
     /// What `count` descriptors of `ty` count towards, per the spec's limit definitions:
     /// samplers = SAMPLER + COMBINED_IMAGE_SAMPLER; sampled images = SAMPLED_IMAGE +
     /// COMBINED_IMAGE_SAMPLER + UNIFORM_TEXEL_BUFFER; storage images = STORAGE_IMAGE +
-    /// STORAGE_TEXEL_BUFFER; resources = buffers, images, texel buffers, input attachments.
+    /// STORAGE_TEXEL_BUFFER; storage buffers = STORAGE_BUFFER + STORAGE_BUFFER_DYNAMIC;
+    /// resources = buffers, images, texel buffers, input attachments.
     /// A MUTABLE_EXT binding counts as each type of its list (`mutable`; an empty list: as
     /// any image or buffer).
     fn of(ty: vk::DescriptorType, count: u32, mutable: &[vk::DescriptorType]) -> Counts {
         type T = vk::DescriptorType;
         let c = u64::from(count);
-        let class = |s: u64, si: u64, st: u64, r: u64| Counts([s * c, si * c, st * c, r * c]);
+        let class = |s: u64, si: u64, st: u64, sb: u64, r: u64| Counts([s * c, si * c, st * c, sb * c, r * c]);
         match ty {
-            T::SAMPLER => class(1, 0, 0, 0),
-            T::COMBINED_IMAGE_SAMPLER => class(1, 1, 0, 1),
-            T::SAMPLED_IMAGE | T::UNIFORM_TEXEL_BUFFER => class(0, 1, 0, 1),
-            T::STORAGE_IMAGE | T::STORAGE_TEXEL_BUFFER => class(0, 0, 1, 1),
-            T::UNIFORM_BUFFER | T::UNIFORM_BUFFER_DYNAMIC | T::STORAGE_BUFFER | T::STORAGE_BUFFER_DYNAMIC | T::INPUT_ATTACHMENT => {
-                class(0, 0, 0, 1)
-            }
-            T::MUTABLE_EXT if mutable.is_empty() => class(0, 1, 1, 1),
+            T::SAMPLER => class(1, 0, 0, 0, 0),
+            T::COMBINED_IMAGE_SAMPLER => class(1, 1, 0, 0, 1),
+            T::SAMPLED_IMAGE | T::UNIFORM_TEXEL_BUFFER => class(0, 1, 0, 0, 1),
+            T::STORAGE_IMAGE | T::STORAGE_TEXEL_BUFFER => class(0, 0, 1, 0, 1),
+            T::STORAGE_BUFFER | T::STORAGE_BUFFER_DYNAMIC => class(0, 0, 0, 1, 1),
+            T::UNIFORM_BUFFER | T::UNIFORM_BUFFER_DYNAMIC | T::INPUT_ATTACHMENT => class(0, 0, 0, 0, 1),
+            T::MUTABLE_EXT if mutable.is_empty() => class(0, 1, 1, 1, 1),
             T::MUTABLE_EXT => {
                 let mut sum = Counts::default();
                 mutable.iter().filter(|t| **t != T::MUTABLE_EXT).for_each(|t| sum.add(&Counts::of(*t, count, &[])));
@@ -130,10 +133,10 @@ impl SetLayoutCounts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub max_bound_descriptor_sets: u32,
-    /// Per stage: UAB samplers, sampled images, storage images, resources.
-    pub per_stage: [u32; 4],
-    /// Per pipeline layout: UAB samplers, sampled images, storage images.
-    pub per_layout: [u32; 3],
+    /// Per stage: UAB samplers, sampled images, storage images, storage buffers, resources.
+    pub per_stage: [u32; 5],
+    /// Per pipeline layout: UAB samplers, sampled images, storage images, storage buffers.
+    pub per_layout: [u32; 4],
 }
 
 impl Limits {
@@ -144,12 +147,14 @@ impl Limits {
                 di.max_per_stage_descriptor_update_after_bind_samplers,
                 di.max_per_stage_descriptor_update_after_bind_sampled_images,
                 di.max_per_stage_descriptor_update_after_bind_storage_images,
+                di.max_per_stage_descriptor_update_after_bind_storage_buffers,
                 di.max_per_stage_update_after_bind_resources,
             ],
             per_layout: [
                 di.max_descriptor_set_update_after_bind_samplers,
                 di.max_descriptor_set_update_after_bind_sampled_images,
                 di.max_descriptor_set_update_after_bind_storage_images,
+                di.max_descriptor_set_update_after_bind_storage_buffers,
             ],
         }
     }
@@ -168,19 +173,20 @@ pub struct Refusal {
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (limit, max, app, table) = (self.limit, self.max, self.app, self.table);
-        write!(f, "{limit} is {max}: the application's set layouts use {app} and the bindless descriptor table needs {table} more")
+        write!(f, "{limit} is {max}: the application's set layouts use {app} and the layer's descriptor table needs {table} more")
     }
 }
 
 /// The table's own counts (all stages).
-fn table_counts(t: &BindlessTable) -> Counts {
-    let (s, si, st) = (u64::from(t.samplers_count), u64::from(t.sampled_images_count), u64::from(t.storage_images_count));
-    Counts([s, si, st, si + st])
+fn table_counts(t: &TableConfig) -> Counts {
+    let mut c = Counts::default();
+    t.bindings().iter().for_each(|b| c.add(&Counts::of(b.descriptor_type, b.descriptor_count, &[])));
+    c
 }
 
 /// Does the table fit beside `app` (the application's set layouts, in order; None for a null
 /// layout)? The table sits at set `table.set`, so the application may use that many sets.
-pub fn check(app: &[Option<&SetLayoutCounts>], table: &BindlessTable, limits: &Limits) -> Result<(), Refusal> {
+pub fn check(app: &[Option<&SetLayoutCounts>], table: &TableConfig, limits: &Limits) -> Result<(), Refusal> {
     if app.len() > table.set as usize {
         return Err(Refusal {
             limit: "maxBoundDescriptorSets",
@@ -220,21 +226,13 @@ mod tests {
     type T = vk::DescriptorType;
     type St = vk::ShaderStageFlags;
 
-    fn table() -> BindlessTable {
-        BindlessTable {
-            set: 7,
-            sampled_images_binding: 0,
-            sampled_images_count: 65536,
-            storage_images_binding: 1,
-            storage_images_count: 65536,
-            samplers_binding: 2,
-            samplers_count: 4096,
-        }
+    fn table() -> TableConfig {
+        TableConfig { set: 7, images: Some(shader_rewrite::BindlessTable::with_defaults(7)), buffers: None }
     }
 
     /// lavapipe 25.0: 8 sets, 1 000 000 of everything.
     fn lavapipe() -> Limits {
-        Limits { max_bound_descriptor_sets: 8, per_stage: [1_000_000; 4], per_layout: [1_000_000; 3] }
+        Limits { max_bound_descriptor_sets: 8, per_stage: [1_000_000; 5], per_layout: [1_000_000; 4] }
     }
 
     fn layout(bindings: &[(St, T, u32)]) -> SetLayoutCounts {
@@ -245,14 +243,14 @@ mod tests {
 
     #[test]
     fn classes_follow_the_spec_limits() {
-        assert_eq!(Counts::of(T::COMBINED_IMAGE_SAMPLER, 3, &[]), Counts([3, 3, 0, 3]));
-        assert_eq!(Counts::of(T::UNIFORM_TEXEL_BUFFER, 2, &[]), Counts([0, 2, 0, 2]));
-        assert_eq!(Counts::of(T::STORAGE_TEXEL_BUFFER, 2, &[]), Counts([0, 0, 2, 2]));
-        assert_eq!(Counts::of(T::STORAGE_BUFFER, 5, &[]), Counts([0, 0, 0, 5]));
+        assert_eq!(Counts::of(T::COMBINED_IMAGE_SAMPLER, 3, &[]), Counts([3, 3, 0, 0, 3]));
+        assert_eq!(Counts::of(T::UNIFORM_TEXEL_BUFFER, 2, &[]), Counts([0, 2, 0, 0, 2]));
+        assert_eq!(Counts::of(T::STORAGE_TEXEL_BUFFER, 2, &[]), Counts([0, 0, 2, 0, 2]));
+        assert_eq!(Counts::of(T::STORAGE_BUFFER, 5, &[]), Counts([0, 0, 0, 5, 5]));
         assert_eq!(Counts::of(T::INLINE_UNIFORM_BLOCK, 256, &[]), Counts::default());
         // vkd3d-proton's mutable heap binding: each listed type counts.
         let list = [T::SAMPLED_IMAGE, T::STORAGE_IMAGE, T::UNIFORM_TEXEL_BUFFER, T::STORAGE_BUFFER];
-        assert_eq!(Counts::of(T::MUTABLE_EXT, 10, &list), Counts([0, 20, 10, 40]));
+        assert_eq!(Counts::of(T::MUTABLE_EXT, 10, &list), Counts([0, 20, 10, 10, 40]));
     }
 
     #[test]
@@ -264,7 +262,7 @@ mod tests {
         let l = layout(&[(St::FRAGMENT, T::SAMPLED_IMAGE, 1_000_000 - 65536)]);
         let mut limits = lavapipe();
         assert_eq!(check(&[Some(&l)], &table(), &limits).unwrap_err().limit, "maxPerStageUpdateAfterBindResources");
-        limits.per_stage[3] = 2_000_000;
+        limits.per_stage[4] = 2_000_000;
         assert_eq!(check(&[Some(&l)], &table(), &limits), Ok(()));
         // Seven application sets: the table is the eighth.
         let sets = vec![None; 7];
@@ -285,9 +283,22 @@ mod tests {
         let a = layout(&[(St::VERTEX, T::STORAGE_IMAGE, 500_000)]);
         let b = layout(&[(St::FRAGMENT, T::STORAGE_IMAGE, 450_000)]);
         let mut limits = lavapipe();
-        limits.per_stage[3] = 2_000_000; // resources
+        limits.per_stage[4] = 2_000_000; // resources
         assert_eq!(check(&[Some(&a), Some(&b)], &table(), &limits).unwrap_err().limit, "maxDescriptorSetUpdateAfterBindStorageImages");
         // All eight sets used.
         assert_eq!(check(&[None; 8], &table(), &lavapipe()).unwrap_err().limit, "maxBoundDescriptorSets");
+    }
+
+    #[test]
+    fn storage_buffer_array_counts_as_storage_buffers() {
+        let t = TableConfig { set: 7, images: None, buffers: Some(shader_rewrite::BdaTable { set: 7, binding: 3, count: 65536 }) };
+        // vkd3d-proton's 1 000 000 storage buffers per stage leave no room for the BDA array.
+        let l = layout(&[(St::ALL, T::STORAGE_BUFFER, 1_000_000)]);
+        assert_eq!(check(&[Some(&l)], &t, &lavapipe()).unwrap_err().limit, "maxPerStageDescriptorUpdateAfterBindStorageBuffers");
+        // A million sampled images do not touch it (only resources, which have room here).
+        let l = layout(&[(St::ALL, T::STORAGE_BUFFER, 1000)]);
+        let mut limits = lavapipe();
+        limits.per_stage[4] = 2_000_000;
+        assert_eq!(check(&[Some(&l)], &t, &limits), Ok(()));
     }
 }

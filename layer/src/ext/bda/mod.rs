@@ -1,0 +1,332 @@
+//! VK_KHR_buffer_device_address (and the core 1.2 `bufferDeviceAddress` feature) on drivers
+//! without it, the way Dozen does it on D3D12: an address is `0xD3 << 56 | slot << 32 | offset`
+//! (`shader_rewrite::bda::encode_address`), where the slot names a storage-buffer descriptor of
+//! the layer-owned descriptor table (crate::tables, binding 3) holding the whole buffer.
+//!
+//! - Feature reporting: `bufferDeviceAddress` in `VkPhysicalDeviceBufferDeviceAddressFeatures`
+//!   and `VkPhysicalDeviceVulkan12Features`; `bufferDeviceAddressCaptureReplay` and
+//!   `bufferDeviceAddressMultiDevice` are reported false (see [`buffers`] for capture/replay).
+//!   The EXT extension (VK_EXT_buffer_device_address) is not provided.
+//! - vkCreateDevice: the extension name, the dedicated structure and the aggregate's bits are
+//!   removed, so the driver never sees the feature (also in `force` mode where it has it).
+//! - Buffers, memory and addresses: [`buffers`]. Shaders using PhysicalStorageBufferAddresses are
+//!   rewritten by shader-rewrite's physical_storage_buffer pass onto the table.
+use super::EmulatedExtension;
+use crate::device_features::effective_version;
+use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
+use crate::pnext::{self, Chain};
+use crate::settings::{Mode, Settings};
+use crate::tables::features::{self, Core, Indexing};
+use crate::tables::{budget, pfn, table};
+use crate::log_info;
+use ash::vk;
+use shader_rewrite::BdaTable;
+use std::ffi::{c_void, CStr};
+
+pub mod buffers;
+
+pub use buffers::Buffers;
+
+pub struct BufferDeviceAddress;
+
+pub const NAME: &CStr = vk::KHR_BUFFER_DEVICE_ADDRESS_NAME;
+/// VK_KHR_buffer_device_address revision 1 (the only one).
+pub const SPEC_VERSION: u32 = 1;
+const FEATURES: vk::StructureType = vk::StructureType::PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES;
+const V12: vk::StructureType = vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+
+impl EmulatedExtension for BufferDeviceAddress {
+    fn name(&self) -> &'static CStr {
+        NAME
+    }
+    fn spec_version(&self) -> u32 {
+        SPEC_VERSION
+    }
+    fn mode_setting(&self, settings: &Settings) -> Mode {
+        settings.buffer_device_address
+    }
+    /// The dedicated structure holds nothing but the three address bits: removed.
+    fn feature_struct_types(&self) -> &'static [vk::StructureType] {
+        &[FEATURES]
+    }
+    unsafe fn report_features(&self, node: *mut vk::BaseOutStructure<'static>) {
+        match (*node).s_type {
+            FEATURES => {
+                let f = &mut *(node as *mut vk::PhysicalDeviceBufferDeviceAddressFeatures);
+                f.buffer_device_address = vk::TRUE;
+                f.buffer_device_address_capture_replay = vk::FALSE;
+                f.buffer_device_address_multi_device = vk::FALSE;
+            }
+            V12 => {
+                let f = &mut *(node as *mut vk::PhysicalDeviceVulkan12Features);
+                f.buffer_device_address = vk::TRUE;
+                f.buffer_device_address_capture_replay = vk::FALSE;
+                f.buffer_device_address_multi_device = vk::FALSE;
+            }
+            _ => {}
+        }
+    }
+    unsafe fn feature_requested(&self, head: *const c_void) -> bool {
+        pnext::walk(head).any(|n| match (*n).s_type {
+            FEATURES => (*(n as *const vk::PhysicalDeviceBufferDeviceAddressFeatures)).buffer_device_address != vk::FALSE,
+            V12 => (*(n as *const vk::PhysicalDeviceVulkan12Features)).buffer_device_address != vk::FALSE,
+            _ => false,
+        })
+    }
+    /// The table depends on the device: device.rs sets `options.bda` from [`caps_for`].
+    fn enable_in_options(&self, _options: &mut shader_rewrite::Options) {}
+    unsafe fn unavailable(&self, inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Option<String> {
+        caps_for(inst, pd, phys).err()
+    }
+    /// Core since Vulkan 1.2: the feature bit counts, not only the extension name.
+    unsafe fn driver_has(&self, inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> bool {
+        if phys.has_extension(NAME) {
+            return true;
+        }
+        let Some(features2) = inst.features2_for_query() else { return false };
+        if phys.api_version < vk::API_VERSION_1_2 {
+            return false;
+        }
+        let mut f = vk::PhysicalDeviceBufferDeviceAddressFeatures::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: &mut f as *mut _ as *mut c_void, ..Default::default() };
+        features2(pd, &mut f2);
+        f.buffer_device_address != vk::FALSE
+    }
+    /// The aggregate's bits (the driver must not see the feature enabled).
+    unsafe fn clear_features(&self, chain: &mut Chain) -> Result<(), String> {
+        if let Some(v12) = chain.find_mut::<vk::PhysicalDeviceVulkan12Features>(V12) {
+            v12.buffer_device_address = vk::FALSE;
+            v12.buffer_device_address_capture_replay = vk::FALSE;
+            v12.buffer_device_address_multi_device = vk::FALSE;
+        }
+        if chain.tail_contains(V12) {
+            return Err("VkPhysicalDeviceVulkan12Features sits behind an unknown structure in read-only memory".into());
+        }
+        Ok(())
+    }
+}
+
+/// Default size of the storage-buffer array; capped like the image arrays (half of the
+/// device's update-after-bind limits, so layouts using up to half of them still get the table).
+pub const DEFAULT_BUFFERS: u32 = 65536;
+
+/// The descriptor-indexing bits the storage-buffer array and the lowered shaders need.
+pub const NEEDED_FEATURES: [Indexing; 4] =
+    [Indexing::StorageBufferUpdateAfterBind, Indexing::UpdateUnusedWhilePending, Indexing::PartiallyBound, Indexing::StorageBufferNonUniform];
+
+/// What a physical device offers for the storage-buffer array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    pub limits: budget::Limits,
+    pub table: BdaTable,
+    /// Core `shaderStorageBufferArrayDynamicIndexing` is supported (turned on at device creation).
+    pub dynamic_indexing: bool,
+    /// `maxStorageBufferRange`: a buffer's descriptor covers at most this many bytes.
+    pub max_range: u32,
+}
+
+/// Decides the array for a device, or why there cannot be one.
+pub fn caps(
+    limits: &vk::PhysicalDeviceLimits,
+    di: &vk::PhysicalDeviceDescriptorIndexingProperties,
+    features: &vk::PhysicalDeviceDescriptorIndexingFeatures,
+    core: &vk::PhysicalDeviceFeatures,
+) -> Result<Caps, String> {
+    let missing = features::missing(&NEEDED_FEATURES, features);
+    if !missing.is_empty() {
+        return Err(format!("the device lacks descriptor-indexing features {}", missing.join(", ")));
+    }
+    if limits.max_bound_descriptor_sets < 2 {
+        return Err(format!("maxBoundDescriptorSets is {} (pipelines need one set beside the table)", limits.max_bound_descriptor_sets));
+    }
+    let count = DEFAULT_BUFFERS
+        .min(di.max_descriptor_set_update_after_bind_storage_buffers / 2)
+        .min(di.max_per_stage_descriptor_update_after_bind_storage_buffers / 2)
+        .min(di.max_per_stage_update_after_bind_resources / 4)
+        .min(di.max_update_after_bind_descriptors_in_all_pools / 2 / 3)
+        .min(1 << shader_rewrite::bda::SLOT_BITS);
+    if count < 2 {
+        return Err(format!("update-after-bind storage-buffer limits too small for a table ({count})"));
+    }
+    Ok(Caps {
+        limits: budget::Limits::new(limits, di),
+        table: BdaTable { set: limits.max_bound_descriptor_sets - 1, binding: table::BUFFER_BINDING, count },
+        dynamic_indexing: core.shader_storage_buffer_array_dynamic_indexing != vk::FALSE,
+        max_range: limits.max_storage_buffer_range,
+    })
+}
+
+/// The array a physical device can hold, or why it cannot (queried once, logged once).
+///
+/// # Safety
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn caps_for(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<Caps, String> {
+    phys.bda
+        .get_or_init(|| {
+            let r = query_caps(inst, pd, phys);
+            match &r {
+                Ok(c) => log_info!(
+                    "bda: device '{}': VK_KHR_buffer_device_address can be emulated: {} storage-buffer slots at set {} binding {}",
+                    phys.name,
+                    c.table.count,
+                    c.table.set,
+                    c.table.binding
+                ),
+                Err(why) => log_info!("bda: device '{}': VK_KHR_buffer_device_address cannot be emulated: {why}", phys.name),
+            }
+            r
+        })
+        .clone()
+}
+
+unsafe fn query_caps(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<Caps, String> {
+    let version = effective_version(inst.api_version, phys.api_version);
+    if version < vk::API_VERSION_1_2 && !phys.has_extension(vk::EXT_DESCRIPTOR_INDEXING_NAME) {
+        return Err("needs Vulkan 1.2 (instance and device) or VK_EXT_descriptor_indexing".into());
+    }
+    let (Some(features2), Some(properties2)) = (inst.features2_for_query(), inst.properties2_for_query()) else {
+        return Err("cannot query features (Vulkan 1.0 instance without VK_KHR_get_physical_device_properties2)".into());
+    };
+    let mut di_f = vk::PhysicalDeviceDescriptorIndexingFeatures::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: &mut di_f as *mut _ as *mut c_void, ..Default::default() };
+    features2(pd, &mut f2);
+    let mut di_p = vk::PhysicalDeviceDescriptorIndexingProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2 { p_next: &mut di_p as *mut _ as *mut c_void, ..Default::default() };
+    properties2(pd, &mut p2);
+    di_f.p_next = std::ptr::null_mut();
+    di_p.p_next = std::ptr::null_mut();
+    caps(&p2.properties.limits, &di_p, &di_f, &f2.features)
+}
+
+/// The array this physical device would get, when the extension is emulated there.
+///
+/// # Safety
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn emulated_caps(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Option<Caps> {
+    match super::status_on(&BufferDeviceAddress, inst, pd, phys) {
+        super::Status::Emulated { .. } => caps_for(inst, pd, phys).ok(),
+        _ => None,
+    }
+}
+
+/// Turns on the descriptor-indexing features the storage-buffer array and the lowered shaders
+/// need in a copied `VkDeviceCreateInfo` chain. Returns the names newly enabled.
+///
+/// # Safety
+/// `chain` is a copy of a valid VkDeviceCreateInfo chain.
+pub unsafe fn enable_features(
+    chain: &mut Chain,
+    enabled_features: &mut Option<vk::PhysicalDeviceFeatures>,
+    enabled_extensions: &[&CStr],
+    version: u32,
+    caps: &Caps,
+) -> Result<Vec<&'static str>, String> {
+    let core: &[Core] = if caps.dynamic_indexing { &[Core::StorageBufferDynamic] } else { &[] };
+    features::enable(chain, enabled_features, enabled_extensions, version, &NEEDED_FEATURES, core)
+}
+
+/// vkGetDeviceProcAddr for a device with the emulation active: our hook for `name`, if it is one
+/// of the extension's. `next_exists`: the next layer has the command.
+pub fn device_hook(name: &[u8], next_exists: bool) -> vk::PFN_vkVoidFunction {
+    // Answered by the layer whether or not the driver has them.
+    match name {
+        // vkGetBufferDeviceAddressEXT too: same signature, for an application that enabled
+        // VK_EXT_buffer_device_address on a driver that has it while the layer emulates.
+        b"vkGetBufferDeviceAddress" | b"vkGetBufferDeviceAddressKHR" | b"vkGetBufferDeviceAddressEXT" => {
+            return pfn!(buffers::get_buffer_device_address as vk::PFN_vkGetBufferDeviceAddress)
+        }
+        b"vkGetBufferOpaqueCaptureAddress" | b"vkGetBufferOpaqueCaptureAddressKHR" => {
+            return pfn!(buffers::get_buffer_opaque_capture_address as vk::PFN_vkGetBufferOpaqueCaptureAddress)
+        }
+        b"vkGetDeviceMemoryOpaqueCaptureAddress" | b"vkGetDeviceMemoryOpaqueCaptureAddressKHR" => {
+            return pfn!(buffers::get_device_memory_opaque_capture_address as vk::PFN_vkGetDeviceMemoryOpaqueCaptureAddress)
+        }
+        _ => {}
+    }
+    if !next_exists {
+        return None;
+    }
+    match name {
+        b"vkCreateBuffer" => pfn!(buffers::create_buffer as vk::PFN_vkCreateBuffer),
+        b"vkDestroyBuffer" => pfn!(buffers::destroy_buffer as vk::PFN_vkDestroyBuffer),
+        b"vkBindBufferMemory" => pfn!(buffers::bind_buffer_memory as vk::PFN_vkBindBufferMemory),
+        b"vkBindBufferMemory2" => pfn!(buffers::bind_buffer_memory2 as vk::PFN_vkBindBufferMemory2),
+        b"vkBindBufferMemory2KHR" => pfn!(buffers::bind_buffer_memory2_khr as vk::PFN_vkBindBufferMemory2),
+        b"vkAllocateMemory" => pfn!(buffers::allocate_memory as vk::PFN_vkAllocateMemory),
+        b"vkGetDeviceBufferMemoryRequirements" => {
+            pfn!(buffers::get_device_buffer_memory_requirements as vk::PFN_vkGetDeviceBufferMemoryRequirements)
+        }
+        b"vkGetDeviceBufferMemoryRequirementsKHR" => {
+            pfn!(buffers::get_device_buffer_memory_requirements_khr as vk::PFN_vkGetDeviceBufferMemoryRequirements)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(x: u32) -> vk::PhysicalDeviceDescriptorIndexingProperties<'static> {
+        vk::PhysicalDeviceDescriptorIndexingProperties {
+            max_per_stage_update_after_bind_resources: x,
+            max_update_after_bind_descriptors_in_all_pools: u32::MAX,
+            max_descriptor_set_update_after_bind_storage_buffers: x,
+            max_per_stage_descriptor_update_after_bind_storage_buffers: x,
+            ..Default::default()
+        }
+    }
+
+    fn all_features() -> vk::PhysicalDeviceDescriptorIndexingFeatures<'static> {
+        vk::PhysicalDeviceDescriptorIndexingFeatures {
+            descriptor_binding_storage_buffer_update_after_bind: vk::TRUE,
+            descriptor_binding_update_unused_while_pending: vk::TRUE,
+            descriptor_binding_partially_bound: vk::TRUE,
+            shader_storage_buffer_array_non_uniform_indexing: vk::TRUE,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn array_sizes() {
+        let limits = vk::PhysicalDeviceLimits { max_bound_descriptor_sets: 8, max_storage_buffer_range: 1 << 27, ..Default::default() };
+        let c = caps(&limits, &props(1_000_000), &all_features(), &Default::default()).unwrap();
+        assert_eq!(c.table, BdaTable { set: 7, binding: 3, count: 65536 });
+        assert_eq!(c.max_range, 1 << 27);
+        let c = caps(&limits, &props(1000), &all_features(), &Default::default()).unwrap();
+        assert_eq!(c.table.count, 250, "a quarter of the per-stage resources");
+        let mut f = all_features();
+        f.descriptor_binding_partially_bound = vk::FALSE;
+        assert!(caps(&limits, &props(1_000_000), &f, &Default::default()).unwrap_err().contains("descriptorBindingPartiallyBound"));
+    }
+
+    #[test]
+    fn features_reported_requested_and_cleared() {
+        type S = vk::StructureType;
+        let mut f = vk::PhysicalDeviceBufferDeviceAddressFeatures { buffer_device_address_capture_replay: vk::TRUE, ..Default::default() };
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
+        unsafe {
+            assert!(!BufferDeviceAddress.feature_requested(&f as *const _ as *const c_void));
+            BufferDeviceAddress.report_features(&mut f as *mut _ as *mut vk::BaseOutStructure);
+            BufferDeviceAddress.report_features(&mut v12 as *mut _ as *mut vk::BaseOutStructure);
+        }
+        assert_eq!((f.buffer_device_address, f.buffer_device_address_capture_replay), (vk::TRUE, vk::FALSE));
+        assert_eq!(v12.buffer_device_address, vk::TRUE);
+        assert!(unsafe { BufferDeviceAddress.feature_requested(&v12 as *const _ as *const c_void) });
+        let mut chain = unsafe { Chain::copy(&v12 as *const _ as *const c_void) };
+        unsafe { BufferDeviceAddress.clear_features(&mut chain) }.unwrap();
+        let copy = unsafe { chain.find_mut::<vk::PhysicalDeviceVulkan12Features>(S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) }.unwrap();
+        assert_eq!(copy.buffer_device_address, vk::FALSE);
+        assert_eq!(v12.buffer_device_address, vk::TRUE, "application's struct untouched");
+    }
+
+    #[test]
+    fn hooks() {
+        assert!(device_hook(b"vkGetBufferDeviceAddress", false).is_some());
+        assert!(device_hook(b"vkGetBufferDeviceAddressKHR", false).is_some());
+        assert!(device_hook(b"vkGetBufferDeviceAddressEXT", false).is_some());
+        assert!(device_hook(b"vkCreateBuffer", true).is_some());
+        assert!(device_hook(b"vkCreateBuffer", false).is_none());
+        assert!(device_hook(b"vkCmdDraw", true).is_none());
+    }
+}

@@ -1,0 +1,317 @@
+//! The layer-owned descriptor table: one descriptor set at the reserved index
+//! `maxBoundDescriptorSets - 1` holding the arrays of every user active on the device —
+//! bindless textures (sampled images, storage images, samplers: bindings 0/1/2) and buffer
+//! device addresses (a storage-buffer array: binding 3). [`TableConfig`] says which; this module
+//! creates and destroys the set layout, pool and set through next-layer pointers.
+//!
+//! Every slot that is not live holds a harmless filler, so that a garbage handle or address
+//! (clamped into the table by the lowering) never reads an unwritten descriptor: a null
+//! descriptor in the image and buffer arrays (`nullDescriptor` of VK_EXT_robustness2, when the
+//! device has it: reads return zero, writes are discarded; a null storage buffer has length 0)
+//! and a layer-owned default sampler (nearest, clamp-to-edge) in the sampler array. The fillers
+//! are written into all slots at creation and written back into a slot when it is released.
+use super::Next;
+use crate::{log_error, log_info};
+use ash::vk;
+use shader_rewrite::{BdaTable, BindlessTable};
+
+/// Bindings inside the table's set (fixed contract with the shader passes).
+pub const SAMPLED_BINDING: u32 = 0;
+pub const STORAGE_BINDING: u32 = 1;
+pub const SAMPLER_BINDING: u32 = 2;
+pub const BUFFER_BINDING: u32 = 3;
+
+/// Which arrays one device's table holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableConfig {
+    /// The reserved set index (`maxBoundDescriptorSets - 1`).
+    pub set: u32,
+    /// Bindless textures (VK_NVX_image_view_handle), when emulated.
+    pub images: Option<BindlessTable>,
+    /// Buffer device addresses (VK_KHR_buffer_device_address), when emulated: the
+    /// storage-buffer array (slot = array element).
+    pub buffers: Option<BdaTable>,
+}
+
+impl TableConfig {
+    /// The table's bindings (all stages), in binding order.
+    pub fn bindings(&self) -> Vec<vk::DescriptorSetLayoutBinding<'static>> {
+        let one = |binding, descriptor_type, descriptor_count| vk::DescriptorSetLayoutBinding {
+            binding,
+            descriptor_type,
+            descriptor_count,
+            stage_flags: vk::ShaderStageFlags::ALL,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        if let Some(t) = &self.images {
+            out.push(one(t.sampled_images_binding, vk::DescriptorType::SAMPLED_IMAGE, t.sampled_images_count));
+            out.push(one(t.storage_images_binding, vk::DescriptorType::STORAGE_IMAGE, t.storage_images_count));
+            out.push(one(t.samplers_binding, vk::DescriptorType::SAMPLER, t.samplers_count));
+        }
+        if let Some(b) = &self.buffers {
+            out.push(one(b.binding, vk::DescriptorType::STORAGE_BUFFER, b.count));
+        }
+        out
+    }
+
+    /// Total descriptors (what the table's pool takes from the all-pools budget).
+    pub fn descriptor_count(&self) -> u32 {
+        self.bindings().iter().map(|b| b.descriptor_count).sum()
+    }
+
+    /// One line for the log.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(t) = &self.images {
+            parts.push(format!(
+                "{} sampled images (binding {}), {} storage images (binding {}), {} samplers (binding {})",
+                t.sampled_images_count, t.sampled_images_binding, t.storage_images_count, t.storage_images_binding, t.samplers_count, t.samplers_binding
+            ));
+        }
+        if let Some(b) = &self.buffers {
+            parts.push(format!("{} storage buffers (binding {})", b.count, b.binding));
+        }
+        parts.join(", ")
+    }
+}
+
+/// The one limit the layer lowers: the table's pool takes its descriptors from
+/// `maxUpdateAfterBindDescriptorsInAllPools`, a device-wide budget of every update-after-bind
+/// pool (vkCreateDescriptorPool may fail with VK_ERROR_FRAGMENTATION beyond it). Every other
+/// limit is the driver's: the table only counts against the layouts it is appended to, and it
+/// is appended only where it fits (budget.rs).
+pub fn reserve_pool_descriptors(table_descriptors: u32, all_pools: u32) -> u32 {
+    all_pools.saturating_sub(table_descriptors)
+}
+
+/// The Vulkan objects of one device's table.
+#[derive(Debug, Clone, Copy)]
+pub struct Table {
+    pub config: TableConfig,
+    pub layout: vk::DescriptorSetLayout,
+    /// Zero bindings: fills the set indices between the application's sets and the table.
+    pub empty_layout: vk::DescriptorSetLayout,
+    pub pool: vk::DescriptorPool,
+    pub set: vk::DescriptorSet,
+    /// Layer-owned sampler (nearest, clamp-to-edge) in every free sampler slot (null when the
+    /// table has no image arrays).
+    pub default_sampler: vk::Sampler,
+    /// `nullDescriptor` is enabled: free image and buffer slots hold null descriptors (else
+    /// they are left unwritten / stale, and a garbage handle naming one is undefined behaviour).
+    pub null_descriptor: bool,
+}
+
+impl Table {
+    /// Creates the table on `device`.
+    ///
+    /// # Safety
+    /// `device` is a live device and `next` holds its next-layer commands.
+    /// `null_descriptor`: the device was created with `nullDescriptor` enabled.
+    pub unsafe fn create(device: vk::Device, next: &Next, config: TableConfig, name: &str, null_descriptor: bool) -> Result<Table, String> {
+        let (Some(create_dsl), Some(destroy_dsl), Some(create_pool), Some(destroy_pool), Some(alloc), Some(update), Some(create_sampler), Some(_)) = (
+            next.create_descriptor_set_layout,
+            next.destroy_descriptor_set_layout,
+            next.create_descriptor_pool,
+            next.destroy_descriptor_pool,
+            next.allocate_descriptor_sets,
+            next.update_descriptor_sets,
+            next.create_sampler,
+            next.destroy_sampler, // Table::destroy needs it
+        ) else {
+            return Err("the next layer lacks descriptor commands".into());
+        };
+        let bindings = config.bindings();
+        let flags = vec![
+            vk::DescriptorBindingFlags::UPDATE_AFTER_BIND
+                | vk::DescriptorBindingFlags::PARTIALLY_BOUND
+                | vk::DescriptorBindingFlags::UPDATE_UNUSED_WHILE_PENDING;
+            bindings.len()
+        ];
+        let flags_info = vk::DescriptorSetLayoutBindingFlagsCreateInfo {
+            binding_count: flags.len() as u32,
+            p_binding_flags: flags.as_ptr(),
+            ..Default::default()
+        };
+        let ci = vk::DescriptorSetLayoutCreateInfo {
+            p_next: &flags_info as *const _ as *const std::ffi::c_void,
+            flags: vk::DescriptorSetLayoutCreateFlags::UPDATE_AFTER_BIND_POOL,
+            binding_count: bindings.len() as u32,
+            p_bindings: bindings.as_ptr(),
+            ..Default::default()
+        };
+        let mut layout = vk::DescriptorSetLayout::null();
+        let r = create_dsl(device, &ci, std::ptr::null(), &mut layout);
+        if r != vk::Result::SUCCESS {
+            return Err(format!("vkCreateDescriptorSetLayout (table) returned {r:?}"));
+        }
+        let empty_ci = vk::DescriptorSetLayoutCreateInfo::default();
+        let mut empty_layout = vk::DescriptorSetLayout::null();
+        let r = create_dsl(device, &empty_ci, std::ptr::null(), &mut empty_layout);
+        if r != vk::Result::SUCCESS {
+            destroy_dsl(device, layout, std::ptr::null());
+            return Err(format!("vkCreateDescriptorSetLayout (padding) returned {r:?}"));
+        }
+        let sizes: Vec<vk::DescriptorPoolSize> =
+            bindings.iter().map(|b| vk::DescriptorPoolSize { ty: b.descriptor_type, descriptor_count: b.descriptor_count }).collect();
+        let pool_ci = vk::DescriptorPoolCreateInfo {
+            flags: vk::DescriptorPoolCreateFlags::UPDATE_AFTER_BIND,
+            max_sets: 1,
+            pool_size_count: sizes.len() as u32,
+            p_pool_sizes: sizes.as_ptr(),
+            ..Default::default()
+        };
+        let mut pool = vk::DescriptorPool::null();
+        let r = create_pool(device, &pool_ci, std::ptr::null(), &mut pool);
+        if r != vk::Result::SUCCESS {
+            destroy_dsl(device, layout, std::ptr::null());
+            destroy_dsl(device, empty_layout, std::ptr::null());
+            return Err(format!("vkCreateDescriptorPool returned {r:?}"));
+        }
+        let alloc_info = vk::DescriptorSetAllocateInfo {
+            descriptor_pool: pool,
+            descriptor_set_count: 1,
+            p_set_layouts: &layout,
+            ..Default::default()
+        };
+        let mut set = vk::DescriptorSet::null();
+        let r = alloc(device, &alloc_info, &mut set);
+        if r != vk::Result::SUCCESS {
+            destroy_pool(device, pool, std::ptr::null());
+            destroy_dsl(device, layout, std::ptr::null());
+            destroy_dsl(device, empty_layout, std::ptr::null());
+            return Err(format!("vkAllocateDescriptorSets returned {r:?}"));
+        }
+        let mut default_sampler = vk::Sampler::null();
+        if config.images.is_some() {
+            let sampler_ci = default_sampler_info();
+            let r = create_sampler(device, &sampler_ci, std::ptr::null(), &mut default_sampler);
+            if r != vk::Result::SUCCESS {
+                destroy_pool(device, pool, std::ptr::null());
+                destroy_dsl(device, layout, std::ptr::null());
+                destroy_dsl(device, empty_layout, std::ptr::null());
+                return Err(format!("vkCreateSampler (default sampler) returned {r:?}"));
+            }
+        }
+        let table = Table { config, layout, empty_layout, pool, set, default_sampler, null_descriptor };
+        // Fillers in every slot, slot 0 included: one write per array.
+        for b in &bindings {
+            table.fill(device, update, b.binding, b.descriptor_type, 0, b.descriptor_count);
+        }
+        log_info!(
+            "tables: device '{name}': descriptor table at set {}: {}; free slots hold {}",
+            config.set,
+            config.describe(),
+            if null_descriptor {
+                "null descriptors (the default sampler in the sampler array)"
+            } else {
+                "no image/buffer descriptor (nullDescriptor unavailable: a garbage handle or address is undefined behaviour)"
+            }
+        );
+        Ok(table)
+    }
+
+    /// Writes the filler of `ty` into `count` slots from `first` of `binding` (nothing where
+    /// there is no filler: image/buffer arrays without `nullDescriptor`).
+    ///
+    /// # Safety
+    /// The device is live; the caller serializes writes to the set (vkUpdateDescriptorSets:
+    /// dstSet is externally synchronized).
+    pub unsafe fn fill(&self, device: vk::Device, update: vk::PFN_vkUpdateDescriptorSets, binding: u32, ty: vk::DescriptorType, first: u32, count: u32) {
+        let mut w = vk::WriteDescriptorSet {
+            dst_set: self.set,
+            dst_binding: binding,
+            dst_array_element: first,
+            descriptor_count: count,
+            descriptor_type: ty,
+            ..Default::default()
+        };
+        if ty == vk::DescriptorType::STORAGE_BUFFER {
+            if !self.null_descriptor {
+                return;
+            }
+            // VUID-VkDescriptorBufferInfo-buffer-02999: a null buffer needs nullDescriptor; its
+            // offset must be 0 and its range VK_WHOLE_SIZE.
+            let infos = vec![vk::DescriptorBufferInfo { buffer: vk::Buffer::null(), offset: 0, range: vk::WHOLE_SIZE }; count as usize];
+            w.p_buffer_info = infos.as_ptr();
+            update(device, 1, &w, 0, std::ptr::null());
+            return;
+        }
+        let Some(info) = self.filler(ty) else { return };
+        let infos = vec![info; count as usize];
+        w.p_image_info = infos.as_ptr();
+        update(device, 1, &w, 0, std::ptr::null());
+    }
+
+    /// The filler of a free slot of an image or sampler array of `ty`: a null image descriptor
+    /// (only with `nullDescriptor`) or the default sampler.
+    fn filler(&self, ty: vk::DescriptorType) -> Option<vk::DescriptorImageInfo> {
+        match ty {
+            vk::DescriptorType::SAMPLER => Some(vk::DescriptorImageInfo { sampler: self.default_sampler, ..Default::default() }),
+            vk::DescriptorType::SAMPLED_IMAGE if self.null_descriptor => Some(vk::DescriptorImageInfo {
+                image_view: vk::ImageView::null(),
+                image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+                ..Default::default()
+            }),
+            vk::DescriptorType::STORAGE_IMAGE if self.null_descriptor => {
+                Some(vk::DescriptorImageInfo { image_view: vk::ImageView::null(), image_layout: vk::ImageLayout::GENERAL, ..Default::default() })
+            }
+            _ => None,
+        }
+    }
+
+    /// # Safety
+    /// `device` is the live device the table was created on; no pending work uses it.
+    pub unsafe fn destroy(&self, device: vk::Device, next: &Next) {
+        match (next.destroy_descriptor_pool, next.destroy_descriptor_set_layout, next.destroy_sampler) {
+            (Some(dp), Some(dl), Some(ds)) => {
+                dp(device, self.pool, std::ptr::null());
+                dl(device, self.layout, std::ptr::null());
+                dl(device, self.empty_layout, std::ptr::null());
+                if self.default_sampler != vk::Sampler::null() {
+                    ds(device, self.default_sampler, std::ptr::null());
+                }
+            }
+            _ => log_error!("tables: cannot destroy the descriptor table (next layer lacks the commands)"),
+        }
+    }
+}
+
+/// The default sampler: nearest, clamp-to-edge, no anisotropy / compare.
+pub fn default_sampler_info() -> vk::SamplerCreateInfo<'static> {
+    vk::SamplerCreateInfo {
+        mag_filter: vk::Filter::NEAREST,
+        min_filter: vk::Filter::NEAREST,
+        mipmap_mode: vk::SamplerMipmapMode::NEAREST,
+        address_mode_u: vk::SamplerAddressMode::CLAMP_TO_EDGE,
+        address_mode_v: vk::SamplerAddressMode::CLAMP_TO_EDGE,
+        address_mode_w: vk::SamplerAddressMode::CLAMP_TO_EDGE,
+        max_lod: vk::LOD_CLAMP_NONE,
+        border_color: vk::BorderColor::FLOAT_TRANSPARENT_BLACK,
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bindings_per_user() {
+        let images = BindlessTable::with_defaults(7);
+        let both = TableConfig { set: 7, images: Some(images), buffers: Some(BdaTable { set: 7, binding: BUFFER_BINDING, count: 1000 }) };
+        let b = both.bindings();
+        assert_eq!(b.iter().map(|b| (b.binding, b.descriptor_type)).collect::<Vec<_>>(), vec![
+            (0, vk::DescriptorType::SAMPLED_IMAGE),
+            (1, vk::DescriptorType::STORAGE_IMAGE),
+            (2, vk::DescriptorType::SAMPLER),
+            (3, vk::DescriptorType::STORAGE_BUFFER)
+        ]);
+        assert_eq!(both.descriptor_count(), 65536 + 65536 + 4096 + 1000);
+        let buffers = TableConfig { images: None, ..both };
+        assert_eq!(buffers.bindings().len(), 1);
+        assert_eq!(reserve_pool_descriptors(buffers.descriptor_count(), 1_000_000), 999_000);
+        assert_eq!(reserve_pool_descriptors(both.descriptor_count(), 1000), 0);
+        assert!(both.describe().contains("1000 storage buffers (binding 3)"), "{}", both.describe());
+    }
+}
