@@ -253,16 +253,19 @@ fn check_c_run(r: &Run, expect: &Expect, validation_log: Option<&Path>) -> Resul
     if let Some(missing) = want.iter().find(|w| !r.stdout.contains(**w)) {
         return Err(format!("output lacks '{missing}'\n{}", r.describe()));
     }
-    if let Some(log) = validation_log {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        // Control: the validation layer was loaded and its log is this file.
-        if !text.contains("Khronos Validation Layer Active") {
-            return Err(format!("validation layer did not log to {}\n{}", log.display(), r.describe()));
-        }
-        let errors: Vec<&str> = text.lines().filter(|l| l.contains("Validation Error")).collect();
-        if !errors.is_empty() {
-            return Err(format!("validation errors:\n{}\n{}", errors.join("\n"), r.describe()));
-        }
+    validation_log.map_or(Ok(()), |log| check_validation_log(r, log))
+}
+
+/// The validation layer was loaded, logged to `log`, and reported no error.
+fn check_validation_log(r: &Run, log: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    // Control: the validation layer was loaded and its log is this file.
+    if !text.contains("Khronos Validation Layer Active") {
+        return Err(format!("validation layer did not log to {}\n{}", log.display(), r.describe()));
+    }
+    let errors: Vec<&str> = text.lines().filter(|l| l.contains("Validation Error")).collect();
+    if !errors.is_empty() {
+        return Err(format!("validation errors:\n{}\n{}", errors.join("\n"), r.describe()));
     }
     Ok(())
 }
@@ -363,24 +366,26 @@ fn c_program_linked_with_libvulkan_implicit_layer() {
 }
 
 /// `vkcube` and `vkcubepp` (C and C++, linked with -lvulkan, WSI through Xvfb) render 30 frames
-/// and exit 0, with and without the layer, next to device_select and the validation layer.
+/// and exit 0, with and without the layer, next to device_select and the validation layer (which
+/// reports no error for them alone, nor with the layer above or below it).
 #[test]
 fn vkcube_and_vkcubepp_under_xvfb() {
     let mut failures = Vec::new();
-    let ways: [(&str, Env); 5] = [
-        ("without the layer", Env::default()),
-        ("VK_INSTANCE_LAYERS", Env::default().instance_layers(&[POLYFILL])),
-        ("VK_INSTANCE_LAYERS, NODEVICE_SELECT=1", Env::default().instance_layers(&[POLYFILL]).no_device_select()),
-        ("validation below the layer", Env::default().instance_layers(&[POLYFILL, VALIDATION])),
-        ("validation above the layer", Env::default().instance_layers(&[VALIDATION, POLYFILL])),
+    let ways: [(&str, Env, bool); 6] = [
+        ("without the layer", Env::default(), false),
+        ("validation alone", Env::default().instance_layers(&[VALIDATION]), true),
+        ("VK_INSTANCE_LAYERS", Env::default().instance_layers(&[POLYFILL]), false),
+        ("VK_INSTANCE_LAYERS, NODEVICE_SELECT=1", Env::default().instance_layers(&[POLYFILL]).no_device_select(), false),
+        ("validation below the layer", Env::default().instance_layers(&[POLYFILL, VALIDATION]), true),
+        ("validation above the layer", Env::default().instance_layers(&[VALIDATION, POLYFILL]), true),
     ];
     for cube in ["vkcube", "vkcubepp"] {
-        for (name, env) in &ways {
-            let home = temp_dir("vkcube-home");
-            let r = run(&format!("{cube}, {name}"), &["xvfb-run", "-a", cube, "--c", "30"], env, &home);
-            if !r.ok() {
-                failures.push(r.describe());
-            }
+        for (name, env, validation) in &ways {
+            let dir = temp_dir("vkcube-case");
+            let (env, log) = if *validation { validation_logging(env.clone(), &dir) } else { (env.clone(), PathBuf::new()) };
+            let r = run(&format!("{cube}, {name}"), &["xvfb-run", "-a", cube, "--c", "30"], &env, &dir);
+            let checked = if !r.ok() { Err(r.describe()) } else if *validation { check_validation_log(&r, &log) } else { Ok(()) };
+            failures.extend(checked.err());
         }
     }
     assert!(failures.is_empty(), "{} of {} runs failed:\n{}", failures.len(), 2 * ways.len(), failures.join("\n\n"));
