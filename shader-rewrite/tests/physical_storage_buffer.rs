@@ -17,14 +17,16 @@ fn options(int64: bool) -> Options {
 
 /// A compute module: capabilities (beyond Shader and PhysicalStorageBufferAddresses), then
 /// `body` (decorations, types, functions: everything after OpExecutionMode), with a push
-/// constant block `%pc` holding an address in member 0 (`%ulong`) declared by the header.
+/// constant block `%pc` holding an address in member 0 (`%ulong`) declared by the header, and
+/// a storage buffer `%sb` if `body` declares one.
 fn module(caps: &[&str], decorations: &str, body: &str) -> String {
     let caps: String = caps.iter().map(|c| format!("OpCapability {c}\n")).collect();
+    let sb = if body.contains("%sb = OpVariable") { " %sb" } else { "" };
     format!(
         "OpCapability Shader\nOpCapability PhysicalStorageBufferAddresses\nOpCapability Int64\n{caps}\
          OpExtension \"SPV_KHR_physical_storage_buffer\"\n\
          OpMemoryModel PhysicalStorageBuffer64 GLSL450\n\
-         OpEntryPoint GLCompute %main \"main\" %pc\n\
+         OpEntryPoint GLCompute %main \"main\" %pc{sb}\n\
          OpExecutionMode %main LocalSize 1 1 1\n\
          OpDecorate %PC Block\nOpMemberDecorate %PC 0 Offset 0\n{decorations}\n\
          %void = OpTypeVoid\n%fn = OpTypeFunction %void\n\
@@ -39,10 +41,15 @@ fn module(caps: &[&str], decorations: &str, body: &str) -> String {
 /// Assembles, rewrites under both address types, validates, checks no trace of physical
 /// pointers is left and the table is used as declared; returns the u64 disassembly and stats.
 fn lower(text: &str) -> (String, Stats) {
+    lower_for(text, &[true, false])
+}
+
+/// [`lower`] for targets with (true) and/or without (false) Int64.
+fn lower_for(text: &str, int64s: &[bool]) -> (String, Stats) {
     let words = assemble(text, ENV);
     validate(&words, ENV).unwrap_or_else(|e| panic!("input does not validate: {e}\n{text}"));
     let mut first = None;
-    for int64 in [true, false] {
+    for &int64 in int64s {
         let out = rewrite(&words, &options(int64)).unwrap_or_else(|e| panic!("rewrite failed (int64 {int64}): {e}"));
         let dis = disassemble(&out.words);
         if let Err(e) = validate(&out.words, ENV) {
@@ -124,4 +131,134 @@ fn ptr_access_chain_without_array_stride_is_an_error() {
     );
     let e = error(&text);
     assert!(matches!(&e, RewriteError::Unsupported { reason, .. } if reason.contains("ArrayStride")), "{e}");
+}
+
+/// buffer_reference-style linked list: a struct whose member points to the next node, chased
+/// in a loop through a Function variable holding the pointer, then with OpPhis (the loop
+/// header reads memory too, so it is split), pointers compared against null.
+#[test]
+fn linked_list() {
+    let decorations = "OpMemberDecorate %Node 0 Offset 0\nOpMemberDecorate %Node 1 Offset 8\nOpDecorate %Node Block";
+    let types = "OpTypeForwardPointer %pNode PhysicalStorageBuffer\n%Node = OpTypeStruct %pNode %uint\n\
+         %pNode = OpTypePointer PhysicalStorageBuffer %Node\n%ppNode = OpTypePointer PhysicalStorageBuffer %pNode\n\
+         %pu = OpTypePointer PhysicalStorageBuffer %uint\n%fpNode = OpTypePointer Function %pNode\n%fu = OpTypePointer Function %uint\n\
+         %z64 = OpConstant %ulong 0\n";
+    let variable_loop = "%main = OpFunction %void None %fn\n%entry = OpLabel\n\
+         %var = OpVariable %fpNode Function\n%sum = OpVariable %fu Function\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%head = OpConvertUToPtr %pNode %x\n\
+         OpStore %var %head\nOpStore %sum %u0\nOpBranch %header\n\
+         %header = OpLabel\nOpLoopMerge %merge %cont None\nOpBranch %check\n\
+         %check = OpLabel\n%cur = OpLoad %pNode %var\n%n = OpConvertPtrToU %ulong %cur\n%nz = OpINotEqual %bool %n %z64\nOpBranchConditional %nz %body %merge\n\
+         %body = OpLabel\n%vp = OpAccessChain %pu %cur %i1\n%v = OpLoad %uint %vp Aligned 8\n%s = OpLoad %uint %sum\n%s2 = OpIAdd %uint %s %v\nOpStore %sum %s2\n\
+         %np = OpAccessChain %ppNode %cur %i0\n%next = OpLoad %pNode %np Aligned 8\nOpStore %var %next\nOpBranch %cont\n\
+         %cont = OpLabel\nOpBranch %header\n\
+         %merge = OpLabel\n%hv = OpAccessChain %pu %head %i1\n%total = OpLoad %uint %sum\nOpStore %hv %total Aligned 8\nOpReturn\nOpFunctionEnd\n";
+    let (_, stats) = lower(&module(&[], decorations, &format!("{types}{variable_loop}")));
+    assert_eq!((stats.physical_loads, stats.physical_stores, stats.physical_chains), (2, 1, 3), "{stats:?}");
+
+    let phi_loop = "%main = OpFunction %void None %fn\n%entry = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%head = OpConvertUToPtr %pNode %x\nOpBranch %header\n\
+         %header = OpLabel\n%cur = OpPhi %pNode %head %entry %next %body\n%acc = OpPhi %uint %u0 %entry %acc2 %body\n\
+         %n = OpConvertPtrToU %ulong %cur\n%nz = OpINotEqual %bool %n %z64\n%vp = OpAccessChain %pu %cur %i1\n%v = OpLoad %uint %vp Aligned 8\n\
+         OpLoopMerge %merge %body None\nOpBranchConditional %nz %body %merge\n\
+         %body = OpLabel\n%acc2 = OpIAdd %uint %acc %v\n%np = OpAccessChain %ppNode %cur %i0\n%next = OpLoad %pNode %np Aligned 8\nOpBranch %header\n\
+         %merge = OpLabel\n%hv = OpAccessChain %pu %head %i1\nOpStore %hv %acc Aligned 8\nOpReturn\nOpFunctionEnd\n";
+    let (_, stats) = lower(&module(&[], decorations, &format!("{types}{phi_loop}")));
+    assert_eq!((stats.physical_loads, stats.physical_stores), (2, 1), "{stats:?}");
+}
+
+/// Pointers held in a storage buffer: a struct of pointers and an array of them (8 bytes each
+/// in the explicit layout), loaded, followed, and stored back.
+#[test]
+fn struct_of_pointers_in_a_storage_buffer() {
+    let text = module(
+        &[],
+        "OpDecorate %Buf Block\nOpMemberDecorate %Buf 0 Offset 0\nOpMemberDecorate %Buf 1 Offset 8\nOpMemberDecorate %Buf 2 Offset 16\n\
+         OpDecorate %arr ArrayStride 8\nOpDecorate %sb DescriptorSet 0\nOpDecorate %sb Binding 0",
+        "%pu = OpTypePointer PhysicalStorageBuffer %uint\n%pf = OpTypePointer PhysicalStorageBuffer %float\n\
+         %arr = OpTypeArray %pu %u4\n%Buf = OpTypeStruct %pu %pf %arr\n%pBuf = OpTypePointer StorageBuffer %Buf\n\
+         %sbpu = OpTypePointer StorageBuffer %pu\n%sbpf = OpTypePointer StorageBuffer %pf\n%sb = OpVariable %pBuf StorageBuffer\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %m0 = OpAccessChain %sbpu %sb %i0\n%p = OpLoad %pu %m0\n%v = OpLoad %uint %p Aligned 4\n\
+         %m1 = OpAccessChain %sbpf %sb %i1\n%q = OpLoad %pf %m1\n%f = OpConvertUToF %float %v\nOpStore %q %f Aligned 4\n\
+         %e = OpAccessChain %sbpu %sb %i2 %i3\n%r = OpLoad %pu %e\nOpStore %r %v Aligned 4\nOpStore %m0 %r\n\
+         OpReturn\nOpFunctionEnd\n",
+    );
+    let (dis, stats) = lower(&text);
+    assert_eq!((stats.physical_loads, stats.physical_stores), (1, 2), "{stats:?}");
+    assert!(dis.contains("DescriptorSet 0"), "{dis}");
+}
+
+/// Address arithmetic in integers (OpConvertPtrToU, OpIAdd, OpConvertUToPtr), OpBitcast to and
+/// from uvec2, and OpPtrAccessChain by the pointer type's ArrayStride (constant and dynamic
+/// Element, then an index into the pointee array).
+#[test]
+fn pointer_arithmetic_and_ptr_access_chains() {
+    let text = module(
+        &[],
+        "OpDecorate %pu ArrayStride 4\nOpDecorate %pA ArrayStride 32\nOpDecorate %A ArrayStride 8",
+        "%v2u = OpTypeVector %uint 2\n%A = OpTypeArray %v2u %u4\n%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
+         %pA = OpTypePointer PhysicalStorageBuffer %A\n%pv2 = OpTypePointer PhysicalStorageBuffer %v2u\n%l8 = OpConstant %ulong 8\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pu %x\n\
+         %n = OpConvertPtrToU %ulong %p\n%n8 = OpIAdd %ulong %n %l8\n%p8 = OpConvertUToPtr %pu %n8\n%v = OpLoad %uint %p8 Aligned 4\n\
+         %q = OpPtrAccessChain %pu %p %i3\nOpStore %q %v Aligned 4\n\
+         %dyn = OpPtrAccessChain %pu %p %v\nOpStore %dyn %v Aligned 4\n\
+         %w = OpBitcast %v2u %p\n%lo = OpCompositeExtract %uint %w 0\n%lo4 = OpIAdd %uint %lo %u4\n%w4 = OpCompositeInsert %v2u %lo4 %w 0\n\
+         %p4 = OpBitcast %pu %w4\n%v4 = OpLoad %uint %p4 Aligned 4\n\
+         %arr = OpConvertUToPtr %pA %x\n%el = OpPtrAccessChain %pv2 %arr %i1 %v4\n%pair = OpLoad %v2u %el Aligned 8\nOpStore %el %pair Aligned 8\n\
+         OpReturn\nOpFunctionEnd\n",
+    );
+    let (_, stats) = lower(&text);
+    assert_eq!((stats.physical_loads, stats.physical_stores, stats.physical_chains), (3, 3, 3), "{stats:?}");
+}
+
+/// 32- and 64-bit atomics: IAdd, Exchange, CompareExchange, signed min, load, store.
+#[test]
+fn atomics() {
+    let body32 = "%pu = OpTypePointer PhysicalStorageBuffer %uint\n%pi = OpTypePointer PhysicalStorageBuffer %int\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pu %x\n%s = OpConvertUToPtr %pi %x\n\
+         %r0 = OpAtomicIAdd %uint %p %u1 %u0 %u1\n%r1 = OpAtomicExchange %uint %p %u1 %u0 %r0\n\
+         %r2 = OpAtomicCompareExchange %uint %p %u1 %u0 %u0 %r1 %r0\n%r3 = OpAtomicSMax %int %s %u1 %u0 %i2\n\
+         %r4 = OpAtomicLoad %uint %p %u1 %u0\nOpAtomicStore %p %u1 %u0 %r4\n\
+         OpReturn\nOpFunctionEnd\n";
+    let (dis, stats) = lower(&module(&[], "", body32));
+    assert_eq!(stats.physical_atomics, 6, "{stats:?}");
+    assert!(dis.contains("OpAtomicCompareExchange"), "{dis}");
+
+    let body64 = "%pl = OpTypePointer PhysicalStorageBuffer %ulong\n%l1 = OpConstant %ulong 1\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pl %x\n\
+         %r0 = OpAtomicIAdd %ulong %p %u1 %u0 %l1\n%r1 = OpAtomicExchange %ulong %p %u1 %u0 %r0\n\
+         %r2 = OpAtomicCompareExchange %ulong %p %u1 %u0 %u0 %r1 %r0\n\
+         OpReturn\nOpFunctionEnd\n";
+    let text = module(&["Int64Atomics"], "", body64);
+    let (dis, stats) = lower_for(&text, &[true]);
+    assert_eq!(stats.physical_atomics, 3, "{stats:?}");
+    assert!(dis.contains("ArrayStride 8"), "{dis}");
+    let words = assemble(&text, ENV);
+    let e = rewrite(&words, &options(false)).expect_err("64-bit atomics need Int64");
+    assert!(e.to_string().contains("shaderInt64"), "{e}");
+}
+
+/// Pointers through function parameters and results, OpSelect and OpPhi.
+#[test]
+fn pointers_through_calls_selects_and_phis() {
+    let text = module(
+        &[],
+        "OpDecorate %pu ArrayStride 4\nOpDecorate %param Restrict",
+        "%pu = OpTypePointer PhysicalStorageBuffer %uint\n%fnP = OpTypeFunction %pu %pu %uint\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pu %x\n\
+         %v = OpLoad %uint %p Aligned 4\n%r = OpFunctionCall %pu %f %p %v\n%c = OpIEqual %bool %v %u0\n\
+         %s = OpSelect %pu %c %p %r\nOpStore %s %v Aligned 4\nOpSelectionMerge %m None\nOpBranchConditional %c %t %m\n\
+         %t = OpLabel\n%q = OpPtrAccessChain %pu %p %i1\nOpBranch %m\n\
+         %m = OpLabel\n%phi = OpPhi %pu %q %t %p %l\nOpStore %phi %v Aligned 4\nOpReturn\nOpFunctionEnd\n\
+         %f = OpFunction %pu None %fnP\n%param = OpFunctionParameter %pu\n%k = OpFunctionParameter %uint\n%fl = OpLabel\n\
+         %e = OpPtrAccessChain %pu %param %k\nOpReturnValue %e\nOpFunctionEnd\n",
+    );
+    let (dis, stats) = lower(&text);
+    assert_eq!((stats.physical_loads, stats.physical_stores), (1, 2), "{stats:?}");
+    assert!(!dis.contains("Restrict"), "{dis}");
 }
