@@ -262,3 +262,90 @@ fn pointers_through_calls_selects_and_phis() {
     assert_eq!((stats.physical_loads, stats.physical_stores), (1, 2), "{stats:?}");
     assert!(!dis.contains("Restrict"), "{dis}");
 }
+
+/// Every scalar width and vector size: a member of each vector size at an offset aligned to
+/// the value's size, loaded and stored through a member chain, and the whole struct loaded and
+/// stored (split into its leaves).
+#[test]
+fn every_scalar_width_and_vector_size() {
+    let scalars = [
+        ("%t = OpTypeInt 8 0", "u8"),
+        ("%t = OpTypeInt 8 1", "i8"),
+        ("%t = OpTypeInt 16 0", "u16"),
+        ("%t = OpTypeInt 16 1", "i16"),
+        ("%t = OpTypeFloat 16", "f16"),
+        ("%t = OpCopyObject", "u32"),
+        ("%t = OpCopyObject", "i32"),
+        ("%t = OpCopyObject", "f32"),
+        ("%t = OpCopyObject", "u64"),
+        ("%t = OpTypeInt 64 1", "i64"),
+        ("%t = OpTypeFloat 64", "f64"),
+    ];
+    for (decl, name) in scalars {
+        // 32-bit scalars and u64 are declared by the header already.
+        let (decl, t) = match name {
+            "u32" => (String::new(), "%uint"),
+            "i32" => (String::new(), "%int"),
+            "f32" => (String::new(), "%float"),
+            "u64" => (String::new(), "%ulong"),
+            _ => (format!("{decl}\n"), "%t"),
+        };
+        let bytes: u32 = name[1..].parse::<u32>().unwrap() / 8;
+        let mut decorations = String::new();
+        let (mut vectors, mut members, mut pointers) = (String::new(), String::new(), String::new());
+        let mut body = String::from("%main = OpFunction %void None %fn\n%l = OpLabel\n%a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n");
+        for n in 1..=4u32 {
+            let member = n - 1;
+            let align = (bytes * if n == 3 { 4 } else { n }).min(16);
+            decorations += &format!("OpMemberDecorate %S {member} Offset {}\n", 32 * member);
+            let vt = if n == 1 { t.to_string() } else { format!("%v{n}") };
+            if n > 1 {
+                vectors += &format!("%v{n} = OpTypeVector {t} {n}\n");
+            }
+            members += &format!(" {vt}");
+            pointers += &format!("%pm{n} = OpTypePointer PhysicalStorageBuffer {vt}\n");
+            body += &format!("%m{n} = OpAccessChain %pm{n} %p %i{member}\n%x{n} = OpLoad {vt} %m{n} Aligned {align}\nOpStore %m{n} %x{n} Aligned {align}\n");
+        }
+        let types = format!("{decl}{vectors}%S = OpTypeStruct{members}\n%pS = OpTypePointer PhysicalStorageBuffer %S\n{pointers}");
+        let end = "OpReturn\nOpFunctionEnd\n";
+        let whole = "%whole = OpLoad %S %p Aligned 16\nOpStore %p %whole Aligned 16\n";
+        // 8/16-bit values: with the storage capabilities alone (no struct of them may be loaded
+        // whole), and with the arithmetic ones too.
+        let variants: Vec<(Vec<&str>, bool)> = match name {
+            "u8" | "i8" => vec![(vec!["StorageBuffer8BitAccess"], false), (vec!["StorageBuffer8BitAccess", "Int8"], true)],
+            "u16" | "i16" | "f16" => vec![(vec!["StorageBuffer16BitAccess"], false), (vec!["StorageBuffer16BitAccess", "Int16", "Float16"], true)],
+            "f64" => vec![(vec!["Float64"], true)],
+            _ => vec![(vec![], true)],
+        };
+        for (caps, with_whole) in variants {
+            let text = module(&caps, &decorations, &format!("{types}{body}{}{end}", if with_whole { whole } else { "" }));
+            let (_, stats) = lower(&text);
+            let n = 4 + with_whole as u32;
+            assert_eq!((stats.physical_loads, stats.physical_stores), (n, n), "{name} {caps:?}: {stats:?}");
+        }
+    }
+}
+
+/// Matrices in both majorities and arrays inside a struct: whole loads/stores split into leaves
+/// by MatrixStride/RowMajor/ArrayStride, and chains to a row-major column and to one element.
+#[test]
+fn matrices_and_arrays() {
+    let text = module(
+        &[],
+        "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 0 ColMajor\nOpMemberDecorate %S 0 MatrixStride 16\n\
+         OpMemberDecorate %S 1 Offset 64\nOpMemberDecorate %S 1 RowMajor\nOpMemberDecorate %S 1 MatrixStride 16\n\
+         OpMemberDecorate %S 2 Offset 112\nOpDecorate %arr ArrayStride 16",
+        "%v3 = OpTypeVector %float 3\n%v4 = OpTypeVector %float 4\n%m4 = OpTypeMatrix %v4 4\n%m23 = OpTypeMatrix %v3 2\n\
+         %arr = OpTypeArray %float %u4\n%S = OpTypeStruct %m4 %m23 %arr\n%pS = OpTypePointer PhysicalStorageBuffer %S\n\
+         %pm23 = OpTypePointer PhysicalStorageBuffer %m23\n%pv3 = OpTypePointer PhysicalStorageBuffer %v3\n%pf = OpTypePointer PhysicalStorageBuffer %float\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n\
+         %s = OpLoad %S %p Aligned 16\nOpStore %p %s Aligned 16\n\
+         %m = OpAccessChain %pm23 %p %i1\n%mv = OpLoad %m23 %m Aligned 16\nOpStore %m %mv Aligned 16\n\
+         %col = OpAccessChain %pv3 %p %i1 %i1\n%c = OpLoad %v3 %col Aligned 4\nOpStore %col %c Aligned 4\n\
+         %el = OpAccessChain %pf %p %i1 %i1 %i2\n%f = OpLoad %float %el Aligned 4\n%ae = OpAccessChain %pf %p %i2 %i3\nOpStore %ae %f Aligned 4\n\
+         OpReturn\nOpFunctionEnd\n",
+    );
+    let (_, stats) = lower(&text);
+    assert_eq!((stats.physical_loads, stats.physical_stores), (4, 4), "{stats:?}");
+}
