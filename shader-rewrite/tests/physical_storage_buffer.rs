@@ -22,9 +22,10 @@ fn options(int64: bool) -> Options {
 fn module(caps: &[&str], decorations: &str, body: &str) -> String {
     let caps: String = caps.iter().map(|c| format!("OpCapability {c}\n")).collect();
     let sb = if body.contains("%sb = OpVariable") { " %sb" } else { "" };
+    let raw = if caps.contains("RawAccessChainsNV") { "OpExtension \"SPV_NV_raw_access_chains\"\n" } else { "" };
     format!(
         "OpCapability Shader\nOpCapability PhysicalStorageBufferAddresses\nOpCapability Int64\n{caps}\
-         OpExtension \"SPV_KHR_physical_storage_buffer\"\n\
+         OpExtension \"SPV_KHR_physical_storage_buffer\"\n{raw}\
          OpMemoryModel PhysicalStorageBuffer64 GLSL450\n\
          OpEntryPoint GLCompute %main \"main\" %pc{sb}\n\
          OpExecutionMode %main LocalSize 1 1 1\n\
@@ -348,4 +349,39 @@ fn matrices_and_arrays() {
     );
     let (_, stats) = lower(&text);
     assert_eq!((stats.physical_loads, stats.physical_stores), (4, 4), "{stats:?}");
+}
+
+/// Raw access chains on physical bases: the raw-chain pass turns them into address arithmetic
+/// and an OpBitcast from uvec2, which this pass then lowers.
+#[test]
+fn raw_chains_on_physical_bases() {
+    let text = module(
+        &["RawAccessChainsNV"],
+        "",
+        "%v2u = OpTypeVector %uint 2\n%v4f = OpTypeVector %float 4\n%c16 = OpConstant %uint 16\n\
+         %pscalar = OpTypePointer PhysicalStorageBuffer %uint\n%pvec = OpTypePointer PhysicalStorageBuffer %v4f\n\
+         %main = OpFunction %void None %fn\n%entry = OpLabel\n\
+         %ap = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %ap\n%base = OpConvertUToPtr %pscalar %x\n\
+         %i = OpLoad %uint %base Aligned 4\n\
+         %p = OpRawAccessChainNV %pvec %base %c16 %i %u4\n%v = OpLoad %v4f %p Aligned 4\n\
+         %q = OpRawAccessChainNV %pvec %base %u0 %u0 %u0\nOpStore %q %v Aligned 16\n\
+         OpReturn\nOpFunctionEnd\n",
+    );
+    let (dis, stats) = lower(&text);
+    assert_eq!((stats.raw_chains_physical, stats.physical_loads, stats.physical_stores), (2, 2, 1), "{stats:?}");
+    assert!(!dis.contains("RawAccessChain"), "{dis}");
+}
+
+/// SPV_NV_bindless_texture handles in physical memory: the bindless pass turns them into
+/// integers, then this pass lowers the buffer reference (spirv-val cannot check the input).
+#[test]
+fn bindless_handles_in_physical_memory() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/bindless/physical-buffer-member.spvasm");
+    let words = assemble(&std::fs::read_to_string(path).unwrap(), "vulkan1.3");
+    let options = Options { bindless: Some(shader_rewrite::BindlessTable::with_defaults(5)), ..options(true) };
+    let out = rewrite(&words, &options).unwrap_or_else(|e| panic!("{e}"));
+    let dis = disassemble(&out.words);
+    validate(&out.words, "vulkan1.3").unwrap_or_else(|e| panic!("{e}\n{dis}"));
+    assert!(!dis.contains("PhysicalStorageBuffer") && !dis.contains("BindlessTextureNV"), "{dis}");
+    assert!(out.stats.physical_loads > 0 && out.stats.bindless_descriptor_loads > 0, "{:?}", out.stats);
 }
