@@ -18,16 +18,20 @@ fn options(int64: bool) -> Options {
 /// A compute module: capabilities (beyond Shader and PhysicalStorageBufferAddresses), then
 /// `body` (decorations, types, functions: everything after OpExecutionMode), with a push
 /// constant block `%pc` holding an address in member 0 (`%ulong`) declared by the header, and
-/// a storage buffer `%sb` if `body` declares one.
+/// the global variables `body` declares in the entry point's interface.
 fn module(caps: &[&str], decorations: &str, body: &str) -> String {
     let caps: String = caps.iter().map(|c| format!("OpCapability {c}\n")).collect();
-    let sb = if body.contains("%sb = OpVariable") { " %sb" } else { "" };
+    let globals: String = body
+        .split('\n')
+        .filter(|l| l.contains("= OpVariable") && !l.ends_with(" Function"))
+        .map(|l| format!(" {}", l.split_whitespace().next().unwrap()))
+        .collect();
     let raw = if caps.contains("RawAccessChainsNV") { "OpExtension \"SPV_NV_raw_access_chains\"\n" } else { "" };
     format!(
         "OpCapability Shader\nOpCapability PhysicalStorageBufferAddresses\nOpCapability Int64\n{caps}\
          OpExtension \"SPV_KHR_physical_storage_buffer\"\n{raw}\
          OpMemoryModel PhysicalStorageBuffer64 GLSL450\n\
-         OpEntryPoint GLCompute %main \"main\" %pc{sb}\n\
+         OpEntryPoint GLCompute %main \"main\" %pc{globals}\n\
          OpExecutionMode %main LocalSize 1 1 1\n\
          OpDecorate %PC Block\nOpMemberDecorate %PC 0 Offset 0\n{decorations}\n\
          %void = OpTypeVoid\n%fn = OpTypeFunction %void\n\
@@ -384,4 +388,65 @@ fn bindless_handles_in_physical_memory() {
     validate(&out.words, "vulkan1.3").unwrap_or_else(|e| panic!("{e}\n{dis}"));
     assert!(!dis.contains("PhysicalStorageBuffer") && !dis.contains("BindlessTextureNV"), "{dis}");
     assert!(out.stats.physical_loads > 0 && out.stats.bindless_descriptor_loads > 0, "{:?}", out.stats);
+}
+
+/// OpCopyMemory between physical memory and a storage buffer, both ways, and between two
+/// physical pointers; a Private variable holding a struct with a pointer member.
+#[test]
+fn copy_memory_and_pointers_in_private_structs() {
+    let text = module(
+        &[],
+        "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 1 Offset 8\nOpDecorate %S Block\n\
+         OpDecorate %sb DescriptorSet 0\nOpDecorate %sb Binding 0",
+        "%pu = OpTypePointer PhysicalStorageBuffer %uint\n%S = OpTypeStruct %pu %uint\n%pS = OpTypePointer PhysicalStorageBuffer %S\n\
+         %l16 = OpConstant %ulong 16\n%sbS = OpTypePointer StorageBuffer %S\n%sb = OpVariable %sbS StorageBuffer\n\
+         %H = OpTypeStruct %pu %uint\n%prH = OpTypePointer Private %H\n%prpu = OpTypePointer Private %pu\n%priv = OpVariable %prH Private\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n%xq = OpIAdd %ulong %x %l16\n%q = OpConvertUToPtr %pS %xq\n\
+         OpCopyMemory %sb %p Aligned 8 Aligned 8\nOpCopyMemory %q %sb Aligned 8\nOpCopyMemory %q %p Aligned 8 Aligned 16\n\
+         %m = OpAccessChain %pu %p %i1\n%held = OpAccessChain %prpu %priv %i0\nOpStore %held %m\n%back = OpLoad %pu %held\n\
+         %v = OpLoad %uint %back Aligned 4\nOpStore %back %v Aligned 4\nOpReturn\nOpFunctionEnd\n",
+    );
+    let (_, stats) = lower(&text);
+    assert_eq!((stats.physical_loads, stats.physical_stores), (3, 3), "{stats:?}");
+}
+
+/// OpPtrEqual, OpPtrNotEqual and OpPtrDiff on physical pointers (spirv-val refuses them on
+/// that storage class, so only the output is checked): integer comparisons and an offset
+/// difference in elements of the pointer type's ArrayStride.
+#[test]
+fn pointer_comparisons() {
+    let text = module(
+        &["VariablePointers"],
+        "OpDecorate %pu ArrayStride 4",
+        "%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pu %x\n%q = OpPtrAccessChain %pu %p %i3\n\
+         %eq = OpPtrEqual %bool %p %q\n%ne = OpPtrNotEqual %bool %p %q\n%d = OpPtrDiff %int %q %p\n\
+         %both = OpLogicalAnd %bool %eq %ne\n%du = OpBitcast %uint %d\n%v = OpSelect %uint %both %du %u0\nOpStore %p %v Aligned 4\n\
+         OpReturn\nOpFunctionEnd\n",
+    );
+    let words = assemble(&text, ENV);
+    for int64 in [true, false] {
+        let out = rewrite(&words, &options(int64)).unwrap_or_else(|e| panic!("{e}"));
+        let dis = disassemble(&out.words);
+        validate(&out.words, ENV).unwrap_or_else(|e| panic!("{e}\n{dis}"));
+        assert!(dis.contains("OpSDiv") && !dis.contains("OpPtr"), "{dis}");
+    }
+}
+
+/// Float atomics through physical pointers are refused, naming the instruction.
+#[test]
+fn float_atomics_are_an_error() {
+    let text = module(
+        &["AtomicFloat32AddEXT"],
+        "",
+        "%pf = OpTypePointer PhysicalStorageBuffer %float\n%f1 = OpConstant %float 1\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pf %x\n\
+         %r = OpAtomicFAddEXT %float %p %u1 %u0 %f1\nOpReturn\nOpFunctionEnd\n",
+    )
+    .replace("OpMemoryModel", "OpExtension \"SPV_EXT_shader_atomic_float_add\"\nOpMemoryModel");
+    let e = error(&text);
+    assert!(matches!(&e, RewriteError::Unsupported { instruction, .. } if instruction.contains("6035")), "{e}");
 }
