@@ -24,9 +24,17 @@ pub enum Prepared {
 
 pub use shader_rewrite::module_hash;
 
+/// Writes `path` whole or not at all: into a file private to this thread, then renamed over
+/// `path` (atomic on POSIX), so a tool or another thread reading the dump directory while
+/// threads create the same module never sees a half-written file.
 fn write_words(path: &Path, words: &[u32]) -> std::io::Result<()> {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    std::fs::write(path, bytes)
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp.{}.{seq}", std::process::id()));
+    std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path)).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 fn dump(dir: &Path, hash: &str, suffix: &str, words: &[u32]) {

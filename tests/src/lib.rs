@@ -5,6 +5,7 @@
 //! - [`vk`]: [`vk::Context`] on lavapipe with/without the layer (and validation below it),
 //!   [`vk::Context::run_compute`] for compute dispatches.
 //! - [`child`]: run one test in a child process with its own env/cwd.
+//! - [`rewritten`]: every module the layer rewrites for a context passes spirv-val.
 //! - [`graphics`]: offscreen rendering (render pass, vertex buffer, attachments read back).
 //! - [`samples`]: raw-access-chain compute shaders with CPU references (shared by tests and
 //!   the demo).
@@ -12,11 +13,13 @@
 //! - [`bindless`]: SPV_NV_bindless_texture shaders on VK_NVX_image_view_handle handles through
 //!   the layer, with CPU references.
 
+pub mod bda;
 pub mod bindless;
 pub mod child;
 pub mod graphics;
 pub mod layer;
 pub mod matrix;
+pub mod rewritten;
 pub mod samples;
 pub mod small_storage;
 pub mod sweep;

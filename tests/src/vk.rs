@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::layer;
+use crate::rewritten::{RewrittenModules, DUMP_SETTING};
 
 /// Which device to use: the first physical device whose name contains this
 /// (override with `$POLYFILL_E2E_DEVICE`).
@@ -51,6 +52,9 @@ pub struct ContextOptions {
     pub shader_object: bool,
     /// `VkApplicationInfo::pEngineName` (default "polyfill-e2e"; vkd3d-proton's is "vkd3d").
     pub engine_name: String,
+    /// With the layer: validate every module it rewrites (see [`crate::rewritten`]). Default
+    /// true; a test that sets `dump_shaders_dir` itself checks its own dumps.
+    pub validate_rewritten: bool,
 }
 
 /// The extension through which applications get bindless texture handles.
@@ -71,6 +75,7 @@ impl Default for ContextOptions {
             bindless_features: false,
             shader_object: false,
             engine_name: "polyfill-e2e".to_string(),
+            validate_rewritten: true,
         }
     }
 }
@@ -252,6 +257,8 @@ pub struct Context {
     features: EnabledFeatures,
     device_name: String,
     options: ContextOptions,
+    /// The layer's dumps of what it rewrote, validated (see [`crate::rewritten`]).
+    rewritten: Option<RewrittenModules>,
 }
 
 // SAFETY: all members are Vulkan handles/function tables (thread-safe per the Vulkan spec for
@@ -354,9 +361,13 @@ impl Context {
             .api_version(options.api_version);
 
         // VkLayerSettingsCreateInfoEXT for our layer.
+        let own_dumps = options.layer_settings.iter().any(|(k, _)| k == DUMP_SETTING);
+        let rewritten = (options.enable_layer && options.validate_rewritten && !own_dumps).then(RewrittenModules::default);
+        let mut layer_settings = options.layer_settings.clone();
+        layer_settings.extend(rewritten.as_ref().map(|r| (DUMP_SETTING.to_string(), r.dir())));
         let setting_layer = CString::new(layer::LAYER_NAME).unwrap();
-        let setting_keys = cstrings(&options.layer_settings.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>())?;
-        let setting_vals = cstrings(&options.layer_settings.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>())?;
+        let setting_keys = cstrings(&layer_settings.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>())?;
+        let setting_vals = cstrings(&layer_settings.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>())?;
         let setting_val_ptrs: Vec<*const i8> = setting_vals.iter().map(|c| c.as_ptr()).collect();
         let settings: Vec<vk::LayerSettingEXT> = setting_keys
             .iter()
@@ -429,6 +440,7 @@ impl Context {
                     features,
                     device_name,
                     options: options.clone(),
+                    rewritten,
                 })
             }
             Err(e) => {
@@ -718,7 +730,24 @@ impl Context {
         let module = self.create_shader_module(spirv).map_err(|e| format!("vkCreateShaderModule: {e:?}"))?;
         let r = self.run_compute_module(module, job);
         self.destroy_shader_module(module);
+        self.check_rewritten_modules()?;
         r
+    }
+
+    /// Every module the layer rewrote for this context so far passes spirv-val for the
+    /// context's API version and enabled layouts (see [`crate::rewritten`]); also checked when
+    /// the context is dropped. Ok without the layer or with the test's own dump directory.
+    pub fn check_rewritten_modules(&self) -> Result<(), String> {
+        let Some(r) = &self.rewritten else { return Ok(()) };
+        let target_env = match vk::api_version_minor(self.options.api_version) {
+            0 => "vulkan1.0",
+            1 => "vulkan1.1",
+            2 => "vulkan1.2",
+            _ => "vulkan1.3",
+        };
+        // Scalar block layout relaxes every other layout rule (VK_EXT_scalar_block_layout).
+        let flags: &[&str] = if self.features.scalar_block_layout { &["--scalar-block-layout"] } else { &[] };
+        r.check(target_env, flags)
     }
 
     /// Like [`run_compute`](Self::run_compute) with an existing module (not destroyed).
@@ -1053,6 +1082,11 @@ impl Drop for Context {
                 du.destroy_debug_utils_messenger(m, None);
             }
             self.instance.destroy_instance(None);
+        }
+        if !std::thread::panicking() {
+            if let Err(e) = self.check_rewritten_modules() {
+                panic!("{e}");
+            }
         }
     }
 }
