@@ -6,11 +6,12 @@
 #   3. cargo bench -p polyfill-e2e   --bench passthrough  (layer cost on modules/commands it does not touch)
 #   4. cargo bench -p polyfill-e2e   --bench storage16    (emulated vs native 16-bit storage-buffer kernels)
 #   5. cargo bench -p polyfill-e2e   --bench bindless_binds (draw-heavy recording with the bindless table)
+#   6. cargo bench -p polyfill-e2e   --bench bda          (emulated vs native buffer device addresses)
 # Every figure is printed; nothing is asserted (the e2e benches print ratios beside their targets).
 # Each e2e bench interleaves the compared cases in one process, so ratios hold under background
 # load, but absolute times do not: run on an otherwise idle machine for meaningful numbers.
 #
-#   BENCH_ONLY="rewrite kernels passthrough storage16 bindless_binds"   run a subset
+#   BENCH_ONLY="rewrite kernels passthrough storage16 bindless_binds bda"   run a subset
 #   KERNELS_* / PASSTHROUGH_* / STORAGE16_* variables   see tests/benches/*.rs
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,7 +21,7 @@ if ! command -v cargo >/dev/null 2>&1; then . "$HOME/.cargo/env"; fi
 for v in $(env | sed -n 's/^\(VK_POLYFILL_EXTENSIONS_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 unset VK_INSTANCE_LAYERS VK_LOADER_LAYERS_ENABLE VK_LAYER_SETTINGS_PATH || true
 
-only="${BENCH_ONLY:-rewrite kernels passthrough storage16 bindless_binds}"
+only="${BENCH_ONLY:-rewrite kernels passthrough storage16 bindless_binds bda}"
 want() { [[ " $only " == *" $1 "* ]]; }
 
 echo "[bench] $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -40,6 +41,7 @@ want kernels && run cargo bench -p polyfill-e2e --bench kernels
 want passthrough && run cargo bench -p polyfill-e2e --bench passthrough
 want storage16 && run cargo bench -p polyfill-e2e --bench storage16
 want bindless_binds && run cargo bench -p polyfill-e2e --bench bindless_binds
+want bda && run cargo bench -p polyfill-e2e --bench bda
 echo
 echo "[bench] done, exit status $status"
 exit $status

@@ -1,0 +1,128 @@
+//! Buffer device addresses: the layer's emulated addresses (`buffer_device_address=force`: slots
+//! of a storage-buffer array, decoded and bounds-checked in the rewritten shaders) vs lavapipe's
+//! native ones, in two instances of the same process, interleaved round by round.
+//!
+//! Kernels (64 invocations per workgroup, pointers in push constants; `polyfill_e2e::bda`):
+//! - stream: `out[i] = in[i] * 2 + 1` over 2^N uints (one load, one store per invocation);
+//! - chase: 16 dependent loads per invocation through `next` pointers of 2^16 16-byte nodes
+//!   spread over the array (each hop loads the node's value and its next pointer).
+//!
+//! Outputs are checked equal first. Wall time per submit (record once, submit + wait).
+//!
+//! Run: `cargo bench -p polyfill-e2e --bench bda`
+//! Env: `BDA_REPS` (rounds, default 31), `BDA_LOG2_INVOCATIONS` (default 20).
+mod common;
+
+use common::*;
+use polyfill_e2e::ash::vk;
+use polyfill_e2e::bindless::gpu::{Buf, Scope, ALL_STAGES};
+use polyfill_e2e::{bda, bytes, Context, ContextOptions};
+use std::time::Instant;
+
+const WORKGROUP: u32 = 64;
+const NODES: u32 = 1 << 16;
+
+/// One side (native or emulated): its buffers and the two recorded command buffers.
+struct Side<'a> {
+    name: &'static str,
+    scope: Scope<'a>,
+    stream_out: Buf,
+    chase_out: Buf,
+    stream: vk::CommandBuffer,
+    chase: vk::CommandBuffer,
+}
+
+fn record(scope: &mut Scope, pipeline: vk::Pipeline, layout: vk::PipelineLayout, push: &[u8], groups: u32) -> vk::CommandBuffer {
+    let cmd = scope.command_buffer().unwrap_or_else(|e| fail(&e));
+    let d = scope.device();
+    unsafe {
+        check(d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()), "vkBeginCommandBuffer");
+        d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
+        d.cmd_push_constants(cmd, layout, ALL_STAGES, 0, push);
+        d.cmd_dispatch(cmd, groups, 1, 1);
+        check(d.end_command_buffer(cmd), "vkEndCommandBuffer");
+    }
+    cmd
+}
+
+fn side<'a>(name: &'static str, ctx: &'a Context, input: &[u8], n: u32) -> Side<'a> {
+    let mut scope = Scope::new(ctx).unwrap_or_else(|e| fail(&e));
+    let layout = scope.pipeline_layout(&[], 24).unwrap_or_else(|e| fail(&e));
+    let buf = |scope: &mut Scope, size: usize| scope.buffer(size).unwrap_or_else(|e| fail(&e));
+    let stream_in = scope.buffer_with(input).unwrap_or_else(|e| fail(&e));
+    let stream_out = buf(&mut scope, n as usize * 4);
+    let nodes = buf(&mut scope, NODES as usize * 16);
+    let chase_out = buf(&mut scope, n as usize * 4);
+    if stream_in.address == 0 {
+        fail(&format!("{name}: no device addresses (bufferDeviceAddress not enabled)"));
+    }
+    let pc = |a: u64, b: u64, n: u32| [&a.to_le_bytes()[..], &b.to_le_bytes(), &n.to_le_bytes(), &[0; 4]].concat();
+    let stream_p = scope.compute_pipeline(&bda::copy_scale(), layout).unwrap_or_else(|e| fail(&e));
+    let init_p = scope.compute_pipeline(&bda::chase_init(), layout).unwrap_or_else(|e| fail(&e));
+    let chase_p = scope.compute_pipeline(&bda::chase(), layout).unwrap_or_else(|e| fail(&e));
+    let init = record(&mut scope, init_p, layout, &pc(nodes.address, 0, NODES), NODES / WORKGROUP);
+    scope.submit_recorded(init).unwrap_or_else(|e| fail(&e));
+    let stream = record(&mut scope, stream_p, layout, &pc(stream_in.address, stream_out.address, 0), n / WORKGROUP);
+    let chase = record(&mut scope, chase_p, layout, &pc(nodes.address, chase_out.address, NODES), n / WORKGROUP);
+    Side { name, scope, stream_out, chase_out, stream, chase }
+}
+
+fn main() {
+    let reps = env_num("BDA_REPS", 31).max(1) as usize;
+    let log2 = env_num("BDA_LOG2_INVOCATIONS", 20).clamp(16, 24);
+    let n = 1u32 << log2;
+    let native_ctx = Context::new(&ContextOptions::native()).unwrap_or_else(|e| fail(&format!("native context: {e}")));
+    let emulated_ctx = Context::new(&ContextOptions::with_layer().setting("buffer_device_address", "force"))
+        .unwrap_or_else(|e| fail(&format!("layer context: {e}")));
+    println!("== bda: emulated (buffer_device_address=force) vs native buffer device addresses ==");
+    println!("device: {} | {n} invocations | {reps} rounds | load {}", native_ctx.device_name(), loadavg());
+    let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2654435761)).collect();
+    let input = bytes::from_u32s(&input);
+    let sides = [side("native", &native_ctx, &input, n), side("emulated", &emulated_ctx, &input, n)];
+
+    // Correctness: the same bytes on both sides.
+    for s in &sides {
+        for cmd in [s.stream, s.chase] {
+            s.scope.submit_recorded(cmd).unwrap_or_else(|e| fail(&e));
+        }
+    }
+    for (what, get) in [("stream", (|s: &Side| s.stream_out.read()) as fn(&Side) -> Vec<u8>), ("chase", |s: &Side| s.chase_out.read())] {
+        let (a, b) = (get(&sides[0]), get(&sides[1]));
+        if let Some(at) = bytes::first_difference(&a, &b) {
+            fail(&format!("{what}: outputs differ at byte {at}"));
+        }
+    }
+    println!("correctness: the emulated kernels write the native kernels' bytes");
+
+    let mut ms = vec![[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
+    for r in 0..reps {
+        for k in 0..2 {
+            let s = (k + r) % 2;
+            for (kernel, cmd) in [sides[s].stream, sides[s].chase].into_iter().enumerate() {
+                let t = Instant::now();
+                sides[s].scope.submit_recorded(cmd).unwrap_or_else(|e| fail(&e));
+                ms[kernel][s].push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+    }
+    println!();
+    println!("wall time per dispatch, ms (median [min..max]); ratio = emulated / native, paired = median of same-round ratios:");
+    for (kernel, name) in ["stream (1 load + 1 store)", "chase (16 dependent pointer loads)"].iter().enumerate() {
+        let [nat, emu] = &ms[kernel];
+        let paired: Vec<f64> = emu.iter().zip(nat).map(|(e, n)| e / n).collect();
+        println!(
+            "  {name:36} {}: {:.3} [{:.3}..{:.3}]  {}: {:.3} [{:.3}..{:.3}]  ratio {:.2} (paired {:.2}, fastest/fastest {:.2})",
+            sides[0].name,
+            median(nat),
+            min(nat),
+            max(nat),
+            sides[1].name,
+            median(emu),
+            min(emu),
+            max(emu),
+            median(emu) / median(nat),
+            median(&paired),
+            min(emu) / min(nat)
+        );
+    }
+}

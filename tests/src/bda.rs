@@ -1,0 +1,309 @@
+//! SPIR-V compute shaders that use SPV_KHR_physical_storage_buffer pointers, for the
+//! buffer-device-address tests and bench (native addresses vs the layer's emulated ones). Every
+//! shader runs 64 invocations per workgroup and is checked with spirv-val when assembled.
+use crate::tools::{spirv_as, spirv_val};
+
+/// Common head of the test shaders: 32-bit uints, a `uint data[]` block type reached through
+/// PhysicalStorageBuffer pointers, and the invocation index in `%gx`.
+pub const HEAD: &str = r#"
+OpCapability Shader
+OpCapability PhysicalStorageBufferAddresses
+OpExtension "SPV_KHR_physical_storage_buffer"
+OpMemoryModel PhysicalStorageBuffer64 GLSL450
+OpEntryPoint GLCompute %main "main" %gid %pc
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %PC Block
+OpDecorate %Buf Block
+OpMemberDecorate %Buf 0 Offset 0
+OpDecorate %arr ArrayStride 4
+"#;
+
+/// Types and constants after the shaders' own decorations.
+pub const TYPES: &str = r#"
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%bool = OpTypeBool
+%uint = OpTypeInt 32 0
+%v3uint = OpTypeVector %uint 3
+%arr = OpTypeRuntimeArray %uint
+%Buf = OpTypeStruct %arr
+%pbuf = OpTypePointer PhysicalStorageBuffer %Buf
+%pu = OpTypePointer PhysicalStorageBuffer %uint
+%pin = OpTypePointer Input %v3uint
+%pin_uint = OpTypePointer Input %uint
+%gid = OpVariable %pin Input
+%c0 = OpConstant %uint 0
+%c1 = OpConstant %uint 1
+%c2 = OpConstant %uint 2
+%c3 = OpConstant %uint 3
+"#;
+
+/// `%gx` = gl_GlobalInvocationID.x, at the top of `main`.
+pub const MAIN: &str = r#"
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%gx_p = OpAccessChain %pin_uint %gid %c0
+%gx = OpLoad %uint %gx_p
+"#;
+
+/// A module from its own decorations, types and the body of `main` (after [`MAIN`]).
+pub fn assemble(decorations: &str, types: &str, code: &str) -> Vec<u32> {
+    let text = format!("{HEAD}{decorations}{TYPES}{types}{MAIN}{code}OpReturn\nOpFunctionEnd\n");
+    let words = spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}"));
+    spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
+    words
+}
+
+/// `out = in * 2 + 1` per invocation through two pointers in the push constants.
+pub fn copy_scale() -> Vec<u32> {
+    assemble(
+        r#"
+OpMemberDecorate %PC 0 Offset 0
+OpMemberDecorate %PC 1 Offset 8
+"#,
+        r#"
+%PC = OpTypeStruct %pbuf %pbuf
+%ppc = OpTypePointer PushConstant %PC
+%pc = OpVariable %ppc PushConstant
+%ppc_pbuf = OpTypePointer PushConstant %pbuf
+"#,
+        r#"
+%src_p = OpAccessChain %ppc_pbuf %pc %c0
+%src = OpLoad %pbuf %src_p
+%dst_p = OpAccessChain %ppc_pbuf %pc %c1
+%dst = OpLoad %pbuf %dst_p
+%ep = OpAccessChain %pu %src %c0 %gx
+%v = OpLoad %uint %ep Aligned 4
+%v2 = OpIMul %uint %v %c2
+%v3 = OpIAdd %uint %v2 %c1
+%op = OpAccessChain %pu %dst %c0 %gx
+OpStore %op %v3 Aligned 4
+"#,
+    )
+}
+
+/// A linked list across three buffers, built by the shader itself (it stores pointers into
+/// the nodes), then walked: `out[0] = a.value + a.next.value + a.next.next.value`, and
+/// `out[1]` = the last node's value read through the pointer loaded from memory twice.
+pub fn linked_list() -> Vec<u32> {
+    assemble(
+        r#"
+OpDecorate %Node Block
+OpMemberDecorate %Node 0 Offset 0
+OpMemberDecorate %Node 1 Offset 4
+OpMemberDecorate %Node 2 Offset 8
+OpMemberDecorate %PC 0 Offset 0
+OpMemberDecorate %PC 1 Offset 8
+OpMemberDecorate %PC 2 Offset 16
+OpMemberDecorate %PC 3 Offset 24
+"#,
+        r#"
+OpTypeForwardPointer %pnode PhysicalStorageBuffer
+%Node = OpTypeStruct %uint %uint %pnode
+%pnode = OpTypePointer PhysicalStorageBuffer %Node
+%pnext = OpTypePointer PhysicalStorageBuffer %pnode
+%PC = OpTypeStruct %pnode %pnode %pnode %pbuf
+%ppc = OpTypePointer PushConstant %PC
+%pc = OpVariable %ppc PushConstant
+%ppc_node = OpTypePointer PushConstant %pnode
+%ppc_pbuf = OpTypePointer PushConstant %pbuf
+"#,
+        r#"
+%first = OpIEqual %bool %gx %c0
+OpSelectionMerge %done None
+OpBranchConditional %first %work %done
+%work = OpLabel
+%a_p = OpAccessChain %ppc_node %pc %c0
+%a = OpLoad %pnode %a_p
+%b_p = OpAccessChain %ppc_node %pc %c1
+%b = OpLoad %pnode %b_p
+%c_p = OpAccessChain %ppc_node %pc %c2
+%c = OpLoad %pnode %c_p
+%o_p = OpAccessChain %ppc_pbuf %pc %c3
+%o = OpLoad %pbuf %o_p
+%a_next = OpAccessChain %pnext %a %c2
+OpStore %a_next %b Aligned 8
+%b_next = OpAccessChain %pnext %b %c2
+OpStore %b_next %c Aligned 8
+%av_p = OpAccessChain %pu %a %c0
+%av = OpLoad %uint %av_p Aligned 8
+%n1 = OpLoad %pnode %a_next Aligned 8
+%n1v_p = OpAccessChain %pu %n1 %c0
+%n1v = OpLoad %uint %n1v_p Aligned 8
+%n1_next = OpAccessChain %pnext %n1 %c2
+%n2 = OpLoad %pnode %n1_next Aligned 8
+%n2v_p = OpAccessChain %pu %n2 %c0
+%n2v = OpLoad %uint %n2v_p Aligned 8
+%s1 = OpIAdd %uint %av %n1v
+%sum = OpIAdd %uint %s1 %n2v
+%o0 = OpAccessChain %pu %o %c0 %c0
+OpStore %o0 %sum Aligned 4
+%o1 = OpAccessChain %pu %o %c0 %c1
+OpStore %o1 %n2v Aligned 4
+OpBranch %done
+%done = OpLabel
+"#,
+    )
+}
+
+/// A struct of pointers in device memory: invocation 0 fills `table = { in0, in1, out }` from
+/// the push constants, a workgroup barrier, then every invocation loads the three pointers
+/// from the table and computes `out[i] = in0[i] + in1[i]`.
+pub fn struct_of_pointers() -> Vec<u32> {
+    assemble(
+        r#"
+OpDecorate %Table Block
+OpMemberDecorate %Table 0 Offset 0
+OpMemberDecorate %Table 1 Offset 8
+OpMemberDecorate %Table 2 Offset 16
+OpMemberDecorate %PC 0 Offset 0
+OpMemberDecorate %PC 1 Offset 8
+OpMemberDecorate %PC 2 Offset 16
+OpMemberDecorate %PC 3 Offset 24
+"#,
+        r#"
+%Table = OpTypeStruct %pbuf %pbuf %pbuf
+%ptable = OpTypePointer PhysicalStorageBuffer %Table
+%pslot = OpTypePointer PhysicalStorageBuffer %pbuf
+%PC = OpTypeStruct %ptable %pbuf %pbuf %pbuf
+%ppc = OpTypePointer PushConstant %PC
+%pc = OpVariable %ppc PushConstant
+%ppc_table = OpTypePointer PushConstant %ptable
+%ppc_pbuf = OpTypePointer PushConstant %pbuf
+%workgroup = OpConstant %uint 2
+%semantics = OpConstant %uint 72
+"#,
+        r#"
+%t_p = OpAccessChain %ppc_table %pc %c0
+%t = OpLoad %ptable %t_p
+%first = OpIEqual %bool %gx %c0
+OpSelectionMerge %filled None
+OpBranchConditional %first %fill %filled
+%fill = OpLabel
+%i0_p = OpAccessChain %ppc_pbuf %pc %c1
+%i0 = OpLoad %pbuf %i0_p
+%i1_p = OpAccessChain %ppc_pbuf %pc %c2
+%i1 = OpLoad %pbuf %i1_p
+%out_p = OpAccessChain %ppc_pbuf %pc %c3
+%out = OpLoad %pbuf %out_p
+%t0 = OpAccessChain %pslot %t %c0
+OpStore %t0 %i0 Aligned 8
+%t1 = OpAccessChain %pslot %t %c1
+OpStore %t1 %i1 Aligned 8
+%t2 = OpAccessChain %pslot %t %c2
+OpStore %t2 %out Aligned 8
+OpBranch %filled
+%filled = OpLabel
+OpControlBarrier %workgroup %workgroup %semantics
+%l0 = OpAccessChain %pslot %t %c0
+%a = OpLoad %pbuf %l0 Aligned 8
+%l1 = OpAccessChain %pslot %t %c1
+%b = OpLoad %pbuf %l1 Aligned 8
+%l2 = OpAccessChain %pslot %t %c2
+%d = OpLoad %pbuf %l2 Aligned 8
+%ap = OpAccessChain %pu %a %c0 %gx
+%av = OpLoad %uint %ap Aligned 4
+%bp = OpAccessChain %pu %b %c0 %gx
+%bv = OpLoad %uint %bp Aligned 4
+%s = OpIAdd %uint %av %bv
+%dp = OpAccessChain %pu %d %c0 %gx
+OpStore %dp %s Aligned 4
+"#,
+    )
+}
+
+/// Bench kernel, run once: `nodes[i] = { i, 0, &nodes[(i * 40503 + 1) % n] }` for `n` (a power
+/// of two, push constant 16) nodes at the pointer in push constant 0.
+pub fn chase_init() -> Vec<u32> {
+    assemble(
+        NODE_DECORATIONS,
+        NODE_TYPES,
+        r#"
+%n_p = OpAccessChain %ppc_uint %pc %c2
+%n = OpLoad %uint %n_p
+%mask = OpISub %uint %n %c1
+%nodes_p = OpAccessChain %ppc_nodes %pc %c0
+%nodes = OpLoad %pnodes %nodes_p
+%i = OpBitwiseAnd %uint %gx %mask
+%jm = OpIMul %uint %i %mult
+%ja = OpIAdd %uint %jm %c1
+%j = OpBitwiseAnd %uint %ja %mask
+%me = OpAccessChain %pnode %nodes %c0 %i
+%other = OpAccessChain %pnode %nodes %c0 %j
+%vp = OpAccessChain %pu %me %c0
+OpStore %vp %i Aligned 16
+%np = OpAccessChain %pnext %me %c2
+OpStore %np %other Aligned 8
+"#,
+    )
+}
+
+/// Bench kernel: invocation `i` follows 16 `next` pointers from node `i % n` and writes the sum
+/// of the values it saw to `out[i]` (push constant 8).
+pub fn chase() -> Vec<u32> {
+    assemble(
+        NODE_DECORATIONS,
+        NODE_TYPES,
+        r#"
+%n_p = OpAccessChain %ppc_uint %pc %c2
+%n = OpLoad %uint %n_p
+%mask = OpISub %uint %n %c1
+%nodes_p = OpAccessChain %ppc_nodes %pc %c0
+%nodes = OpLoad %pnodes %nodes_p
+%out_p = OpAccessChain %ppc_pbuf %pc %c1
+%out = OpLoad %pbuf %out_p
+%i = OpBitwiseAnd %uint %gx %mask
+%p0 = OpAccessChain %pnode %nodes %c0 %i
+OpBranch %header
+%header = OpLabel
+%p = OpPhi %pnode %p0 %entry %pn %body
+%s = OpPhi %uint %c0 %entry %sn %body
+%k = OpPhi %uint %c0 %entry %kn %body
+%more = OpULessThan %bool %k %hops
+OpLoopMerge %exit %body None
+OpBranchConditional %more %body %exit
+%body = OpLabel
+%vp = OpAccessChain %pu %p %c0
+%v = OpLoad %uint %vp Aligned 16
+%np = OpAccessChain %pnext %p %c2
+%pn = OpLoad %pnode %np Aligned 8
+%sn = OpIAdd %uint %s %v
+%kn = OpIAdd %uint %k %c1
+OpBranch %header
+%exit = OpLabel
+%op = OpAccessChain %pu %out %c0 %gx
+OpStore %op %s Aligned 4
+"#,
+    )
+}
+
+const NODE_DECORATIONS: &str = r#"
+OpMemberDecorate %Node 0 Offset 0
+OpMemberDecorate %Node 1 Offset 4
+OpMemberDecorate %Node 2 Offset 8
+OpDecorate %narr ArrayStride 16
+OpDecorate %Nodes Block
+OpMemberDecorate %Nodes 0 Offset 0
+OpMemberDecorate %PC 0 Offset 0
+OpMemberDecorate %PC 1 Offset 8
+OpMemberDecorate %PC 2 Offset 16
+"#;
+
+const NODE_TYPES: &str = r#"
+OpTypeForwardPointer %pnode PhysicalStorageBuffer
+%Node = OpTypeStruct %uint %uint %pnode
+%pnode = OpTypePointer PhysicalStorageBuffer %Node
+%pnext = OpTypePointer PhysicalStorageBuffer %pnode
+%narr = OpTypeRuntimeArray %Node
+%Nodes = OpTypeStruct %narr
+%pnodes = OpTypePointer PhysicalStorageBuffer %Nodes
+%PC = OpTypeStruct %pnodes %pbuf %uint
+%ppc = OpTypePointer PushConstant %PC
+%pc = OpVariable %ppc PushConstant
+%ppc_nodes = OpTypePointer PushConstant %pnodes
+%ppc_pbuf = OpTypePointer PushConstant %pbuf
+%ppc_uint = OpTypePointer PushConstant %uint
+%mult = OpConstant %uint 40503
+%hops = OpConstant %uint 16
+"#;
