@@ -52,9 +52,6 @@ pub struct ContextOptions {
     pub shader_object: bool,
     /// `VkApplicationInfo::pEngineName` (default "polyfill-e2e"; vkd3d-proton's is "vkd3d").
     pub engine_name: String,
-    /// With the layer: validate every module it rewrites (see [`crate::rewritten`]). Default
-    /// true; a test that sets `dump_shaders_dir` itself checks its own dumps.
-    pub validate_rewritten: bool,
 }
 
 /// The extension through which applications get bindless texture handles.
@@ -75,7 +72,6 @@ impl Default for ContextOptions {
             bindless_features: false,
             shader_object: false,
             engine_name: "polyfill-e2e".to_string(),
-            validate_rewritten: true,
         }
     }
 }
@@ -362,7 +358,8 @@ impl Context {
 
         // VkLayerSettingsCreateInfoEXT for our layer.
         let own_dumps = options.layer_settings.iter().any(|(k, _)| k == DUMP_SETTING);
-        let rewritten = (options.enable_layer && options.validate_rewritten && !own_dumps).then(RewrittenModules::default);
+        // Every rewrite is validated (crate::rewritten) unless the test checks its own dumps.
+        let rewritten = (options.enable_layer && !own_dumps).then(RewrittenModules::default);
         let mut layer_settings = options.layer_settings.clone();
         layer_settings.extend(rewritten.as_ref().map(|r| (DUMP_SETTING.to_string(), r.dir())));
         let setting_layer = CString::new(layer::LAYER_NAME).unwrap();
