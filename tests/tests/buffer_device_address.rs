@@ -215,18 +215,22 @@ fn words_data(v: impl IntoIterator<Item = u32>) -> Vec<u8> {
 /// Runs `job` natively (the driver's addresses) and through the layer with the emulation
 /// forced (validation below it), returning both outputs; every module the layer rewrote passes
 /// spirv-val and the validation layer saw nothing wrong.
-fn native_and_forced(name: &str, spirv: &[u32], job: &ComputeJob) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn native_and_forced(name: &str, target: &str, spirv: &[u32], job: &ComputeJob) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
     let want = native.run_compute(spirv, job).unwrap_or_else(|e| panic!("{name} native: {e}"));
     drop(native);
-    (want, forced(name, spirv, job))
+    (want, forced(name, target, spirv, job))
 }
 
-/// Through the layer with the emulation forced: the outputs (see [`native_and_forced`]).
-fn forced(name: &str, spirv: &[u32], job: &ComputeJob) -> Vec<Vec<u8>> {
+/// Through the layer with the emulation forced, rewritten for `target` (`debug_target`: the
+/// device's features, or `core`: no Int64 — uvec2 addresses — and no 8/16-bit storage — word
+/// views): the outputs (see [`native_and_forced`]).
+fn forced(name: &str, target: &str, spirv: &[u32], job: &ComputeJob) -> Vec<Vec<u8>> {
+    let name = format!("{name}-{target}");
     let dir = std::env::temp_dir().join(format!("polyfill-bda-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let ctx = Context::new(&options("force").setting("dump_shaders_dir", dir.to_str().unwrap())).unwrap_or_else(|e| panic!("{e}"));
+    let o = options("force").setting("dump_shaders_dir", dir.to_str().unwrap()).setting("debug_target", target);
+    let ctx = Context::new(&o).unwrap_or_else(|e| panic!("{e}"));
     let got = ctx.run_compute(spirv, job).unwrap_or_else(|e| panic!("{name} forced: {e}"));
     assert_eq!(ctx.validation_errors(), Vec::<String>::new(), "{name}");
     let mut rewritten = 0;
@@ -243,15 +247,13 @@ fn forced(name: &str, spirv: &[u32], job: &ComputeJob) -> Vec<Vec<u8>> {
     got
 }
 
-#[test]
-#[ignore = "the physical_storage_buffer pass declares an unused 16-bit view type without StorageBuffer16BitAccess (validation rejects the module; outputs are correct): /work/shared/bda-layer-notes.md"]
-fn loads_and_stores_through_push_constant_pointers() {
+fn loads_and_stores_through_push_constant_pointers(target: &str) {
     let input: Vec<u32> = (0..64).map(|i| i * 7 + 3).collect();
     let job = ComputeJob {
         buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
         ..Default::default()
     };
-    let (want, got) = native_and_forced("copy", &copy_scale(), &job);
+    let (want, got) = native_and_forced("copy", target, &copy_scale(), &job);
     assert_eq!(bytes::to_u32s(&want[1]), input.iter().map(|v| v * 2 + 1).collect::<Vec<_>>());
     assert_eq!(got, want);
 }
@@ -259,9 +261,7 @@ fn loads_and_stores_through_push_constant_pointers() {
 /// Reads past the end of a buffer return 0 and writes past the end are dropped, by the layer's
 /// checks (natively this is undefined behaviour, so only the emulated run is compared with the
 /// expected values).
-#[test]
-#[ignore = "the physical_storage_buffer pass declares an unused 16-bit view type without StorageBuffer16BitAccess (validation rejects the module; outputs are correct): /work/shared/bda-layer-notes.md"]
-fn out_of_range_reads_zero_and_writes_are_dropped() {
+fn out_of_range_reads_zero_and_writes_are_dropped(target: &str) {
     let input: Vec<u32> = (0..32).map(|i| i + 100).collect();
     let job = ComputeJob {
         buffers: vec![
@@ -271,15 +271,13 @@ fn out_of_range_reads_zero_and_writes_are_dropped() {
         ],
         ..Default::default()
     };
-    let got = forced("oob", &copy_scale(), &job);
+    let got = forced("oob", target, &copy_scale(), &job);
     let want: Vec<u32> = (0..48).map(|i| if i < 32 { (i + 100) * 2 + 1 } else { 1 }).collect();
     assert_eq!(bytes::to_u32s(&got[1]), want);
     assert_eq!(got[0], bytes::from_u32s(&input), "the source is untouched");
 }
 
-#[test]
-#[ignore = "the physical_storage_buffer pass declares an unused 16-bit view type without StorageBuffer16BitAccess (validation rejects the module; outputs are correct): /work/shared/bda-layer-notes.md"]
-fn linked_list_across_buffers() {
+fn linked_list_across_buffers(target: &str) {
     let node = |v: u32| words_data([v, 0, 0, 0]);
     let job = ComputeJob {
         buffers: vec![
@@ -290,7 +288,7 @@ fn linked_list_across_buffers() {
         ],
         ..Default::default()
     };
-    let (want, got) = native_and_forced("list", &linked_list(), &job);
+    let (want, got) = native_and_forced("list", target, &linked_list(), &job);
     assert_eq!(bytes::to_u32s(&want[3])[..2], [3210, 3000]);
     assert_eq!(got[3], want[3]);
     // The nodes' values are untouched; their `next` fields hold each run's own addresses: the
@@ -305,9 +303,7 @@ fn linked_list_across_buffers() {
     assert_eq!(decode_address(next(&want[0])), None, "the driver's own address");
 }
 
-#[test]
-#[ignore = "the physical_storage_buffer pass declares an unused 16-bit view type without StorageBuffer16BitAccess (validation rejects the module; outputs are correct): /work/shared/bda-layer-notes.md"]
-fn struct_of_pointers_in_device_memory() {
+fn struct_of_pointers_in_device_memory(target: &str) {
     let a: Vec<u32> = (0..64).map(|i| i * 3).collect();
     let b: Vec<u32> = (0..64).map(|i| 1000 + i).collect();
     let job = ComputeJob {
@@ -319,7 +315,7 @@ fn struct_of_pointers_in_device_memory() {
         ],
         ..Default::default()
     };
-    let (want, got) = native_and_forced("table", &struct_of_pointers(), &job);
+    let (want, got) = native_and_forced("table", target, &struct_of_pointers(), &job);
     assert_eq!(bytes::to_u32s(&want[3]), a.iter().zip(&b).map(|(x, y)| x + y).collect::<Vec<_>>());
     assert_eq!(got[1..], want[1..]);
 }
@@ -327,11 +323,10 @@ fn struct_of_pointers_in_device_memory() {
 /// A compute shader object (VK_EXT_shader_object) using pointers: the layer pads its set layouts
 /// with the table, gives it a layout and binds the table after vkCmdBindShadersEXT (twice: after
 /// an unbind / rebind too). Without the validation layer: 1.3.239 predates shader objects.
-#[test]
-#[ignore = "the physical_storage_buffer pass declares an unused 16-bit view type without StorageBuffer16BitAccess (validation rejects the module; outputs are correct): /work/shared/bda-layer-notes.md"]
-fn shader_object_through_pointers() {
+fn shader_object_through_pointers(target: &str) {
     use polyfill_e2e::bindless::gpu::Scope;
-    let ctx = Context::new(&ContextOptions::with_layer().setting("buffer_device_address", "force").shader_object(true)).unwrap_or_else(|e| panic!("{e}"));
+    let o = ContextOptions::with_layer().setting("buffer_device_address", "force").setting("debug_target", target).shader_object(true);
+    let ctx = Context::new(&o).unwrap_or_else(|e| panic!("{e}"));
     let so = ash::ext::shader_object::Device::new(ctx.instance(), ctx.device());
     let mut scope = Scope::new(&ctx).unwrap();
     let input: Vec<u32> = (0..64).map(|i| i * 5 + 1).collect();
@@ -372,4 +367,28 @@ fn shader_object_through_pointers() {
     for b in &dst {
         assert_eq!(bytes::to_u32s(&b.read()), want);
     }
+}
+
+/// Each case runs on the device's features and again with `debug_target=core` (uvec2 addresses,
+/// word views).
+macro_rules! both_targets {
+    ($($case:ident => $device:ident, $core:ident;)*) => {$(
+        #[test]
+        #[ignore = "the physical_storage_buffer pass declares an unused 16-bit view type without StorageBuffer16BitAccess (validation rejects the module; outputs are correct): /work/shared/bda-layer-notes.md"]
+        fn $device() {
+            $case("device")
+        }
+        #[test]
+        fn $core() {
+            $case("core")
+        }
+    )*};
+}
+
+both_targets! {
+    loads_and_stores_through_push_constant_pointers => copy_device_target, copy_core_target;
+    out_of_range_reads_zero_and_writes_are_dropped => out_of_range_device_target, out_of_range_core_target;
+    linked_list_across_buffers => linked_list_device_target, linked_list_core_target;
+    struct_of_pointers_in_device_memory => struct_of_pointers_device_target, struct_of_pointers_core_target;
+    shader_object_through_pointers => shader_object_device_target, shader_object_core_target;
 }
