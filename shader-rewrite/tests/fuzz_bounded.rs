@@ -2,8 +2,9 @@
 //! variant is the cargo-fuzz target in fuzz/). Seeds: the dxil-spirv corpus. Mutations: bit
 //! flips, word overwrites with interesting values, truncation, word insertion/deletion,
 //! instruction-header corruption. Seeds: the dxil-spirv corpus, the 8/16-bit storage modules
-//! (tests/corpus/small-storage) and the SPV_NV_bindless_texture modules (tests/corpus/bindless,
-//! lowered under the third option set). Properties: no panic (and no hang: every call is bounded by
+//! (tests/corpus/small-storage), the SPV_NV_bindless_texture modules (tests/corpus/bindless,
+//! lowered under the third and fourth option sets) and the SPV_KHR_physical_storage_buffer ones
+//! (tests/corpus/physical-storage-buffer, lowered under the fourth). Properties: no panic (and no hang: every call is bounded by
 //! the input size), and when a mutated input is valid SPIR-V and the rewrite succeeds, the
 //! output is valid too (checked on a sample, since spirv-val is a process per module).
 //! `POLYFILL_FUZZ_ITERS` sets the number of mutations (default 20000); `POLYFILL_FUZZ_TRACE=FILE`
@@ -26,7 +27,7 @@ impl Rng {
 
 fn seeds() -> Vec<Vec<u32>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
-    let mut v: Vec<_> = ["dxil-spirv-raw-access", "small-storage", "bindless"]
+    let mut v: Vec<_> = ["dxil-spirv-raw-access", "small-storage", "bindless", "physical-storage-buffer"]
         .iter()
         .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
         .filter_map(|e| e.ok())

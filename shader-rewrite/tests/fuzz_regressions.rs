@@ -13,13 +13,13 @@ fn words(hex: &[&str]) -> Vec<u32> {
 
 /// The fuzzers' option sets without the bindless one (every module here is checked under them).
 fn options() -> [Options; 2] {
-    let [all, core, _] = common::fuzz_options::option_sets();
+    let [all, core, ..] = common::fuzz_options::option_sets();
     [all, core]
 }
 
 /// The fuzzers' bindless option set.
 fn bindless() -> Options {
-    let [_, _, bindless] = common::fuzz_options::option_sets();
+    let [_, _, bindless, _] = common::fuzz_options::option_sets();
     bindless
 }
 

@@ -460,3 +460,33 @@ fn float_atomics_are_an_error() {
     let e = error(&text);
     assert!(matches!(&e, RewriteError::Unsupported { instruction, .. } if instruction.contains("6035")), "{e}");
 }
+
+/// The corpus modules (tests/corpus/physical-storage-buffer, also the fuzzers' seeds), SPIR-V 1.3.
+#[test]
+fn corpus() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/physical-storage-buffer");
+    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "spvasm")).collect();
+    names.sort();
+    assert!(names.len() >= 2);
+    for path in names {
+        let (_, stats) = lower_in(&std::fs::read_to_string(&path).unwrap(), "vulkan1.1", &[true, false]);
+        assert!(stats.physical_loads > 0 && stats.physical_stores > 0, "{}: {stats:?}", path.display());
+    }
+}
+
+/// Drivers that take one OpArrayLength per subgroup for a non-uniform descriptor index
+/// (Target::nonuniform_array_length_broken, lavapipe): the buffer length comes from a
+/// waterfall loop over the subgroup's slots.
+#[test]
+fn array_length_quirk_takes_lengths_in_a_waterfall_loop() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/physical-storage-buffer/linked-list.spvasm");
+    let words = assemble(&std::fs::read_to_string(path).unwrap(), "vulkan1.1");
+    for int64 in [true, false] {
+        let mut options = options(int64);
+        options.target.nonuniform_array_length_broken = true;
+        let out = rewrite(&words, &options).unwrap_or_else(|e| panic!("{e}"));
+        let dis = disassemble(&out.words);
+        validate(&out.words, "vulkan1.1").unwrap_or_else(|e| panic!("{e}\n{dis}"));
+        assert!(dis.contains("OpGroupNonUniformBroadcastFirst") && dis.contains("OpLoopMerge"), "{dis}");
+    }
+}

@@ -2,10 +2,12 @@
 //! tests/fuzz_bounded.rs and tests/fuzz_regressions.rs):
 //! 1. `Options::default()`: every optional device feature (raw access chains lowered);
 //! 2. a Vulkan 1.0 core target lacking every 8/16-bit storage feature, all of them emulated;
-//! 3. the default plus a bindless descriptor table (SPV_NV_bindless_texture lowered).
-use shader_rewrite::{BindlessTable, Options, SmallStorage, Target};
+//! 3. the default plus a bindless descriptor table (SPV_NV_bindless_texture lowered);
+//! 4. that plus a buffer-address table (SPV_KHR_physical_storage_buffer lowered), on a target
+//!    without Int64 (uvec2 addresses).
+use shader_rewrite::{BdaTable, BindlessTable, Options, SmallStorage, Target};
 
-pub fn option_sets() -> [Options; 3] {
+pub fn option_sets() -> [Options; 4] {
     let core = Target::core();
     let table = BindlessTable {
         set: 7,
@@ -20,5 +22,11 @@ pub fn option_sets() -> [Options; 3] {
         Options::default(),
         Options { target: core, emulate_storage: SmallStorage::missing_from(&core), ..Options::default() },
         Options { bindless: Some(table), ..Options::default() },
+        Options {
+            target: Target { int64: false, ..Target::all() },
+            bindless: Some(table),
+            bda: Some(BdaTable { set: 6, binding: 3, count: 256 }),
+            ..Options::default()
+        },
     ]
 }

@@ -227,7 +227,8 @@ impl Cx<'_, '_> {
         let result_is_ptr = self.ptrs.contains_key(&inst.ty);
         match inst.op {
             op::CONVERT_U_TO_PTR | op::BITCAST if result_is_ptr => {
-                let ty = self.type_of(first);
+                // A pointer-to-pointer OpBitcast moves an address.
+                let ty = if self.phys(first).is_some() { self.addr.ty } else { self.type_of(first) };
                 self.addr.value_to_address(e, self.b, first, ty, inst.id);
             }
             op::CONVERT_PTR_TO_U | op::BITCAST if self.phys(first).is_some() => self.addr.address_to_value(e, self.b, first, inst.ty, inst.id),

@@ -12,6 +12,7 @@ use crate::ops;
 use crate::target::Target;
 
 use super::address::Decoded;
+use crate::passes::raw_access_chains::control_flow::waterfall_length;
 
 /// A buffer of the table, found from an address. Pointers to its views are made as accesses
 /// need them: a view no access uses is never declared (nor its 8/16-bit capability).
@@ -78,8 +79,9 @@ impl Table {
         self.vars.iter().position(|&v| v == var).map(|n| self.kinds[n])
     }
 
+    /// Slots in the table (0: every address lies outside).
     pub fn count(&self) -> u32 {
-        self.cfg.count.max(1)
+        self.cfg.count
     }
 
     /// The buffer `d` names (its slot is clamped to the table): its byte length is taken only
@@ -106,9 +108,19 @@ impl Table {
         }
         let length_view = backend.length_view(sc::STORAGE_BUFFER);
         let view_ptrs = at.view_ptrs(e, b, &[length_view]).to_vec();
+        let n = at.kinds.iter().position(|&k| k == length_view).expect("the length view is declared");
+        let (var, struct_ptr) = (at.vars[n], at.struct_ptrs[n]);
         let u32t = b.t_u32();
         let zero = b.c_u32(0);
-        at.len = e.if_or(b, d.in_table, &[u32t], |e, b| smallvec::smallvec![backend.byte_length(e, b, sc::STORAGE_BUFFER, &view_ptrs)], &[zero])[0];
+        let length = |e: &mut Emitter, b: &mut Builder| {
+            if backend.target.nonuniform_array_length_broken {
+                // One OpArrayLength per subgroup on such drivers: one slot at a time.
+                waterfall_length(e, b, backend, sc::STORAGE_BUFFER, var, struct_ptr, d.slot)
+            } else {
+                backend.byte_length(e, b, sc::STORAGE_BUFFER, &view_ptrs)
+            }
+        };
+        at.len = e.if_or(b, d.in_table, &[u32t], |e, b| smallvec::smallvec![length(e, b)], &[zero])[0];
         at
     }
 
@@ -127,6 +139,7 @@ fn chain(e: &mut Emitter, b: &mut Builder, ptr: u32, var: u32, slot: u32) -> u32
 
 /// An array of `count` alias structs `st` on the table's set and binding.
 fn declare(b: &mut Builder, cfg: &BdaTable, st: u32) -> u32 {
+    // A zero-length array is invalid: at least one descriptor (never indexed when count is 0).
     let n = b.c_u32(cfg.count.max(1));
     let arr = b.id();
     b.add_global(Inst::new(op::TYPE_ARRAY, 0, arr, ops![st, n]));

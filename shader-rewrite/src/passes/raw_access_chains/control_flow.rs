@@ -172,7 +172,7 @@ impl Copies<'_, '_> {
 /// a loop that takes the subgroup's first active index, lets the invocations holding it take a
 /// uniform OpArrayLength and leave, and repeats for the rest (a "waterfall" loop). Works
 /// around drivers that evaluate OpArrayLength once per subgroup (Target::nonuniform_array_length_broken).
-pub(super) fn waterfall_length(e: &mut Emitter, b: &mut Builder, backend: &Backend, storage: u32, array: u32, elem_ty: u32, index: u32) -> u32 {
+pub(crate) fn waterfall_length(e: &mut Emitter, b: &mut Builder, backend: &Backend, storage: u32, array: u32, elem_ty: u32, index: u32) -> u32 {
     let u32t = b.t_u32();
     let bool_t = b.t_bool();
     let (header, body, then, cont, merge) = (b.id(), b.id(), b.id(), b.id(), b.id());
