@@ -6,8 +6,6 @@ use crate::tools::{spirv_as, spirv_val};
 /// Common head of the test shaders: 32-bit uints, a `uint data[]` block type reached through
 /// PhysicalStorageBuffer pointers, and the invocation index in `%gx`.
 pub const HEAD: &str = r#"
-OpCapability Shader
-OpCapability PhysicalStorageBufferAddresses
 OpExtension "SPV_KHR_physical_storage_buffer"
 OpMemoryModel PhysicalStorageBuffer64 GLSL450
 OpEntryPoint GLCompute %main "main" %gid %pc
@@ -49,7 +47,14 @@ pub const MAIN: &str = r#"
 
 /// A module from its own decorations, types and the body of `main` (after [`MAIN`]).
 pub fn assemble(decorations: &str, types: &str, code: &str) -> Vec<u32> {
-    let text = format!("{HEAD}{decorations}{TYPES}{types}{MAIN}{code}OpReturn\nOpFunctionEnd\n");
+    assemble_with("", decorations, types, code)
+}
+
+/// [`assemble`] with more capabilities (`OpCapability ...` lines).
+pub fn assemble_with(capabilities: &str, decorations: &str, types: &str, code: &str) -> Vec<u32> {
+    let text = format!(
+        "OpCapability Shader\nOpCapability PhysicalStorageBufferAddresses\n{capabilities}{HEAD}{decorations}{TYPES}{types}{MAIN}{code}OpReturn\nOpFunctionEnd\n"
+    );
     let words = spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}"));
     spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
     words
@@ -307,3 +312,134 @@ OpTypeForwardPointer %pnode PhysicalStorageBuffer
 %mult = OpConstant %uint 40503
 %hops = OpConstant %uint 16
 "#;
+
+/// An element type for [`copy_elements`]: capabilities it needs, decorations and definitions
+/// (of `ty` and what it uses; `%uint`, `%addr` (uvec2), `%v3uint` and `%c0`..`%c3` exist), array stride and the
+/// `Aligned` operand of its loads and stores.
+pub struct Element {
+    pub name: &'static str,
+    pub capabilities: &'static str,
+    pub decorations: &'static str,
+    pub types: &'static str,
+    pub ty: &'static str,
+    pub stride: u32,
+    pub align: u32,
+}
+
+/// `out[i] = in[i]` for one element type, through two pointers to `T[]` in the push constants
+/// (a whole-element load and store: vectors, 8/16/64-bit scalars, structs and matrices).
+/// spirv-val counts the 8/16-bit types behind a push-constant pointer as push-constant storage,
+/// so those elements also declare StoragePushConstant16/8 (lavapipe has both).
+pub fn copy_elements(e: &Element) -> Vec<u32> {
+    let (ty, stride, a) = (e.ty, e.stride, e.align);
+    assemble_with(
+        e.capabilities,
+        &format!(
+            "{}OpDecorate %arrT ArrayStride {stride}\nOpDecorate %BufT Block\nOpMemberDecorate %BufT 0 Offset 0\nOpMemberDecorate %PC 0 Offset 0\nOpMemberDecorate %PC 1 Offset 8\n",
+            e.decorations
+        ),
+        &format!(
+            "%addr = OpTypeVector %uint 2\n{}\n%arrT = OpTypeRuntimeArray {ty}\n%BufT = OpTypeStruct %arrT\n%pbufT = OpTypePointer PhysicalStorageBuffer %BufT\n%pT = OpTypePointer PhysicalStorageBuffer {ty}\n%PC = OpTypeStruct %pbufT %pbufT\n%ppc = OpTypePointer PushConstant %PC\n%pc = OpVariable %ppc PushConstant\n%ppc_pbufT = OpTypePointer PushConstant %pbufT\n",
+            e.types
+        ),
+        &format!(
+            "%src_p = OpAccessChain %ppc_pbufT %pc %c0\n%src = OpLoad %pbufT %src_p\n%dst_p = OpAccessChain %ppc_pbufT %pc %c1\n%dst = OpLoad %pbufT %dst_p\n%ep = OpAccessChain %pT %src %c0 %gx\n%v = OpLoad {ty} %ep Aligned {a}\n%op = OpAccessChain %pT %dst %c0 %gx\nOpStore %op %v Aligned {a}\n"
+        ),
+    )
+}
+
+/// The element types of the copy sweep (their bit patterns are never NaN-sensitive: floats are
+/// only loaded and stored).
+pub const ELEMENTS: &[Element] = &[
+    Element { name: "uint", capabilities: "", decorations: "", types: "", ty: "%uint", stride: 4, align: 4 },
+    Element { name: "uvec2", capabilities: "", decorations: "", types: "", ty: "%addr", stride: 8, align: 8 },
+    Element { name: "uvec3 (stride 16)", capabilities: "", decorations: "", types: "", ty: "%v3uint", stride: 16, align: 16 },
+    Element { name: "uvec4", capabilities: "", decorations: "", types: "%v4 = OpTypeVector %uint 4", ty: "%v4", stride: 16, align: 16 },
+    Element { name: "uvec4 (Aligned 4)", capabilities: "", decorations: "", types: "%v4 = OpTypeVector %uint 4", ty: "%v4", stride: 16, align: 4 },
+    Element { name: "u64", capabilities: "OpCapability Int64\n", decorations: "", types: "%T = OpTypeInt 64 0", ty: "%T", stride: 8, align: 8 },
+    Element {
+        name: "u64vec3",
+        capabilities: "OpCapability Int64\n",
+        decorations: "",
+        types: "%u64 = OpTypeInt 64 0\n%T = OpTypeVector %u64 3",
+        ty: "%T",
+        stride: 32,
+        align: 8,
+    },
+    Element { name: "u16", capabilities: "OpCapability StorageBuffer16BitAccess\nOpCapability StoragePushConstant16\n", decorations: "", types: "%T = OpTypeInt 16 0", ty: "%T", stride: 2, align: 2 },
+    Element {
+        name: "u16vec3",
+        capabilities: "OpCapability StorageBuffer16BitAccess\nOpCapability StoragePushConstant16\n",
+        decorations: "",
+        types: "%u16 = OpTypeInt 16 0\n%T = OpTypeVector %u16 3",
+        ty: "%T",
+        stride: 8,
+        align: 2,
+    },
+    Element { name: "u8", capabilities: "OpCapability StorageBuffer8BitAccess\nOpCapability StoragePushConstant8\n", decorations: "", types: "%T = OpTypeInt 8 0", ty: "%T", stride: 1, align: 1 },
+    Element { name: "f64", capabilities: "OpCapability Float64\n", decorations: "", types: "%T = OpTypeFloat 64", ty: "%T", stride: 8, align: 8 },
+    Element {
+        name: "struct { uint; uvec2 @8; float @16 }",
+        capabilities: "",
+        decorations: "OpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 1 Offset 8\nOpMemberDecorate %T 2 Offset 16\n",
+        types: "%f = OpTypeFloat 32\n%T = OpTypeStruct %uint %addr %f",
+        ty: "%T",
+        stride: 24,
+        align: 8,
+    },
+    Element {
+        name: "struct { uint[3] }",
+        capabilities: "",
+        decorations: "OpDecorate %a3 ArrayStride 4\nOpMemberDecorate %T 0 Offset 0\n",
+        types: "%a3 = OpTypeArray %uint %c3\n%T = OpTypeStruct %a3",
+        ty: "%T",
+        stride: 12,
+        align: 4,
+    },
+    Element {
+        name: "struct { column-major mat2x3 }",
+        capabilities: "",
+        decorations: "OpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 0 ColMajor\nOpMemberDecorate %T 0 MatrixStride 16\n",
+        types: "%f = OpTypeFloat 32\n%v3f = OpTypeVector %f 3\n%m = OpTypeMatrix %v3f 2\n%T = OpTypeStruct %m",
+        ty: "%T",
+        stride: 32,
+        align: 16,
+    },
+    Element {
+        name: "struct { row-major mat2x3 }",
+        capabilities: "",
+        decorations: "OpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 0 RowMajor\nOpMemberDecorate %T 0 MatrixStride 8\n",
+        types: "%f = OpTypeFloat 32\n%v3f = OpTypeVector %f 3\n%m = OpTypeMatrix %v3f 2\n%T = OpTypeStruct %m",
+        ty: "%T",
+        stride: 24,
+        align: 8,
+    },
+];
+
+/// `out[0] += i` by every invocation (OpAtomicIAdd through a pointer, device scope), and
+/// `out[1 + i] = i` through OpPtrAccessChain on a pointer to `out[1]` (the pointer type's
+/// ArrayStride 4).
+pub fn atomics_and_ptr_chains() -> Vec<u32> {
+    assemble(
+        r#"
+OpMemberDecorate %PC 0 Offset 0
+OpDecorate %pu ArrayStride 4
+"#,
+        r#"
+%PC = OpTypeStruct %pbuf
+%ppc = OpTypePointer PushConstant %PC
+%pc = OpVariable %ppc PushConstant
+%ppc_pbuf = OpTypePointer PushConstant %pbuf
+%device = OpConstant %uint 1
+"#,
+        r#"
+%o_p = OpAccessChain %ppc_pbuf %pc %c0
+%o = OpLoad %pbuf %o_p
+%counter = OpAccessChain %pu %o %c0 %c0
+%old = OpAtomicIAdd %uint %counter %device %c0 %gx
+%first = OpAccessChain %pu %o %c0 %c1
+%mine = OpPtrAccessChain %pu %first %gx
+OpStore %mine %gx Aligned 4
+"#,
+    )
+}

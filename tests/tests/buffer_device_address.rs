@@ -10,7 +10,7 @@ use ash::vk;
 use polyfill_e2e::bytes;
 use polyfill_e2e::child::{self, read_log};
 use polyfill_e2e::layer::env_var_name;
-use polyfill_e2e::bda::{copy_scale, linked_list, struct_of_pointers};
+use polyfill_e2e::bda::{atomics_and_ptr_chains, copy_elements, copy_scale, linked_list, struct_of_pointers, ELEMENTS};
 use polyfill_e2e::tools::spirv_val;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
 use polyfill_e2e::{Context, ContextOptions};
@@ -391,4 +391,36 @@ both_targets! {
     linked_list_across_buffers => linked_list_device_target, linked_list_core_target;
     struct_of_pointers_in_device_memory => struct_of_pointers_device_target, struct_of_pointers_core_target;
     shader_object_through_pointers => shader_object_device_target, shader_object_core_target;
+}
+
+/// Whole-element copies of every [`ELEMENTS`] type (vectors, 8/16/64-bit scalars, f64, structs,
+/// arrays, both matrix majorities), native vs forced, byte for byte.
+fn element_sweep(target: &str) {
+    for e in ELEMENTS {
+        let n = 64 * e.stride as usize;
+        // Bit patterns of small integers: no float is a NaN whose payload a driver might change.
+        let input: Vec<u8> = (0..n).map(|i| ((i * 37 + 11) % 251) as u8 & 0x3f).collect();
+        let job = ComputeJob {
+            buffers: vec![BufferSpec::device_address(0, input), BufferSpec::device_address(8, vec![0; n])],
+            ..Default::default()
+        };
+        let (want, got) = native_and_forced(&format!("elements-{}", e.ty.trim_start_matches('%')), target, &copy_elements(e), &job);
+        assert_eq!(got, want, "{}: emulated vs native", e.name);
+        assert!(want[1].iter().any(|b| *b != 0), "{}: the native copy wrote", e.name);
+    }
+}
+
+/// 64 atomic adds on one counter through a pointer, and stores through OpPtrAccessChain.
+fn atomics_and_pointer_arithmetic(target: &str) {
+    let job = ComputeJob { buffers: vec![BufferSpec::device_address(0, vec![0; 65 * 4])], ..Default::default() };
+    let (want, got) = native_and_forced("atomics", target, &atomics_and_ptr_chains(), &job);
+    let words = bytes::to_u32s(&want[0]);
+    assert_eq!(words[0], (0..64).sum::<u32>());
+    assert_eq!(words[1..], (0..64).collect::<Vec<u32>>());
+    assert_eq!(got, want);
+}
+
+both_targets! {
+    element_sweep => element_sweep_device_target, element_sweep_core_target;
+    atomics_and_pointer_arithmetic => atomics_and_pointer_arithmetic_device_target, atomics_and_pointer_arithmetic_core_target;
 }
