@@ -443,3 +443,33 @@ OpStore %mine %gx Aligned 4
 "#,
     )
 }
+
+/// `out[i] = in[4 i + 1]` through an OpRawAccessChainNV on a physical base (stride 16, index i,
+/// offset 4): SPV_NV_raw_access_chains and SPV_KHR_physical_storage_buffer both emulated.
+pub fn raw_chain_on_pointer() -> Vec<u32> {
+    assemble_with(
+        "OpCapability RawAccessChainsNV\nOpExtension \"SPV_NV_raw_access_chains\"\n",
+        r#"
+OpMemberDecorate %PC 0 Offset 0
+OpMemberDecorate %PC 1 Offset 8
+"#,
+        r#"
+%PC = OpTypeStruct %pbuf %pbuf
+%ppc = OpTypePointer PushConstant %PC
+%pc = OpVariable %ppc PushConstant
+%ppc_pbuf = OpTypePointer PushConstant %pbuf
+%c4 = OpConstant %uint 4
+%c16 = OpConstant %uint 16
+"#,
+        r#"
+%src_p = OpAccessChain %ppc_pbuf %pc %c0
+%src = OpLoad %pbuf %src_p
+%dst_p = OpAccessChain %ppc_pbuf %pc %c1
+%dst = OpLoad %pbuf %dst_p
+%rc = OpRawAccessChainNV %pu %src %c16 %gx %c4
+%v = OpLoad %uint %rc Aligned 4
+%op = OpAccessChain %pu %dst %c0 %gx
+OpStore %op %v Aligned 4
+"#,
+    )
+}

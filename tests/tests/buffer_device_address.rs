@@ -10,7 +10,7 @@ use ash::vk;
 use polyfill_e2e::bytes;
 use polyfill_e2e::child::{self, read_log};
 use polyfill_e2e::layer::env_var_name;
-use polyfill_e2e::bda::{atomics_and_ptr_chains, copy_elements, copy_scale, linked_list, struct_of_pointers, ELEMENTS};
+use polyfill_e2e::bda::{atomics_and_ptr_chains, copy_elements, copy_scale, linked_list, raw_chain_on_pointer, struct_of_pointers, ELEMENTS};
 use polyfill_e2e::tools::spirv_val;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
 use polyfill_e2e::{Context, ContextOptions};
@@ -226,10 +226,15 @@ fn native_and_forced(name: &str, target: &str, spirv: &[u32], job: &ComputeJob) 
 /// device's features, or `core`: no Int64 — uvec2 addresses — and no 8/16-bit storage — word
 /// views): the outputs (see [`native_and_forced`]).
 fn forced(name: &str, target: &str, spirv: &[u32], job: &ComputeJob) -> Vec<Vec<u8>> {
+    forced_with(name, target, spirv, job, options("force"))
+}
+
+/// [`forced`] with other context options (`o` enables the layer and the emulation).
+fn forced_with(name: &str, target: &str, spirv: &[u32], job: &ComputeJob, o: ContextOptions) -> Vec<Vec<u8>> {
     let name = format!("{name}-{target}");
     let dir = std::env::temp_dir().join(format!("polyfill-bda-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let o = options("force").setting("dump_shaders_dir", dir.to_str().unwrap()).setting("debug_target", target);
+    let o = o.setting("dump_shaders_dir", dir.to_str().unwrap()).setting("debug_target", target);
     let ctx = Context::new(&o).unwrap_or_else(|e| panic!("{e}"));
     let got = ctx.run_compute(spirv, job).unwrap_or_else(|e| panic!("{name} forced: {e}"));
     assert_eq!(ctx.validation_errors(), Vec::<String>::new(), "{name}");
@@ -420,7 +425,21 @@ fn atomics_and_pointer_arithmetic(target: &str) {
     assert_eq!(got, want);
 }
 
+/// A raw access chain on a physical base: both emulations at once (lavapipe has no raw chains,
+/// so the expected values come from the CPU).
+fn raw_chain_on_a_pointer(target: &str) {
+    let input: Vec<u32> = (0..256).map(|i| i * 3 + 7).collect();
+    let job = ComputeJob {
+        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
+        ..Default::default()
+    };
+    let o = ContextOptions::raw_access_chains().setting("buffer_device_address", "force").validation(true);
+    let got = forced_with("raw", target, &raw_chain_on_pointer(), &job, o);
+    assert_eq!(bytes::to_u32s(&got[1]), (0..64).map(|i| input[4 * i + 1]).collect::<Vec<_>>());
+}
+
 both_targets! {
+    raw_chain_on_a_pointer => raw_chain_on_a_pointer_device_target, raw_chain_on_a_pointer_core_target;
     element_sweep => element_sweep_device_target, element_sweep_core_target;
     atomics_and_pointer_arithmetic => atomics_and_pointer_arithmetic_device_target, atomics_and_pointer_arithmetic_core_target;
 }
