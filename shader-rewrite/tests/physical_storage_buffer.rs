@@ -125,6 +125,12 @@ fn scalar_and_vector_members() {
     let (dis, stats) = lower(&text);
     assert_eq!((stats.physical_loads, stats.physical_stores, stats.physical_chains), (3, 3, 3), "{stats:?}");
     assert!(dis.contains("OpArrayLength"), "{dis}");
+    // Only the views used are declared: no 16-bit one (nor its capability) for 32-bit accesses,
+    // whatever ids the module's literals happen to equal (LocalSize 64 below).
+    for local_size in ["1", "64"] {
+        let (dis, _) = lower(&text.replace("LocalSize 1 1 1", &format!("LocalSize {local_size} 1 1")));
+        assert!(!dis.contains("OpTypeInt 16") && !dis.contains("16BitAccess"), "{dis}");
+    }
 }
 
 /// What the lowering cannot do is an error naming the instruction, never a wrong module.

@@ -3,7 +3,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::byte_address::AliasKind;
-use crate::passes::util::{add_to_interfaces, sweep_dead_globals};
+use crate::passes::util::{add_to_interfaces, forget_ids};
 use crate::scan::CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES;
 
 const ADDRESSING_PHYSICAL_STORAGE_BUFFER_64: u32 = 5348;
@@ -17,12 +17,11 @@ const RESTRICT_POINTER: u32 = 5355;
 const ALIASED_POINTER: u32 = 5356;
 
 pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, addr: Addr) {
-    // Views no access used go, and so do their types (an 8-bit view would need its capability).
-    let used: BTreeSet<u32> = table.used_by.values().flatten().copied().collect();
-    let unused: HashSet<u32> = table.variables().filter(|v| !used.contains(v)).collect();
+    // Views no access used go (an 8-bit or 16-bit one would need its capability).
+    let unused = table.unused_declarations(m);
     m.globals.retain(|g| !unused.contains(&g.id));
-    crate::passes::util::forget_ids(m, &unused);
-    sweep_dead_globals(m, &[]);
+    forget_ids(m, &unused);
+    let used: BTreeSet<u32> = table.used_by.values().flatten().copied().collect();
 
     // SPV_KHR_physical_storage_buffer: the capability, the extension (or its EXT twin), the
     // addressing model, and the decorations only pointers to physical pointers may have.

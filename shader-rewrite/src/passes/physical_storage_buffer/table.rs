@@ -4,10 +4,12 @@
 //! compatible types alias one binding), indexed by the address's slot with NonUniform.
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashSet as HashSet;
+
 use crate::bda::BdaTable;
 use crate::builder::{deco, sc, Builder, Emitter};
 use crate::byte_address::{AliasKind, AliasViews, Backend};
-use crate::module::{op, Inst};
+use crate::module::{op, Inst, Module};
 use crate::ops;
 use crate::target::Target;
 
@@ -52,6 +54,8 @@ pub(super) struct Table {
     /// Array variable per view, in the views' order.
     vars: Vec<u32>,
     kinds: Vec<AliasKind>,
+    /// The first id the table's declarations took: types from there on are its own.
+    first_id: u32,
     /// The 64-bit view: (element pointer type, array variable), declared on first use.
     view64: Option<(u32, u32)>,
     /// Function → table variables it uses (for the entry points' interfaces).
@@ -62,19 +66,40 @@ impl Table {
     /// Declares the views the target can have (8/16-bit ones with its storage features) in
     /// `backend` and their array variables.
     pub fn new(b: &mut Builder, cfg: BdaTable, backend: &mut Backend, target: &Target) -> Self {
+        let first_id = b.m.header[3];
         let kinds: Vec<AliasKind> = AliasKind::ALL.into_iter().filter(|k| k.available(target, sc::STORAGE_BUFFER)).collect();
         let views = AliasViews::new(b, sc::STORAGE_BUFFER, kinds.clone());
         let vars = views.struct_ty.clone().into_iter().map(|st| declare(b, &cfg, st)).collect();
         backend.views.insert(sc::STORAGE_BUFFER, views);
-        Table { cfg, vars, kinds, view64: None, used_by: BTreeMap::new() }
+        Table { cfg, vars, kinds, first_id, view64: None, used_by: BTreeMap::new() }
     }
 
-    /// The array variables (views not used by any access are swept afterwards).
-    pub fn variables(&self) -> impl Iterator<Item = u32> + '_ {
-        self.vars.iter().copied().chain(self.view64.map(|(_, v)| v))
+    /// The declarations of the views no access used: each view's variable and the types only it
+    /// needs (its array, alias struct and their pointers; an 8/16-bit element type the table
+    /// added, which would need its storage capability).
+    pub fn unused_declarations(&self, m: &Module) -> HashSet<u32> {
+        let used: BTreeSet<u32> = self.used_by.values().flatten().copied().collect();
+        let index = m.global_index();
+        let def = |id: u32| index.get(&id).map(|&n| &m.globals[n]);
+        let pointer_to = |pointee: u32| m.globals.iter().find(|g| g.op == op::TYPE_POINTER && g.ops[..] == [sc::STORAGE_BUFFER, pointee]).map(|g| g.id);
+        let mut gone = HashSet::default();
+        for (n, &var) in self.vars.iter().enumerate().filter(|(_, v)| !used.contains(v)) {
+            let var_ty = def(var).expect("declared").ty;
+            let arr = def(var_ty).expect("declared").ops[1];
+            let st = def(arr).expect("declared").ops[0];
+            let rta = def(st).expect("declared").ops[0];
+            let elem = def(rta).expect("declared").ops[0];
+            gone.extend([var, var_ty, arr, st, rta]);
+            gone.extend(pointer_to(st));
+            gone.extend(pointer_to(elem).filter(|&p| p >= self.first_id));
+            if matches!(self.kinds[n], AliasKind::U8 | AliasKind::U16) && elem >= self.first_id {
+                gone.insert(elem);
+            }
+        }
+        gone
     }
 
-    /// The view of each variable of [`Table::variables`] but the 64-bit one.
+    /// The view of a table variable (None: the 64-bit one).
     pub fn kind_of(&self, var: u32) -> Option<AliasKind> {
         self.vars.iter().position(|&v| v == var).map(|n| self.kinds[n])
     }
