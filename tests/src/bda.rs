@@ -473,3 +473,101 @@ OpStore %op %v Aligned 4
 "#,
     )
 }
+
+/// Push constants of [`graphics_vs`] / [`graphics_fs`] (both stages declare the same block):
+/// a pointer to `vec4 positions[]` (offset 0) and one to `uint colors[]` (offset 8).
+const GRAPHICS_HEAD: &str = r#"
+OpDecorate %PC Block
+OpMemberDecorate %PC 0 Offset 0
+OpMemberDecorate %PC 1 Offset 8
+OpDecorate %Verts Block
+OpMemberDecorate %Verts 0 Offset 0
+OpDecorate %va ArrayStride 16
+OpDecorate %Cols Block
+OpMemberDecorate %Cols 0 Offset 0
+OpDecorate %ca ArrayStride 4
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%int = OpTypeInt 32 1
+%float = OpTypeFloat 32
+%v4 = OpTypeVector %float 4
+%va = OpTypeRuntimeArray %v4
+%Verts = OpTypeStruct %va
+%pverts = OpTypePointer PhysicalStorageBuffer %Verts
+%pv4 = OpTypePointer PhysicalStorageBuffer %v4
+%ca = OpTypeRuntimeArray %uint
+%Cols = OpTypeStruct %ca
+%pcols = OpTypePointer PhysicalStorageBuffer %Cols
+%pu = OpTypePointer PhysicalStorageBuffer %uint
+%PC = OpTypeStruct %pverts %pcols
+%ppc = OpTypePointer PushConstant %PC
+%pc = OpVariable %ppc PushConstant
+%ppc_verts = OpTypePointer PushConstant %pverts
+%ppc_cols = OpTypePointer PushConstant %pcols
+%c0 = OpConstant %uint 0
+%c1 = OpConstant %uint 1
+"#;
+
+fn graphics_module(entry: &str, body: &str) -> Vec<u32> {
+    let text = format!(
+        "OpCapability Shader\nOpCapability PhysicalStorageBufferAddresses\nOpExtension \"SPV_KHR_physical_storage_buffer\"\n%ext = OpExtInstImport \"GLSL.std.450\"\nOpMemoryModel PhysicalStorageBuffer64 GLSL450\n{entry}{GRAPHICS_HEAD}{body}OpReturn\nOpFunctionEnd\n"
+    );
+    let words = spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}"));
+    spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
+    words
+}
+
+/// Vertex shader: `gl_Position = positions[gl_VertexIndex]` through the pointer at push
+/// constant 0.
+pub fn graphics_vs() -> Vec<u32> {
+    graphics_module(
+        "OpEntryPoint Vertex %main \"main\" %vid %pos %pc\nOpDecorate %vid BuiltIn VertexIndex\nOpDecorate %pos BuiltIn Position\n",
+        r#"
+%pin = OpTypePointer Input %int
+%vid = OpVariable %pin Input
+%pout = OpTypePointer Output %v4
+%pos = OpVariable %pout Output
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%vp = OpAccessChain %ppc_verts %pc %c0
+%verts = OpLoad %pverts %vp
+%i = OpLoad %int %vid
+%e = OpAccessChain %pv4 %verts %c0 %i
+%v = OpLoad %v4 %e Aligned 16
+OpStore %pos %v
+"#,
+    )
+}
+
+/// Fragment shader: the pixel's colour is `unpackUnorm4x8(colors[y * width + x])` through the
+/// pointer at push constant 8.
+pub fn graphics_fs(width: u32) -> Vec<u32> {
+    graphics_module(
+        "OpEntryPoint Fragment %main \"main\" %fc %color %pc\nOpExecutionMode %main OriginUpperLeft\nOpDecorate %fc BuiltIn FragCoord\nOpDecorate %color Location 0\n",
+        &format!(
+            r#"
+%pin = OpTypePointer Input %v4
+%fc = OpVariable %pin Input
+%pout = OpTypePointer Output %v4
+%color = OpVariable %pout Output
+%w = OpConstant %uint {width}
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%cp = OpAccessChain %ppc_cols %pc %c1
+%cols = OpLoad %pcols %cp
+%f = OpLoad %v4 %fc
+%fx = OpCompositeExtract %float %f 0
+%fy = OpCompositeExtract %float %f 1
+%x = OpConvertFToU %uint %fx
+%y = OpConvertFToU %uint %fy
+%row = OpIMul %uint %y %w
+%i = OpIAdd %uint %row %x
+%e = OpAccessChain %pu %cols %c0 %i
+%packed = OpLoad %uint %e Aligned 4
+%rgba = OpExtInst %v4 %ext UnpackUnorm4x8 %packed
+OpStore %color %rgba
+"#
+        ),
+    )
+}

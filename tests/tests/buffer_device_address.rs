@@ -10,7 +10,9 @@ use ash::vk;
 use polyfill_e2e::bytes;
 use polyfill_e2e::child::{self, read_log};
 use polyfill_e2e::layer::env_var_name;
-use polyfill_e2e::bda::{atomics_and_ptr_chains, copy_elements, copy_scale, linked_list, raw_chain_on_pointer, struct_of_pointers, ELEMENTS};
+use polyfill_e2e::bda::{
+    atomics_and_ptr_chains, copy_elements, copy_scale, graphics_fs, graphics_vs, linked_list, raw_chain_on_pointer, struct_of_pointers, ELEMENTS,
+};
 use polyfill_e2e::tools::spirv_val;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
 use polyfill_e2e::{Context, ContextOptions};
@@ -438,7 +440,50 @@ fn raw_chain_on_a_pointer(target: &str) {
     assert_eq!(bytes::to_u32s(&got[1]), (0..64).map(|i| input[4 * i + 1]).collect::<Vec<_>>());
 }
 
+/// A draw whose vertex shader reads positions and whose fragment shader reads per-pixel colours
+/// through pointers (the table bound before the draw, two stages rewritten), natively and
+/// through the layer: the same image, the expected colours.
+fn draw_through_pointers(target: &str) {
+    use polyfill_e2e::bindless::gpu::{Scope, ALL_STAGES};
+    const W: u32 = 32;
+    let positions: Vec<f32> = [[-1.0, -1.0], [3.0, -1.0], [-1.0, 3.0]].iter().flat_map(|[x, y]| [*x, *y, 0.0, 1.0]).collect();
+    let colors: Vec<u32> = (0..W * W).map(|i| i.wrapping_mul(2654435761) | 0xff00_0000).collect();
+    let (vs, fs) = (graphics_vs(), graphics_fs(W));
+    let draw = |o: &ContextOptions| {
+        let ctx = Context::new(o).unwrap_or_else(|e| panic!("{e}"));
+        let mut scope = Scope::new(&ctx).unwrap();
+        let pos = scope.buffer_with(&positions.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        let col = scope.buffer_with(&bytes::from_u32s(&colors)).unwrap();
+        let target = scope.image(vk::Format::R8G8B8A8_UNORM, W, W, vk::ImageUsageFlags::COLOR_ATTACHMENT, None, vk::ImageLayout::TRANSFER_SRC_OPTIMAL).unwrap();
+        let (rp, fb) = scope.render_target(&target).unwrap();
+        let pl = scope.pipeline_layout(&[], 16).unwrap();
+        let pipe = scope.graphics_pipeline(&vs, &fs, pl, rp, W, W).unwrap();
+        let push = [pos.address.to_le_bytes(), col.address.to_le_bytes()].concat();
+        scope
+            .submit(|d, cmd| unsafe {
+                let clear = [vk::ClearValue { color: vk::ClearColorValue { uint32: [0; 4] } }];
+                let area = vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width: W, height: W } };
+                let rpbi = vk::RenderPassBeginInfo::default().render_pass(rp).framebuffer(fb).render_area(area).clear_values(&clear);
+                d.cmd_begin_render_pass(cmd, &rpbi, vk::SubpassContents::INLINE);
+                d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, pipe);
+                d.cmd_push_constants(cmd, pl, ALL_STAGES, 0, &push);
+                d.cmd_draw(cmd, 3, 1, 0, 0);
+                d.cmd_end_render_pass(cmd);
+            })
+            .unwrap();
+        let image = scope.read_image(&target, 4).unwrap();
+        drop(scope);
+        assert_eq!(ctx.validation_errors(), Vec::<String>::new());
+        image
+    };
+    let native = draw(&ContextOptions::native().validation(true));
+    assert_eq!(native, bytes::from_u32s(&colors), "native image = the colours");
+    let emulated = draw(&options("force").setting("debug_target", target));
+    assert_eq!(emulated, native);
+}
+
 both_targets! {
+    draw_through_pointers => draw_through_pointers_device_target, draw_through_pointers_core_target;
     raw_chain_on_a_pointer => raw_chain_on_a_pointer_device_target, raw_chain_on_a_pointer_core_target;
     element_sweep => element_sweep_device_target, element_sweep_core_target;
     atomics_and_pointer_arithmetic => atomics_and_pointer_arithmetic_device_target, atomics_and_pointer_arithmetic_core_target;
