@@ -46,16 +46,23 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     if found.raw_access_chains && options.emulate_raw_access_chains {
         passes::raw_access_chains::run(&mut module, options, &mut stats)?;
     }
-    if found.small_storage.intersects(&options.emulate_storage) {
+    let small_storage = found.small_storage.intersects(&options.emulate_storage);
+    // Physical pointers are lowered after raw chains (which turn raw chains on physical bases
+    // into address arithmetic) and bindless handles (which may live in physical memory), and
+    // before the 8/16-bit lowering (which would widen the types in physical memory, changing
+    // its layout, and emulates the 8/16-bit accesses this pass leaves).
+    let bda = options.bda.filter(|_| found.physical_storage_buffer);
+    if small_storage && bda.is_none() {
         passes::small_storage::run(&mut module, options, &mut stats)?;
     }
     if let (true, Some(table)) = (found.bindless_texture, options.bindless) {
         passes::bindless::run(&mut module, &table, options, &mut stats)?;
     }
-    // After the raw-chain pass: it turns raw chains on physical bases into address arithmetic
-    // and OpConvertUToPtr, which this pass then lowers.
-    if let (true, Some(table)) = (found.physical_storage_buffer, options.bda) {
+    if let Some(table) = bda {
         passes::physical_storage_buffer::run(&mut module, &table, options, &mut stats)?;
+        if small_storage {
+            passes::small_storage::run(&mut module, options, &mut stats)?;
+        }
     }
     // The lowering allocates fresh ids past the input's bound; an input already near the
     // universal limit can be pushed over it, and the result would be invalid SPIR-V.

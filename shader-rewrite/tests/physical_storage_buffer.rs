@@ -56,31 +56,34 @@ fn lower_for(text: &str, int64s: &[bool]) -> (String, Stats) {
 
 /// [`lower_for`] in Vulkan environment `env`.
 fn lower_in(text: &str, env: &str, int64s: &[bool]) -> (String, Stats) {
+    let options: Vec<Options> = int64s.iter().map(|&int64| options(int64)).collect();
+    lower_with(text, env, &options)
+}
+
+/// [`lower_in`] under each of `options` (with a BdaTable).
+fn lower_with(text: &str, env: &str, options: &[Options]) -> (String, Stats) {
     let words = assemble(text, env);
     validate(&words, env).unwrap_or_else(|e| panic!("input does not validate: {e}\n{text}"));
     let mut first = None;
-    for &int64 in int64s {
-        let out = rewrite(&words, &options(int64)).unwrap_or_else(|e| panic!("rewrite failed (int64 {int64}): {e}"));
+    for (n, o) in options.iter().enumerate() {
+        let out = rewrite(&words, o).unwrap_or_else(|e| panic!("rewrite failed ({o:?}): {e}"));
         let dis = disassemble(&out.words);
         if let Err(e) = validate(&out.words, env) {
-            panic!("rewritten module (int64 {int64}) fails spirv-val: {e}\n{dis}");
+            panic!("rewritten module fails spirv-val ({o:?}): {e}\n{dis}");
         }
         for gone in ["PhysicalStorageBuffer", "SPV_KHR_physical_storage_buffer", "OpConvertUToPtr", "OpConvertPtrToU", "RestrictPointer", "AliasedPointer"] {
-            assert!(!dis.contains(gone), "{gone} left (int64 {int64}):\n{dis}");
+            assert!(!dis.contains(gone), "{gone} left ({o:?}):\n{dis}");
         }
         assert!(dis.contains("OpMemoryModel Logical"), "{dis}");
         if dis.contains("OpArrayLength") {
             assert!(dis.contains("DescriptorSet 3") && dis.contains("Binding 7"), "table not on its set/binding:\n{dis}");
             assert!(dis.contains("NonUniform"), "table indexed without NonUniform:\n{dis}");
         }
-        if !int64 {
-            assert!(!dis.contains("OpCapability Int64\n") || text.contains("OpCapability Int64"), "{dis}");
-        }
         if let Ok(dir) = std::env::var("PSB_TEST_DUMP_DIR") {
-            // Debug aid: the outputs' disassembly, one file per test and address type.
-            std::fs::write(format!("{dir}/{}-{int64}.spvasm", std::thread::current().name().unwrap_or("test")), &dis).unwrap();
+            // Debug aid: the outputs' disassembly, one file per test and option set.
+            std::fs::write(format!("{dir}/{}-{n}.spvasm", std::thread::current().name().unwrap_or("test")), &dis).unwrap();
         }
-        let again = rewrite(&words, &options(int64)).unwrap();
+        let again = rewrite(&words, o).unwrap();
         assert_eq!(again.words, out.words, "rewriting is not deterministic");
         first.get_or_insert((dis, out.stats));
     }
@@ -340,7 +343,10 @@ fn every_scalar_width_and_vector_size() {
         };
         for (caps, with_whole) in variants {
             let text = module(&caps, &decorations, &format!("{types}{body}{}{end}", if with_whole { whole } else { "" }));
-            let (_, stats) = lower(&text);
+            // Both address types, and a target without 8/16-bit storage, emulated.
+            let core_storage = Target { int64: true, ..Target::core() };
+            let emulated = Options { target: core_storage, emulate_storage: shader_rewrite::SmallStorage::missing_from(&core_storage), ..options(true) };
+            let (_, stats) = lower_with(&text, ENV, &[options(true), options(false), emulated]);
             let n = 4 + with_whole as u32;
             assert_eq!((stats.physical_loads, stats.physical_stores), (n, n), "{name} {caps:?}: {stats:?}");
         }
@@ -494,5 +500,59 @@ fn array_length_quirk_takes_lengths_in_a_waterfall_loop() {
         let dis = disassemble(&out.words);
         validate(&out.words, "vulkan1.1").unwrap_or_else(|e| panic!("{e}\n{dis}"));
         assert!(dis.contains("OpGroupNonUniformBroadcastFirst") && dis.contains("OpLoopMerge"), "{dis}");
+    }
+}
+
+/// Alignments × views: 32/64-bit scalars and vectors accessed with every Aligned value from
+/// their component's size (the least Vulkan allows) up to their size, on targets with and without 8/16-bit storage (byte/short views, or word parts
+/// with atomic sub-word stores) and with and without Int64.
+#[test]
+fn alignments_and_views() {
+    let mut targets = vec![];
+    for int64 in [true, false] {
+        for small_views in [true, false] {
+            let target = Target { int64, storage_buffer_8bit: small_views, storage_buffer_16bit: small_views, ..Target::all() };
+            targets.push(Options { target, ..options(int64) });
+        }
+    }
+    for (ty, decl, comp, size) in [("%uint", "", 4, 4), ("%v3f", "%v3f = OpTypeVector %float 3\n", 4, 12), ("%ulong", "", 8, 8), ("%v2l", "%v2l = OpTypeVector %ulong 2\n", 8, 16)] {
+        let mut body = format!("{decl}%pt = OpTypePointer PhysicalStorageBuffer {ty}\n%main = OpFunction %void None %fn\n%l = OpLabel\n%a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pt %x\n");
+        let mut align = comp;
+        while align <= size {
+            body += &format!("%v{align} = OpLoad {ty} %p Aligned {align}\nOpStore %p %v{align} Aligned {align}\n");
+            align *= 2;
+        }
+        body += "OpReturn\nOpFunctionEnd\n";
+        let (_, stats) = lower_with(&module(&[], "", &body), ENV, &targets);
+        assert!(stats.physical_loads > 0 && stats.physical_loads == stats.physical_stores, "{ty}: {stats:?}");
+    }
+}
+
+/// 8/16-bit values in physical memory on a target that lacks 8/16-bit storage and has it
+/// emulated (the layer's setting): the widths lowering runs first, then this pass.
+#[test]
+fn small_types_with_emulated_storage() {
+    let text = module(
+        &["StorageBuffer16BitAccess"],
+        "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 1 Offset 2\nOpMemberDecorate %S 2 Offset 4",
+        "%u16 = OpTypeInt 16 0\n%f16 = OpTypeFloat 16\n%S = OpTypeStruct %u16 %u16 %f16\n%pS = OpTypePointer PhysicalStorageBuffer %S\n\
+         %p16 = OpTypePointer PhysicalStorageBuffer %u16\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n\
+         %m0 = OpAccessChain %p16 %p %i0\n%m1 = OpAccessChain %p16 %p %i1\n%v = OpLoad %u16 %m0 Aligned 2\nOpStore %m1 %v Aligned 2\n\
+         OpReturn\nOpFunctionEnd\n",
+    );
+    // Without 16-bit storage the 16-bit members are moved through the byte view; without 8-bit
+    // storage either, through word parts (stores as atomic and/or pairs).
+    for (no_8bit, atomics) in [(false, false), (true, true)] {
+        let mut target = Target { storage_buffer_16bit: false, uniform_and_storage_buffer_16bit: false, ..Target::all() };
+        if no_8bit {
+            target = Target { storage_buffer_8bit: false, uniform_and_storage_buffer_8bit: false, ..target };
+        }
+        let emulated = Options { target, emulate_storage: shader_rewrite::SmallStorage::missing_from(&target), ..options(true) };
+        let (dis, stats) = lower_with(&text, ENV, &[emulated]);
+        assert!(!dis.contains("16BitAccess") && !dis.contains("OpTypeInt 16"), "{dis}");
+        assert_eq!(dis.contains("OpAtomicOr"), atomics, "{dis}");
+        assert_eq!((stats.physical_loads, stats.physical_stores, stats.atomic_subword_stores), (1, 1, atomics as u32), "{stats:?}");
     }
 }

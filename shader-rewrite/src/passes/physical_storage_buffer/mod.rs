@@ -117,6 +117,7 @@ fn lower(
         cx.function = f.def.id;
         cx.lower_blocks(f)?;
     }
+    cx.stats.atomic_subword_stores += cx.backend.atomic_subword_stores;
     let addr_values = types.iter().filter(|(_, t)| retyped.ptrs.contains_key(t)).map(|(&id, _)| id).collect();
     Ok((cx.table, addr_values))
 }
