@@ -43,7 +43,7 @@ impl Cx<'_, '_> {
     /// The buffer address `a` names.
     pub(super) fn locate(&mut self, e: &mut Emitter, a: u32, with64: bool) -> Located {
         let d = self.addr.decode(e, self.b, a, self.table.count());
-        self.table.locate(e, self.b, &self.backend, &d, with64)
+        self.table.locate(e, self.b, &self.backend, &d, with64, self.waterfall)
     }
 
     /// Where an access through pointer `ptr` starts: the pointee at offset 0, aligned as the

@@ -23,7 +23,9 @@
 //!
 //! Robustness: an access outside every live buffer never touches memory. An address whose tag
 //! is not 0xD3 or whose slot is `>= count` has length 0; otherwise the length is the slot's
-//! OpArrayLength (exact bytes through the 8-bit view, whole words without one). Each
+//! OpArrayLength (exact bytes through the 8-bit view, whole words without one; taken one slot at
+//! a time in a subgroup waterfall loop under Target::nonuniform_array_length_broken, in the
+//! functions of GLCompute and Fragment entry points only). Each
 //! scalar/vector leaf, and each atomic, checks `offset + size <= length`: loads outside return 0
 //! (or the debug poison pattern), stores are dropped, atomics do nothing and return 0. The
 //! layer must keep a valid (or null) descriptor in every slot below `count`.
@@ -43,6 +45,7 @@ use crate::target::Options;
 use super::layout::Layouts;
 use super::leaves::{describe, Splitter};
 use super::raw_access_chains::control_flow::{legalize_split, split_loop_header};
+use super::util::call_tree;
 
 mod address;
 mod atomics;
@@ -58,6 +61,8 @@ use table::Table;
 use types::PhysPtr;
 
 const MEMORY_MODEL_VULKAN: u32 = 3;
+const EXECUTION_MODEL_FRAGMENT: u32 = 4;
+const EXECUTION_MODEL_GL_COMPUTE: u32 = 5;
 
 pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
     let (addr_ty, u32t) = types::address_type(m, options.target.int64);
@@ -87,6 +92,15 @@ fn lower(
 ) -> Result<(Table, HashSet<u32>), RewriteError> {
     let vulkan_mm = m.memory_model.first().is_some_and(|i| i.ops.get(1) == Some(&MEMORY_MODEL_VULKAN));
     let old_select = m.version() < (1, 4);
+    // The waterfall loop needs subgroup operations: only in functions no entry point of another
+    // stage than GLCompute or Fragment calls (where lavapipe, the driver with the length quirk,
+    // has them; its VkPhysicalDeviceSubgroupProperties::supportedStages lacks the others).
+    let without_subgroups: HashSet<u32> = m
+        .entry_points
+        .iter()
+        .filter(|ep| !matches!(ep.ops[0], EXECUTION_MODEL_FRAGMENT | EXECUTION_MODEL_GL_COMPUTE))
+        .flat_map(|ep| call_tree(functions, ep.ops[1]))
+        .collect();
     let mut b = Builder::new(m);
     let mut backend = Backend::new(options.target, options.oob_poison, vulkan_mm);
     let table = Table::new(&mut b, *cfg, &mut backend, &options.target);
@@ -110,11 +124,13 @@ fn lower(
         splitter: Splitter::new(layouts),
         stats,
         function: 0,
+        waterfall: false,
         old_select,
         int64_target: options.target.int64,
     };
     for f in functions.iter_mut() {
         cx.function = f.def.id;
+        cx.waterfall = options.target.nonuniform_array_length_broken && !without_subgroups.contains(&f.def.id);
         cx.lower_blocks(f)?;
     }
     cx.stats.atomic_subword_stores += cx.backend.atomic_subword_stores;
@@ -139,6 +155,9 @@ struct Cx<'a, 'm> {
     stats: &'a mut Stats,
     /// The function being lowered.
     function: u32,
+    /// Take buffer lengths in a subgroup waterfall loop (Target::nonuniform_array_length_broken)
+    /// in the function being lowered.
+    waterfall: bool,
     /// SPIR-V < 1.4: OpSelect of vectors wants a vector condition.
     old_select: bool,
     int64_target: bool,

@@ -110,9 +110,9 @@ impl Table {
     }
 
     /// The buffer `d` names (its slot is clamped to the table): its byte length is taken only
-    /// when `d.in_table` (an unused slot may hold no valid descriptor); `with64`: the 64-bit
-    /// view too.
-    pub fn locate(&mut self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, with64: bool) -> Located {
+    /// when `d.in_table` (an unused slot may hold no valid descriptor), in a waterfall loop if
+    /// `waterfall`; `with64`: the 64-bit view too.
+    pub fn locate(&mut self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, with64: bool, waterfall: bool) -> Located {
         b.decorate(d.slot, deco::NON_UNIFORM, &[]);
         let views = &backend.views[&sc::STORAGE_BUFFER];
         let mut at = Located {
@@ -138,7 +138,7 @@ impl Table {
         let u32t = b.t_u32();
         let zero = b.c_u32(0);
         let length = |e: &mut Emitter, b: &mut Builder| {
-            if backend.target.nonuniform_array_length_broken {
+            if waterfall {
                 // One OpArrayLength per subgroup on such drivers: one slot at a time.
                 waterfall_length(e, b, backend, sc::STORAGE_BUFFER, var, struct_ptr, d.slot)
             } else {
