@@ -5,12 +5,12 @@
 //! `0xD3 << 56 | slot << 32 | offset` ([`crate::bda`]). The lowering:
 //!
 //! 1. `types`: PhysicalStorageBuffer pointers become addresses, 64-bit integers (u64 with
-//!    Int64, uvec2 without; `address`), wherever they are: values, struct members, arrays,
-//!    variables, function parameters and results. Both are 8 bytes, as the pointers were in
-//!    explicit layouts.
-//! 2. `values`: OpConvertUToPtr, OpConvertPtrToU and OpBitcast to and from pointers move the
-//!    value; OpPtrEqual, OpPtrNotEqual and OpPtrDiff compare integers; OpPhi, OpSelect and calls
-//!    carry addresses as they carried pointers.
+//!    Int64, uvec2 without), wherever they are: values, struct members, arrays, variables,
+//!    function parameters and results. Both are 8 bytes, as the pointers were in explicit
+//!    layouts.
+//! 2. `address` and `values`: OpConvertUToPtr, OpConvertPtrToU and OpBitcast to and from
+//!    pointers move the value; OpPtrEqual, OpPtrNotEqual and OpPtrDiff compare integers; OpPhi,
+//!    OpSelect and calls carry addresses as they carried pointers.
 //! 3. `chains`: OpAccessChain, OpPtrAccessChain (Element × the pointer type's ArrayStride) and
 //!    their InBounds forms add a byte offset from the explicit layout to the address's offset
 //!    word (wrapping in 32 bits).
@@ -25,13 +25,14 @@
 //! is not 0xD3 or whose slot is `>= count` has length 0; otherwise the length is the slot's
 //! OpArrayLength (exact bytes through the 8-bit view, whole words without one; taken one slot at
 //! a time in a subgroup waterfall loop under Target::nonuniform_array_length_broken, in the
-//! functions of GLCompute and Fragment entry points only). Each
-//! scalar/vector leaf, and each atomic, checks `offset + size <= length`: loads outside return 0
-//! (or the debug poison pattern), stores are dropped, atomics do nothing and return 0. The
-//! layer must keep a valid (or null) descriptor in every slot below `count`.
+//! functions of GLCompute and Fragment entry points only). Each scalar/vector leaf, and each
+//! atomic, checks `offset + size <= length`: loads outside return 0 (or the debug poison
+//! pattern), stores are dropped, atomics do nothing and return 0. The layer must keep a valid
+//! (or null) descriptor in every slot below `count`.
 //!
-//! Raw access chains on physical bases are lowered to address arithmetic and OpBitcast by the
-//! raw-chain pass, which runs first.
+//! Memory accesses branch, so `blocks` splits their blocks. Raw access chains on physical bases
+//! (lowered to address arithmetic and OpBitcast) and bindless handles (integers, possibly in
+//! physical memory) are lowered before this pass, 8/16-bit storage after it (crate::rewrite).
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::bda::BdaTable;
@@ -44,11 +45,11 @@ use crate::target::Options;
 
 use super::layout::Layouts;
 use super::leaves::{describe, Splitter};
-use super::raw_access_chains::control_flow::{legalize_split, split_loop_header};
 use super::util::call_tree;
 
 mod address;
 mod atomics;
+mod blocks;
 mod chains;
 mod cleanup;
 mod memory;
@@ -183,55 +184,6 @@ const PTR_NOT_EQUAL: u32 = 402;
 const PTR_DIFF: u32 = 403;
 
 impl Cx<'_, '_> {
-    /// Lowers `f`'s blocks. Memory accesses branch (bounds checks), splitting their block: a
-    /// loop header first hands its body to a new block, the pieces get what may not cross a
-    /// block boundary, and successors' OpPhis name the last piece.
-    fn lower_blocks(&mut self, f: &mut Function) -> Result<(), RewriteError> {
-        let original: HashSet<u32> = f.blocks.iter().map(|blk| blk.label).collect();
-        let mut relabel: HashMap<u32, u32> = HashMap::default();
-        let mut blocks = vec![];
-        for blk in std::mem::take(&mut f.blocks) {
-            let mut e = Emitter::with_capacity(blk.label, blk.insts.len() * 2);
-            let mut insts = blk.insts;
-            if insts.iter().any(|i| self.accesses_memory(i)) {
-                if let Some(lm) = insts.iter().position(|i| i.op == op::LOOP_MERGE) {
-                    insts = split_loop_header(&mut e, self.b, insts, lm)?;
-                }
-            }
-            for inst in insts {
-                self.rewrite(&mut e, inst)?;
-            }
-            let mut pieces = e.finish();
-            if pieces.len() > 1 {
-                let types = self.types;
-                legalize_split(self.b, &mut pieces, |b, id| types.get(&id).copied().or_else(|| b.global(id).map(|g| g.ty)).unwrap_or(0));
-                relabel.insert(blk.label, pieces[pieces.len() - 1].label);
-            }
-            blocks.extend(pieces);
-        }
-        // Only the function's own OpPhis: the backend's may name an original label as the
-        // parent that really branches to them.
-        for phi in blocks.iter_mut().filter(|blk| original.contains(&blk.label)).flat_map(|blk| blk.insts.iter_mut()).filter(|i| i.op == op::PHI) {
-            for parent in phi.ops.iter_mut().skip(1).step_by(2) {
-                if let Some(&l) = relabel.get(parent) {
-                    *parent = l;
-                }
-            }
-        }
-        f.blocks = blocks;
-        Ok(())
-    }
-
-    /// Does `inst` access memory through an address (and so branch)?
-    fn accesses_memory(&self, inst: &Inst) -> bool {
-        let through = |k: usize| inst.ops.get(k).is_some_and(|&id| self.phys(id).is_some());
-        match inst.op {
-            op::LOAD | op::STORE => through(0),
-            op::COPY_MEMORY => through(0) || through(1),
-            opcode => is_atomic(opcode) && through(0),
-        }
-    }
-
     /// The input type of `id`.
     fn type_of(&self, id: u32) -> u32 {
         self.types.get(&id).copied().or_else(|| self.global_values.get(&id).copied()).or_else(|| self.b.global(id).map(|g| g.ty)).unwrap_or(0)
