@@ -457,18 +457,38 @@ fn pointer_comparisons() {
     }
 }
 
-/// Float atomics through physical pointers are refused, naming the instruction.
+/// Float atomics (add, min/max, exchange, load, store) through a view of the float type.
 #[test]
-fn float_atomics_are_an_error() {
+fn float_atomics() {
     let text = module(
-        &["AtomicFloat32AddEXT"],
+        &["AtomicFloat32AddEXT", "AtomicFloat32MinMaxEXT", "AtomicFloat64AddEXT", "Float64"],
         "",
-        "%pf = OpTypePointer PhysicalStorageBuffer %float\n%f1 = OpConstant %float 1\n\
+        "%double = OpTypeFloat 64\n%pf = OpTypePointer PhysicalStorageBuffer %float\n%pd = OpTypePointer PhysicalStorageBuffer %double\n\
+         %f1 = OpConstant %float 1\n%d1 = OpConstant %double 1\n%l8 = OpConstant %ulong 8\n\
          %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pf %x\n\
-         %r = OpAtomicFAddEXT %float %p %u1 %u0 %f1\nOpReturn\nOpFunctionEnd\n",
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pf %x\n%x8 = OpIAdd %ulong %x %l8\n%q = OpConvertUToPtr %pd %x8\n\
+         %r0 = OpAtomicFAddEXT %float %p %u1 %u0 %f1\n%r1 = OpAtomicFMaxEXT %float %p %u1 %u0 %r0\n%r2 = OpAtomicExchange %float %p %u1 %u0 %r1\n\
+         %r3 = OpAtomicLoad %float %p %u1 %u0\nOpAtomicStore %p %u1 %u0 %r3\n%r4 = OpAtomicFAddEXT %double %q %u1 %u0 %d1\n\
+         OpReturn\nOpFunctionEnd\n",
     )
-    .replace("OpMemoryModel", "OpExtension \"SPV_EXT_shader_atomic_float_add\"\nOpMemoryModel");
+    .replace("OpMemoryModel", "OpExtension \"SPV_EXT_shader_atomic_float_add\"\nOpExtension \"SPV_EXT_shader_atomic_float_min_max\"\nOpMemoryModel");
+    let (dis, stats) = lower(&text);
+    assert_eq!(stats.physical_atomics, 6, "{stats:?}");
+    assert!(dis.contains("OpAtomicFAddEXT") && dis.contains("OpAtomicFMaxEXT"), "{dis}");
+}
+
+/// What the lowering cannot do is refused, naming the instruction: a 16-bit float atomic.
+#[test]
+fn half_float_atomics_are_an_error() {
+    let text = module(
+        &["AtomicFloat16AddEXT", "StorageBuffer16BitAccess", "Float16"],
+        "",
+        "%half = OpTypeFloat 16\n%ph = OpTypePointer PhysicalStorageBuffer %half\n%h1 = OpConstant %half 1\n\
+         %main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %ph %x\n\
+         %r = OpAtomicFAddEXT %half %p %u1 %u0 %h1\nOpReturn\nOpFunctionEnd\n",
+    )
+    .replace("OpMemoryModel", "OpExtension \"SPV_EXT_shader_atomic_float16_add\"\nOpMemoryModel");
     let e = error(&text);
     assert!(matches!(&e, RewriteError::Unsupported { instruction, .. } if instruction.contains("6035")), "{e}");
 }

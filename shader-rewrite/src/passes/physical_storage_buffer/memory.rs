@@ -41,9 +41,9 @@ impl LeafAccess<'_> {
 
 impl Cx<'_, '_> {
     /// The buffer address `a` names.
-    pub(super) fn locate(&mut self, e: &mut Emitter, a: u32, with64: bool) -> Located {
+    pub(super) fn locate(&mut self, e: &mut Emitter, a: u32, typed: Option<u32>) -> Located {
         let d = self.addr.decode(e, self.b, a, self.table.count());
-        self.table.locate(e, self.b, &self.backend, &d, with64, self.waterfall)
+        self.table.locate(e, self.b, &self.backend, &d, typed, self.waterfall)
     }
 
     /// Where an access through pointer `ptr` starts: the pointee at offset 0, aligned as the
@@ -56,7 +56,7 @@ impl Cx<'_, '_> {
 
     fn load_from(&mut self, e: &mut Emitter, ptr: u32, mem: &[u32], inst: &Inst) -> Result<u32, RewriteError> {
         let cur = self.start(ptr, mem);
-        let mut at = self.locate(e, ptr, false);
+        let mut at = self.locate(e, ptr, None);
         let mem = without_aligned(mem);
         let mut access = LeafAccess { at: &mut at, mem: &mem, target: self.backend.target };
         let backend = &mut self.backend;
@@ -68,7 +68,7 @@ impl Cx<'_, '_> {
 
     fn store_to(&mut self, e: &mut Emitter, ptr: u32, value: u32, mem: &[u32], inst: &Inst) -> Result<(), RewriteError> {
         let cur = self.start(ptr, mem);
-        let mut at = self.locate(e, ptr, false);
+        let mut at = self.locate(e, ptr, None);
         let mem = without_aligned(mem);
         let mut access = LeafAccess { at: &mut at, mem: &mem, target: self.backend.target };
         let backend = &mut self.backend;

@@ -14,9 +14,9 @@
 //! 3. `chains`: OpAccessChain, OpPtrAccessChain (Element × the pointer type's ArrayStride) and
 //!    their InBounds forms add a byte offset from the explicit layout to the address's offset
 //!    word (wrapping in 32 bits).
-//! 4. `memory` and `atomics`: OpLoad, OpStore, OpCopyMemory and 32/64-bit integer atomics
-//!    decode the address and go through the shared byte-address backend into the table's
-//!    descriptor at the slot (NonUniform), composites split into scalar/vector leaves.
+//! 4. `memory` and `atomics`: OpLoad, OpStore, OpCopyMemory and 32/64-bit integer and float
+//!    atomics decode the address and go through the shared byte-address backend into the
+//!    table's descriptor at the slot (NonUniform), composites split into scalar/vector leaves.
 //! 5. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
 //!    go (Logical); the capabilities the table needs come in (descriptor indexing, Int64 for u64
 //!    addresses, 8/16-bit storage for the byte views the target has).

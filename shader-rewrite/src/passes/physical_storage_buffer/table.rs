@@ -1,6 +1,6 @@
 //! The layer's table of storage buffers ([`BdaTable`]) as the shader sees it: one array
-//! variable per alias view (`struct { uint8_t/uint16_t/uint/uvec2/uvec4 data[]; }`, and
-//! `uint64_t` for 64-bit atomics), all on the table's set and binding (Vulkan lets variables of
+//! variable per alias view (`struct { uint8_t/uint16_t/uint/uvec2/uvec4 data[]; }`, and one of
+//! the value's type for 64-bit and float atomics), all on the table's set and binding (Vulkan lets variables of
 //! compatible types alias one binding), indexed by the address's slot with NonUniform.
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,8 +29,8 @@ pub(super) struct Located {
     struct_ptrs: Vec<u32>,
     /// Pointer to each view's struct, in the views' order; 0 until needed.
     view_ptrs: Vec<u32>,
-    /// The 64-bit view's struct (64-bit atomics only).
-    pub view64: Option<u32>,
+    /// The typed view's struct (64-bit and float atomics).
+    pub typed: Option<u32>,
     /// Table variables used.
     pub used: BTreeSet<u32>,
 }
@@ -56,8 +56,9 @@ pub(super) struct Table {
     kinds: Vec<AliasKind>,
     /// The first id the table's declarations took: types from there on are its own.
     first_id: u32,
-    /// The 64-bit view: (element pointer type, array variable), declared on first use.
-    view64: Option<(u32, u32)>,
+    /// Typed views by element type: (pointer to the struct, array variable), declared on
+    /// first use.
+    typed: BTreeMap<u32, (u32, u32)>,
     /// Function → table variables it uses (for the entry points' interfaces).
     pub used_by: BTreeMap<u32, BTreeSet<u32>>,
 }
@@ -71,7 +72,7 @@ impl Table {
         let views = AliasViews::new(b, sc::STORAGE_BUFFER, kinds.clone());
         let vars = views.struct_ty.clone().into_iter().map(|st| declare(b, &cfg, st)).collect();
         backend.views.insert(sc::STORAGE_BUFFER, views);
-        Table { cfg, vars, kinds, first_id, view64: None, used_by: BTreeMap::new() }
+        Table { cfg, vars, kinds, first_id, typed: BTreeMap::new(), used_by: BTreeMap::new() }
     }
 
     /// The declarations of the views no access used: each view's variable and the types only it
@@ -111,8 +112,8 @@ impl Table {
 
     /// The buffer `d` names (its slot is clamped to the table): its byte length is taken only
     /// when `d.in_table` (an unused slot may hold no valid descriptor), in a waterfall loop if
-    /// `waterfall`; `with64`: the 64-bit view too.
-    pub fn locate(&mut self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, with64: bool, waterfall: bool) -> Located {
+    /// `waterfall`; `typed`: the view of that (scalar) element type too.
+    pub fn locate(&mut self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, typed: Option<u32>, waterfall: bool) -> Located {
         b.decorate(d.slot, deco::NON_UNIFORM, &[]);
         let views = &backend.views[&sc::STORAGE_BUFFER];
         let mut at = Located {
@@ -123,13 +124,13 @@ impl Table {
             vars: self.vars.clone(),
             struct_ptrs: views.struct_ptr.clone(),
             view_ptrs: vec![0; self.vars.len()],
-            view64: None,
+            typed: None,
             used: BTreeSet::new(),
         };
-        if with64 {
-            let (ptr, var) = *self.view64.get_or_insert_with(|| view64(b, &self.cfg));
+        if let Some(elem) = typed {
+            let (ptr, var) = *self.typed.entry(elem).or_insert_with(|| typed_view(b, &self.cfg, elem));
             at.used.insert(var);
-            at.view64 = Some(chain(e, b, ptr, var, d.slot));
+            at.typed = Some(chain(e, b, ptr, var, d.slot));
         }
         let length_view = backend.length_view(sc::STORAGE_BUFFER);
         let view_ptrs = at.view_ptrs(e, b, &[length_view]).to_vec();
@@ -177,10 +178,11 @@ fn declare(b: &mut Builder, cfg: &BdaTable, st: u32) -> u32 {
     v
 }
 
-/// `struct { uint64_t data[]; }` and its array variable: (pointer to the struct, variable).
-fn view64(b: &mut Builder, cfg: &BdaTable) -> (u32, u32) {
-    let u64t = b.t_int(64, false);
-    let rta = b.t_runtime_array(u64t, 8);
+/// `struct { T data[]; }` for a 32/64-bit scalar `T` and its array variable: (pointer to the
+/// struct, variable).
+fn typed_view(b: &mut Builder, cfg: &BdaTable, elem: u32) -> (u32, u32) {
+    let bytes = b.scalar_vec(elem).expect("a scalar").width / 8;
+    let rta = b.t_runtime_array(elem, bytes);
     let st = b.t_struct(&[rta]);
     b.decorate(st, deco::BLOCK, &[]);
     b.m.member_decorate(st, 0, deco::OFFSET, &[0]);
