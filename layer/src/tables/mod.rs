@@ -21,7 +21,7 @@ use crate::dispatch::{dispatch_key, load_device, DEVICES};
 use crate::ext::{bda, bindless};
 use ash::vk::{self, Handle};
 use dashmap::DashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Casts a hook to `PFN_vkVoidFunction` (as in loader_interface.rs).
 macro_rules! pfn {
@@ -152,6 +152,9 @@ pub struct TableDevice {
     pub images: Option<bindless::Images>,
     /// Buffer device addresses: buffer slots (when VK_KHR_buffer_device_address is emulated).
     pub buffers: Option<bda::Buffers>,
+    /// Held for each write into the table's set: both users write it from their own locks, and
+    /// vkUpdateDescriptorSets needs host access to dstSet externally synchronized.
+    writes: Mutex<()>,
 }
 
 impl TableDevice {
@@ -188,7 +191,26 @@ impl TableDevice {
             pools: Default::default(),
             images: config.images.map(|t| bindless::Images::new(&t)),
             buffers: config.buffers.map(|b| bda::Buffers::new(b.count, max_storage_buffer_range)),
+            writes: Mutex::new(()),
         })
+    }
+
+    /// One descriptor write into the table's set, serialized with every other.
+    ///
+    /// # Safety
+    /// The device is live; `w` is a valid write into the table's set.
+    pub unsafe fn write(&self, w: &vk::WriteDescriptorSet) {
+        let Some(update) = self.next.update_descriptor_sets else { return };
+        let _serialized = self.writes.lock().unwrap_or_else(|e| e.into_inner());
+        update(self.device, 1, w, 0, std::ptr::null());
+    }
+
+    /// Writes the filler of `ty` back into `count` slots from `first` of `binding`.
+    ///
+    /// # Safety
+    /// The device is live.
+    pub unsafe fn refill(&self, binding: u32, ty: vk::DescriptorType, first: u32, count: u32) {
+        self.table.filler_write(binding, ty, first, count, |w| unsafe { self.write(w) });
     }
 
     /// At vkDestroyDevice, before calling down.

@@ -194,9 +194,10 @@ impl Table {
             }
         }
         let table = Table { config, layout, empty_layout, pool, set, default_sampler, null_descriptor };
-        // Fillers in every slot, slot 0 included: one write per array.
+        // Fillers in every slot, slot 0 included: one write per array (no other thread knows
+        // the set yet).
         for b in &bindings {
-            table.fill(device, update, b.binding, b.descriptor_type, 0, b.descriptor_count);
+            table.filler_write(b.binding, b.descriptor_type, 0, b.descriptor_count, |w| update(device, 1, w, 0, std::ptr::null()));
         }
         log_info!(
             "tables: device '{name}': descriptor table at set {}: {}; free slots hold {}",
@@ -211,13 +212,9 @@ impl Table {
         Ok(table)
     }
 
-    /// Writes the filler of `ty` into `count` slots from `first` of `binding` (nothing where
-    /// there is no filler: image/buffer arrays without `nullDescriptor`).
-    ///
-    /// # Safety
-    /// The device is live; the caller serializes writes to the set (vkUpdateDescriptorSets:
-    /// dstSet is externally synchronized).
-    pub unsafe fn fill(&self, device: vk::Device, update: vk::PFN_vkUpdateDescriptorSets, binding: u32, ty: vk::DescriptorType, first: u32, count: u32) {
+    /// The write of the filler of `ty` into `count` slots from `first` of `binding`, handed to
+    /// `write` (nothing where there is no filler: image/buffer arrays without `nullDescriptor`).
+    pub fn filler_write(&self, binding: u32, ty: vk::DescriptorType, first: u32, count: u32, write: impl FnOnce(&vk::WriteDescriptorSet)) {
         let mut w = vk::WriteDescriptorSet {
             dst_set: self.set,
             dst_binding: binding,
@@ -234,13 +231,12 @@ impl Table {
             // offset must be 0 and its range VK_WHOLE_SIZE.
             let infos = vec![vk::DescriptorBufferInfo { buffer: vk::Buffer::null(), offset: 0, range: vk::WHOLE_SIZE }; count as usize];
             w.p_buffer_info = infos.as_ptr();
-            update(device, 1, &w, 0, std::ptr::null());
-            return;
+            return write(&w);
         }
         let Some(info) = self.filler(ty) else { return };
         let infos = vec![info; count as usize];
         w.p_image_info = infos.as_ptr();
-        update(device, 1, &w, 0, std::ptr::null());
+        write(&w)
     }
 
     /// The filler of a free slot of an image or sampler array of `ty`: a null image descriptor

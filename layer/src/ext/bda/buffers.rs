@@ -129,7 +129,7 @@ unsafe fn device_with_buffers(device: vk::Device, hook: &str) -> Option<std::syn
 /// Gives `buffer` a slot (if it is a device-address buffer without one) and writes its
 /// descriptor.
 unsafe fn assign_slot(t: &TableDevice, hook: &str, buffer: vk::Buffer) {
-    let (Some(b), Some(update)) = (t.buffers.as_ref(), t.next.update_descriptor_sets) else { return };
+    let Some(b) = t.buffers.as_ref() else { return };
     let Some(array) = t.table.config.buffers else { return };
     let mut state = b.lock();
     let Some(tracked) = state.buffers.get(&buffer.as_raw()).copied() else { return };
@@ -166,7 +166,7 @@ unsafe fn assign_slot(t: &TableDevice, hook: &str, buffer: vk::Buffer) {
         p_buffer_info: &info,
         ..Default::default()
     };
-    update(t.device, 1, &w, 0, std::ptr::null());
+    t.write(&w);
     if let Some(e) = state.buffers.get_mut(&buffer.as_raw()) {
         e.slot = Some(slot);
     }
@@ -235,11 +235,11 @@ pub unsafe extern "system" fn destroy_buffer(device: vk::Device, buffer: vk::Buf
     const HOOK: &str = "vkDestroyBuffer";
     guard(HOOK, (), || unsafe {
         let Some(t) = device_with_buffers(device, HOOK) else { return };
-        if let (Some(b), Some(update), Some(array)) = (t.buffers.as_ref(), t.next.update_descriptor_sets, t.table.config.buffers) {
+        if let (Some(b), Some(array)) = (t.buffers.as_ref(), t.table.config.buffers) {
             let mut state = b.lock();
             if let Some(Tracked { slot: Some(slot), .. }) = state.buffers.remove(&buffer.as_raw()) {
                 // The filler back before the slot is free (and before the buffer dies).
-                t.table.fill(t.device, update, array.binding, vk::DescriptorType::STORAGE_BUFFER, slot, 1);
+                t.refill(array.binding, vk::DescriptorType::STORAGE_BUFFER, slot, 1);
                 state.slots.release(slot);
                 log_debug!("{HOOK}: device '{}': buffer {buffer:?}: slot {slot} released", t.name);
             }

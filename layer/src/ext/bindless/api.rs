@@ -92,7 +92,6 @@ fn image_arrays(b: &TableDevice) -> shader_rewrite::BindlessTable {
 
 /// Writes the descriptors of newly taken slots into the table.
 unsafe fn write_descriptors(b: &TableDevice, writes: &[Write]) {
-    let Some(update) = b.next.update_descriptor_sets else { return };
     let t = image_arrays(b);
     for w in writes {
         let (binding, ty, image_info) = match *w {
@@ -129,7 +128,7 @@ unsafe fn write_descriptors(b: &TableDevice, writes: &[Write]) {
             p_image_info: &image_info,
             ..Default::default()
         };
-        update(b.device, 1, &write, 0, std::ptr::null());
+        b.write(&write);
     }
 }
 
@@ -137,7 +136,6 @@ unsafe fn write_descriptors(b: &TableDevice, writes: &[Write]) {
 /// Call with the `slots` lock still held (the slots are on the free list already, and another
 /// thread may take and write them as soon as the lock is released).
 unsafe fn refill(b: &TableDevice, freed: &[Freed]) {
-    let Some(update) = b.next.update_descriptor_sets else { return };
     let t = image_arrays(b);
     for f in freed {
         let (binding, slot, ty) = match *f {
@@ -145,7 +143,7 @@ unsafe fn refill(b: &TableDevice, freed: &[Freed]) {
             Freed::Image { kind: ImageKind::Storage, slot } => (t.storage_images_binding, slot, vk::DescriptorType::STORAGE_IMAGE),
             Freed::Sampler { slot } => (t.samplers_binding, slot, vk::DescriptorType::SAMPLER),
         };
-        b.table.fill(b.device, update, binding, ty, slot, 1);
+        b.refill(binding, ty, slot, 1);
     }
 }
 
