@@ -94,7 +94,7 @@ fn main() {
     }
     println!("correctness: the emulated kernels write the native kernels' bytes");
 
-    let mut ms = vec![[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
+    let mut ms = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
     for r in 0..reps {
         for k in 0..2 {
             let s = (k + r) % 2;
