@@ -526,3 +526,28 @@ fn concurrent_buffers_and_bindless_handles_share_the_table() {
     });
     assert_eq!(ctx.validation_errors(), Vec::<String>::new());
 }
+
+/// The descriptor limits stay the driver's but for the all-pools budget, lower by the table's
+/// storage-buffer array (65536 on lavapipe) beside the bindless arrays.
+#[test]
+fn limits_are_the_drivers_but_the_pool_budget() {
+    let props = |ctx: &Context| {
+        let mut v12 = vk::PhysicalDeviceVulkan12Properties::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v12);
+        unsafe { ctx.instance().get_physical_device_properties2(ctx.physical_device(), &mut p2) };
+        (
+            p2.properties.limits.max_bound_descriptor_sets,
+            v12.max_per_stage_descriptor_update_after_bind_storage_buffers,
+            v12.max_descriptor_set_update_after_bind_storage_buffers,
+            v12.max_update_after_bind_descriptors_in_all_pools,
+        )
+    };
+    let native = props(&Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}")));
+    // `auto`: only the bindless arrays (VK_NVX_image_view_handle is emulated on lavapipe) are
+    // taken from the budget; `force` takes the storage-buffer array too.
+    let auto = props(&context("auto"));
+    let forced = props(&context("force"));
+    assert_eq!((forced.0, forced.1, forced.2), (native.0, native.1, native.2));
+    assert_eq!((auto.0, auto.1, auto.2), (native.0, native.1, native.2));
+    assert_eq!(auto.3 - forced.3, 65536, "{auto:?} vs {forced:?}");
+}
