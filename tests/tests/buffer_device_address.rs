@@ -551,3 +551,53 @@ fn limits_are_the_drivers_but_the_pool_budget() {
     assert_eq!((auto.0, auto.1, auto.2), (native.0, native.1, native.2));
     assert_eq!(auto.3 - forced.3, 65536, "{auto:?} vs {forced:?}");
 }
+
+/// A pipeline layout using every update-after-bind storage buffer a stage may have (as
+/// vkd3d-proton's heaps do) leaves no room for the table: it stays as created (valid below the
+/// layer), and a pipeline using pointers with it is refused, the log naming the limit.
+#[test]
+fn pipelines_using_pointers_without_room_are_refused() {
+    const NAME: &str = "pipelines_using_pointers_without_room_are_refused";
+    if child::is_child(NAME) {
+        let ctx = context("force");
+        let d = ctx.device();
+        let mut v12 = vk::PhysicalDeviceVulkan12Properties::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v12);
+        unsafe { ctx.instance().get_physical_device_properties2(ctx.physical_device(), &mut p2) };
+        let n = v12.max_per_stage_descriptor_update_after_bind_storage_buffers.min(v12.max_descriptor_set_update_after_bind_storage_buffers);
+        let binding = [vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(n)
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)];
+        let flags = [vk::DescriptorBindingFlags::UPDATE_AFTER_BIND | vk::DescriptorBindingFlags::PARTIALLY_BOUND];
+        let mut flags_info = vk::DescriptorSetLayoutBindingFlagsCreateInfo::default().binding_flags(&flags);
+        let ci = vk::DescriptorSetLayoutCreateInfo::default()
+            .flags(vk::DescriptorSetLayoutCreateFlags::UPDATE_AFTER_BIND_POOL)
+            .bindings(&binding)
+            .push_next(&mut flags_info);
+        let set_layout = unsafe { d.create_descriptor_set_layout(&ci, None) }.unwrap();
+        let ranges = [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).size(16)];
+        let sets = [set_layout];
+        let layout = unsafe { d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets).push_constant_ranges(&ranges), None) }.unwrap();
+        let module = ctx.create_shader_module(&copy_scale()).unwrap();
+        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(c"main");
+        let r = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)], None) };
+        assert_eq!(r.map_err(|(p, e)| (p[0], e)).unwrap_err(), (vk::Pipeline::null(), vk::Result::ERROR_INVALID_SHADER_NV));
+        unsafe {
+            ctx.destroy_shader_module(module);
+            d.destroy_pipeline_layout(layout, None);
+            d.destroy_descriptor_set_layout(set_layout, None);
+        }
+        assert_eq!(ctx.validation_errors(), Vec::<String>::new());
+        return;
+    }
+    let dir = child::temp_dir("bda_refused");
+    let log = dir.join("layer.log");
+    let out = child::spawn(NAME, &[(&env_var_name("log_file"), log.to_str().unwrap())], None);
+    let text = read_log(&log);
+    assert!(out.success(), "child failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
+    let refusals: Vec<&str> = text.lines().filter(|l| l.contains("refusing the pipeline")).collect();
+    assert_eq!(refusals.len(), 1, "{text}");
+    assert!(refusals[0].contains("maxPerStageDescriptorUpdateAfterBindStorageBuffers is"), "{}", refusals[0]);
+}
