@@ -285,7 +285,8 @@ unsafe fn create_device_impl(
                 bda: None,
             };
             // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform
-            // descriptor index (seen on Mesa 25.0): the rewriter works around it.
+            // descriptor index (seen on Mesa 25.0): the rewriter works around it, in the stages
+            // with subgroup ballot (module_rewrite.rs, subgroup_stages.rs).
             o.target.nonuniform_array_length_broken = phys.name.starts_with("llvmpipe");
             for p in &active {
                 p.ext.enable_in_options(&mut o);
@@ -349,6 +350,7 @@ unsafe fn create_device_impl(
         next,
         keep_alive: Mutex::new(Vec::new()),
         tables,
+        subgroup_ballot_stages: crate::subgroup_stages::ballot_stages(&inst, pd),
     };
     DEVICES.insert(dispatch_key(device), Arc::new(data));
     vk::Result::SUCCESS

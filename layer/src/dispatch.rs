@@ -185,6 +185,9 @@ pub struct DeviceData {
     /// `Some` when at least one extension is emulated on this device: what to rewrite and for
     /// which target. `None` = the device is pure pass-through.
     pub options: Option<shader_rewrite::Options>,
+    /// Stages with subgroup ballot (`Target::nonuniform_array_length_broken` applies only to
+    /// modules whose entry points are all in them; crate::subgroup_stages).
+    pub subgroup_ballot_stages: vk::ShaderStageFlags,
     pub destroy_device: vk::PFN_vkDestroyDevice,
     pub next: DeviceNext,
     pub keep_alive: Mutex<Vec<KeepAlive>>,

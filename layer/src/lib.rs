@@ -28,5 +28,6 @@ pub mod pnext;
 pub mod settings;
 pub mod shader_hooks;
 pub mod struct_sizes;
+pub mod subgroup_stages;
 pub mod tables;
 pub mod vk_layer;

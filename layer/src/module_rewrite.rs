@@ -81,6 +81,32 @@ pub unsafe fn scan(code: *const c_void, size: usize) -> Option<shader_rewrite::S
     words(code, size).and_then(|w| shader_rewrite::scan(&w).ok())
 }
 
+/// `options` without lavapipe's array-length workaround when the module has an entry point in a
+/// stage without subgroup ballot (crate::subgroup_stages), else None (use `options`).
+fn without_unsupported_quirk(
+    dev: &DeviceData,
+    hook: &str,
+    hash: &str,
+    words: &[u32],
+    options: &shader_rewrite::Options,
+) -> Option<shader_rewrite::Options> {
+    if !options.target.nonuniform_array_length_broken {
+        return None;
+    }
+    let stages = crate::subgroup_stages::entry_point_stages(words);
+    if dev.subgroup_ballot_stages.contains(stages) {
+        return None;
+    }
+    log_debug!(
+        "{hook}: device '{}': module {hash} has entry points in {stages:?}, where the device has no subgroup ballot ({:?}): rewritten without the array-length workaround",
+        dev.name,
+        dev.subgroup_ballot_stages
+    );
+    let mut o = *options;
+    o.target.nonuniform_array_length_broken = false;
+    Some(o)
+}
+
 /// Decides and (if needed) rewrites one module for `dev`. `hook` names the caller in logs.
 ///
 /// # Safety
@@ -107,6 +133,8 @@ pub unsafe fn prepare(dev: &DeviceData, hook: &str, code: *const c_void, size: u
     if let Some(dir) = dump_dir {
         dump(dir, &hash, "before", &words);
     }
+    let adjusted = without_unsupported_quirk(dev, hook, &hash, &words, options);
+    let options = adjusted.as_ref().unwrap_or(options);
     let start = Instant::now();
     match shader_rewrite::rewrite(&words, options) {
         Ok(out) => {
