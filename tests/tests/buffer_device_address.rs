@@ -602,3 +602,23 @@ fn pipelines_using_pointers_without_room_are_refused() {
     assert_eq!(refusals.len(), 1, "{text}");
     assert!(refusals[0].contains("maxPerStageDescriptorUpdateAfterBindStorageBuffers is"), "{}", refusals[0]);
 }
+
+/// vkGetDeviceBufferMemoryRequirements (Vulkan 1.3) with device-address usage answers for the
+/// buffer the driver really gets (STORAGE_BUFFER usage), and the validation layer below sees no
+/// device-address usage there either.
+#[test]
+fn device_buffer_memory_requirements_match_created_buffers() {
+    let ctx = context("force");
+    let d = ctx.device();
+    let ci = vk::BufferCreateInfo::default().size(1000).usage(vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS | vk::BufferUsageFlags::TRANSFER_SRC);
+    let mut queried = vk::MemoryRequirements2::default();
+    unsafe { d.get_device_buffer_memory_requirements(&vk::DeviceBufferMemoryRequirements::default().create_info(&ci), &mut queried) };
+    let buffer = unsafe { d.create_buffer(&ci, None) }.unwrap();
+    let actual = unsafe { d.get_buffer_memory_requirements(buffer) };
+    unsafe { d.destroy_buffer(buffer, None) };
+    assert_eq!(
+        (queried.memory_requirements.size, queried.memory_requirements.alignment, queried.memory_requirements.memory_type_bits),
+        (actual.size, actual.alignment, actual.memory_type_bits)
+    );
+    assert_eq!(ctx.validation_errors(), Vec::<String>::new());
+}
