@@ -19,7 +19,7 @@
 //! All of these hooks exist only on devices where a user is active.
 use crate::dispatch::{dispatch_key, load_device, DEVICES};
 use crate::ext::{bda, bindless};
-use ash::vk::{self, Handle};
+use ash::vk;
 use dashmap::DashMap;
 use std::sync::{Arc, Mutex};
 
@@ -306,9 +306,4 @@ pub fn device_hook(t: &TableDevice, name: &[u8], next_exists: bool) -> vk::PFN_v
         b"vkDestroyCommandPool" => pfn!(commands::destroy_command_pool as vk::PFN_vkDestroyCommandPool),
         _ => commands::work_hook(name),
     }
-}
-
-/// Raw handle of a non-dispatchable object, for map keys.
-pub fn raw<H: Handle>(h: H) -> u64 {
-    h.as_raw()
 }

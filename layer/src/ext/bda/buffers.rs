@@ -110,11 +110,6 @@ impl Buffers {
     pub fn slot(&self, buffer: vk::Buffer) -> Option<u32> {
         self.lock().buffers.get(&buffer.as_raw()).and_then(|t| t.slot)
     }
-
-    /// Slots in use.
-    pub fn in_use(&self) -> u32 {
-        self.lock().slots.in_use()
-    }
 }
 
 /// The device's table, when it provides addresses.
