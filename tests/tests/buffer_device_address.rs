@@ -377,6 +377,20 @@ fn shader_object_through_pointers(target: &str) {
     }
 }
 
+/// Pointers that name no live buffer: untagged, a free slot (null descriptor), a slot past the
+/// array. Loads through them return 0 (the output is `0 * 2 + 1`), nothing is written through
+/// them, and nothing crashes.
+fn garbage_pointers_read_zero(target: &str) {
+    use shader_rewrite::bda::{encode_address, SLOT_BITS};
+    for (what, garbage) in [("untagged", 0x1234u64), ("free slot", encode_address(60_000, 0)), ("slot past the array", encode_address((1 << SLOT_BITS) - 1, 16))] {
+        let mut push = garbage.to_le_bytes().to_vec();
+        push.extend([0u8; 8]);
+        let job = ComputeJob { buffers: vec![BufferSpec::device_address(8, vec![0xAB; 256])], push_constants: push, ..Default::default() };
+        let got = forced(&format!("garbage-{}", what.replace(' ', "-")), target, &copy_scale(), &job);
+        assert_eq!(bytes::to_u32s(&got[0]), vec![1; 64], "{what} ({garbage:#x})");
+    }
+}
+
 /// Each case runs on the device's features and again with `debug_target=core` (uvec2 addresses,
 /// word views); `#[attr]`s before a case apply to both.
 macro_rules! both_targets {
@@ -487,6 +501,7 @@ fn draw_through_pointers(target: &str) {
 }
 
 both_targets! {
+    garbage_pointers_read_zero => garbage_pointers_device_target, garbage_pointers_core_target;
     draw_through_pointers => draw_through_pointers_device_target, draw_through_pointers_core_target;
     raw_chain_on_a_pointer => raw_chain_on_a_pointer_device_target, raw_chain_on_a_pointer_core_target;
     element_sweep => element_sweep_device_target, element_sweep_core_target;
