@@ -33,6 +33,7 @@ pub(crate) use pfn;
 
 pub mod budget;
 pub mod commands;
+pub mod device_query;
 pub mod features;
 pub mod layouts;
 pub mod null_descriptor;

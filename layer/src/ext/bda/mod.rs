@@ -12,12 +12,11 @@
 //! - Buffers, memory and addresses: [`buffers`]. Shaders using PhysicalStorageBufferAddresses are
 //!   rewritten by shader-rewrite's physical_storage_buffer pass onto the table.
 use super::EmulatedExtension;
-use crate::device_features::effective_version;
 use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
 use crate::pnext::{self, Chain};
 use crate::settings::{Mode, Settings};
 use crate::tables::features::{self, Core, Indexing};
-use crate::tables::{budget, pfn, table};
+use crate::tables::{budget, device_query, pfn, table};
 use crate::log_info;
 use ash::vk;
 use shader_rewrite::BdaTable;
@@ -180,22 +179,8 @@ pub unsafe fn caps_for(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Physi
 }
 
 unsafe fn query_caps(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<Caps, String> {
-    let version = effective_version(inst.api_version, phys.api_version);
-    if version < vk::API_VERSION_1_2 && !phys.has_extension(vk::EXT_DESCRIPTOR_INDEXING_NAME) {
-        return Err("needs Vulkan 1.2 (instance and device) or VK_EXT_descriptor_indexing".into());
-    }
-    let (Some(features2), Some(properties2)) = (inst.features2_for_query(), inst.properties2_for_query()) else {
-        return Err("cannot query features (Vulkan 1.0 instance without VK_KHR_get_physical_device_properties2)".into());
-    };
-    let mut di_f = vk::PhysicalDeviceDescriptorIndexingFeatures::default();
-    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: &mut di_f as *mut _ as *mut c_void, ..Default::default() };
-    features2(pd, &mut f2);
-    let mut di_p = vk::PhysicalDeviceDescriptorIndexingProperties::default();
-    let mut p2 = vk::PhysicalDeviceProperties2 { p_next: &mut di_p as *mut _ as *mut c_void, ..Default::default() };
-    properties2(pd, &mut p2);
-    di_f.p_next = std::ptr::null_mut();
-    di_p.p_next = std::ptr::null_mut();
-    caps(&p2.properties.limits, &di_p, &di_f, &f2.features)
+    let d = device_query::query(inst, pd, phys)?;
+    caps(&d.limits, &d.properties, &d.features, &d.core)
 }
 
 /// The array this physical device would get, when the extension is emulated there.
