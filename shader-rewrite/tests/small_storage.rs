@@ -181,3 +181,66 @@ OpFunctionEnd
     let err = rewrite(&words, &core()).expect_err("a damaged column count must be an error");
     assert!(err.to_string().contains("columns"), "{err}");
 }
+
+/// `struct { float16_t h; uint u; }` in physical memory, read through a pointer from a push
+/// constant, with StorageBuffer16BitAccess on the address's storage.
+const PHYSICAL_F16: &str = r#"
+OpCapability Shader
+OpCapability PhysicalStorageBufferAddresses
+OpCapability StorageBuffer16BitAccess
+OpCapability Int64
+OpExtension "SPV_KHR_physical_storage_buffer"
+OpExtension "SPV_KHR_16bit_storage"
+OpMemoryModel PhysicalStorageBuffer64 GLSL450
+OpEntryPoint GLCompute %main "main" %pc
+OpExecutionMode %main LocalSize 1 1 1
+OpDecorate %Rec Block
+OpMemberDecorate %Rec 0 Offset 0
+OpMemberDecorate %Rec 1 Offset 4
+OpDecorate %PC Block
+OpMemberDecorate %PC 0 Offset 0
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%half = OpTypeFloat 16
+%float = OpTypeFloat 32
+%uint = OpTypeInt 32 0
+%ulong = OpTypeInt 64 0
+%Rec = OpTypeStruct %half %uint
+%pRec = OpTypePointer PhysicalStorageBuffer %Rec
+%pHalf = OpTypePointer PhysicalStorageBuffer %half
+%pUint = OpTypePointer PhysicalStorageBuffer %uint
+%PC = OpTypeStruct %ulong
+%pPC = OpTypePointer PushConstant %PC
+%pcUlong = OpTypePointer PushConstant %ulong
+%pc = OpVariable %pPC PushConstant
+%i0 = OpConstant %uint 0
+%i1 = OpConstant %uint 1
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%ap = OpAccessChain %pcUlong %pc %i0
+%a = OpLoad %ulong %ap
+%r = OpConvertUToPtr %pRec %a
+%hp = OpAccessChain %pHalf %r %i0
+%h = OpLoad %half %hp Aligned 4
+%f = OpFConvert %float %h
+%bits = OpBitcast %uint %f
+%up = OpAccessChain %pUint %r %i1
+OpStore %up %bits Aligned 4
+OpReturn
+OpFunctionEnd
+"#;
+
+/// Widening the f16 member would move `u` (physical memory keeps its explicit layout): without
+/// the physical-storage-buffer lowering the module is refused, naming the pointer type; with it
+/// (Options::bda) the member goes through the table's byte views and the output validates.
+#[test]
+fn physical_memory_with_small_members_is_refused_unless_lowered_as_physical() {
+    let input = assemble(PHYSICAL_F16, "vulkan1.2");
+    validate(&input, "vulkan1.2").unwrap();
+    let err = rewrite(&input, &core()).expect_err("physical f16 member widened in place");
+    let text = err.to_string();
+    assert!(text.contains("PhysicalStorageBuffer") && text.contains("explicit layout"), "{text}");
+    let with_bda = Options { bda: Some(shader_rewrite::BdaTable { set: 7, binding: 3, count: 64 }), ..core() };
+    let (dis, _) = lower(PHYSICAL_F16, "vulkan1.2", &with_bda);
+    assert!(!dis.contains("PhysicalStorageBuffer"), "{dis}");
+}

@@ -54,6 +54,12 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
         push_constant: widths(lowered.storage_push_constant_16, lowered.storage_push_constant_8),
     };
 
+    if let Some(ptr) = physical_small_scalar(m, &plan.storage) {
+        return Err(RewriteError::unsupported(
+            format!("OpTypePointer PhysicalStorageBuffer %{ptr}"),
+            "8/16-bit storage emulation of physical memory: its explicit layout would change (the physical-storage-buffer lowering handles it where the layer emulates buffer device addresses)",
+        ));
+    }
     // 3 first, so the capabilities the lowering itself adds (8/16-bit views the target has)
     // survive.
     for c in SmallStorage::CAPS {
@@ -91,6 +97,40 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     sweep_dead_globals(m, &[]);
     legalize::legalize(m, &exact, stats)?;
     Ok(())
+}
+
+/// A PhysicalStorageBuffer pointer type whose pointee holds a scalar of one of `widths`. This
+/// pass lowers descriptor-bound blocks only; widening such a scalar would move the members of
+/// physical memory, whose layout is the explicit one the shader and the host agree on
+/// (SPV_KHR_physical_storage_buffer), so the module is refused instead. Pointers inside the
+/// pointee are not followed: their own pointer types are checked on their own.
+fn physical_small_scalar(m: &Module, widths: &[u32]) -> Option<u32> {
+    const TYPE_MATRIX: u32 = 24;
+    if widths.is_empty() {
+        return None;
+    }
+    let index = m.global_index();
+    let holds_small = |root: u32| {
+        let mut stack = vec![root];
+        let mut seen = HashSet::default();
+        while let Some(id) = stack.pop() {
+            let Some(t) = index.get(&id).map(|&i| &m.globals[i]) else { continue };
+            if !seen.insert(id) {
+                continue;
+            }
+            match t.op {
+                op::TYPE_INT | op::TYPE_FLOAT if t.ops.first().is_some_and(|w| widths.contains(w)) => return true,
+                op::TYPE_VECTOR | TYPE_MATRIX | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => stack.extend(t.ops.first()),
+                op::TYPE_STRUCT => stack.extend(t.ops.iter().copied()),
+                _ => {}
+            }
+        }
+        false
+    };
+    m.globals
+        .iter()
+        .find(|g| g.op == op::TYPE_POINTER && g.ops.first() == Some(&sc::PHYSICAL_STORAGE_BUFFER) && g.ops.get(1).is_some_and(|&p| holds_small(p)))
+        .map(|g| g.id)
 }
 
 fn add_cap(b: &mut Builder, cap: u32, extension: &str) {
