@@ -350,7 +350,7 @@ unsafe fn create_device_impl(
         next,
         keep_alive: Mutex::new(Vec::new()),
         tables,
-        subgroup_ballot_stages: crate::subgroup_stages::ballot_stages(&inst, pd),
+        subgroup_ballot_stages: crate::subgroup_stages::ballot_stages(&inst, pd, &phys),
     };
     DEVICES.insert(dispatch_key(device), Arc::new(data));
     vk::Result::SUCCESS

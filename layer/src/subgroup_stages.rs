@@ -9,11 +9,17 @@
 //! non-uniform descriptor indices in that stage.
 use ash::vk;
 
-/// The stages whose subgroup operations include ballot (empty when they cannot be queried).
+/// The stages whose subgroup operations include ballot (empty when they cannot be queried:
+/// `VkPhysicalDeviceSubgroupProperties` is Vulkan 1.1, and chaining it where the effective API
+/// version is 1.0 is invalid, VUID-VkPhysicalDeviceProperties2-pNext-pNext; subgroup operations
+/// need SPIR-V 1.3 and so Vulkan 1.1 anyway).
 ///
 /// # Safety
-/// `pd` belongs to `inst`.
-pub unsafe fn ballot_stages(inst: &crate::dispatch::InstanceData, pd: vk::PhysicalDevice) -> vk::ShaderStageFlags {
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn ballot_stages(inst: &crate::dispatch::InstanceData, pd: vk::PhysicalDevice, phys: &crate::dispatch::PhysicalDeviceInfo) -> vk::ShaderStageFlags {
+    if crate::device_features::effective_version(inst.api_version, phys.api_version) < vk::API_VERSION_1_1 {
+        return vk::ShaderStageFlags::empty();
+    }
     let Some(properties2) = inst.properties2_for_query() else { return vk::ShaderStageFlags::empty() };
     let mut sg = vk::PhysicalDeviceSubgroupProperties::default();
     let mut p2 = vk::PhysicalDeviceProperties2 { p_next: &mut sg as *mut _ as *mut std::ffi::c_void, ..Default::default() };
