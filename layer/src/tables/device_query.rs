@@ -2,8 +2,10 @@
 //! properties and features, queried through the next layer.
 use crate::device_features::effective_version;
 use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
+use crate::log_info;
 use ash::vk;
 use std::ffi::c_void;
+use std::sync::OnceLock;
 
 /// What [`query`] hands a user's sizing function.
 pub struct DescriptorIndexing {
@@ -35,4 +37,30 @@ pub unsafe fn query(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Physical
     features.p_next = std::ptr::null_mut();
     properties.p_next = std::ptr::null_mut();
     Ok(DescriptorIndexing { limits: p2.properties.limits, properties, features, core: f2.features })
+}
+
+/// A table user's capabilities on `pd`, computed by `caps` from [`query`] once per physical
+/// device (cached in `cell`) and logged once: `Ok` described by `describe`, `Err` with its reason.
+/// `extension` names the emulated extension in the log line, `user` prefixes it.
+///
+/// # Safety
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn caps_once<C: Clone>(
+    cell: &OnceLock<Result<C, String>>,
+    (user, extension): (&str, &str),
+    inst: &InstanceData,
+    pd: vk::PhysicalDevice,
+    phys: &PhysicalDeviceInfo,
+    caps: impl FnOnce(&DescriptorIndexing) -> Result<C, String>,
+    describe: impl FnOnce(&C) -> String,
+) -> Result<C, String> {
+    cell.get_or_init(|| {
+        let r = query(inst, pd, phys).and_then(|d| caps(&d));
+        match &r {
+            Ok(c) => log_info!("{user}: device '{}': {extension} can be emulated: {}", phys.name, describe(c)),
+            Err(why) => log_info!("{user}: device '{}': {extension} cannot be emulated: {why}", phys.name),
+        }
+        r
+    })
+    .clone()
 }

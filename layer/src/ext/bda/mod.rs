@@ -17,7 +17,6 @@ use crate::pnext::{self, Chain};
 use crate::settings::{Mode, Settings};
 use crate::tables::features::{self, Core, Indexing};
 use crate::tables::{budget, device_query, pfn, table};
-use crate::log_info;
 use ash::vk;
 use shader_rewrite::BdaTable;
 use std::ffi::{c_void, CStr};
@@ -160,27 +159,9 @@ pub fn caps(
 /// # Safety
 /// `pd` belongs to `inst`; `phys` is its info.
 pub unsafe fn caps_for(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<Caps, String> {
-    phys.bda
-        .get_or_init(|| {
-            let r = query_caps(inst, pd, phys);
-            match &r {
-                Ok(c) => log_info!(
-                    "bda: device '{}': VK_KHR_buffer_device_address can be emulated: {} storage-buffer slots at set {} binding {}",
-                    phys.name,
-                    c.table.count,
-                    c.table.set,
-                    c.table.binding
-                ),
-                Err(why) => log_info!("bda: device '{}': VK_KHR_buffer_device_address cannot be emulated: {why}", phys.name),
-            }
-            r
-        })
-        .clone()
-}
-
-unsafe fn query_caps(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<Caps, String> {
-    let d = device_query::query(inst, pd, phys)?;
-    caps(&d.limits, &d.properties, &d.features, &d.core)
+    let caps_of = |d: &device_query::DescriptorIndexing| caps(&d.limits, &d.properties, &d.features, &d.core);
+    let describe = |c: &Caps| format!("{} storage-buffer slots at set {} binding {}", c.table.count, c.table.set, c.table.binding);
+    device_query::caps_once(&phys.bda, ("bda", "VK_KHR_buffer_device_address"), inst, pd, phys, caps_of, describe)
 }
 
 /// The array this physical device would get, when the extension is emulated there.

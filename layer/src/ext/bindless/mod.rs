@@ -14,7 +14,6 @@
 //! the extension, or `image_view_handle=force` / `force_enable`).
 use super::EmulatedExtension;
 use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
-use crate::log_info;
 use crate::pnext::Chain;
 use crate::settings::{Mode, Settings};
 use crate::tables::features::{self, Core};
@@ -74,28 +73,14 @@ impl EmulatedExtension for ImageViewHandle {
 /// # Safety
 /// `pd` belongs to `inst`; `phys` is its info.
 pub unsafe fn caps_for(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<Caps, String> {
-    phys.bindless
-        .get_or_init(|| {
-            let r = query_caps(inst, pd, phys);
-            match &r {
-                Ok(c) => log_info!(
-                    "bindless: device '{}': VK_NVX_image_view_handle can be emulated: table at set {} ({} sampled images, {} storage images, {} samplers), appended to the pipeline layouts it fits beside; device limits reported unchanged but maxUpdateAfterBindDescriptorsInAllPools (minus the table)",
-                    phys.name,
-                    c.table.set,
-                    c.table.sampled_images_count,
-                    c.table.storage_images_count,
-                    c.table.samplers_count
-                ),
-                Err(why) => log_info!("bindless: device '{}': VK_NVX_image_view_handle cannot be emulated: {why}", phys.name),
-            }
-            r
-        })
-        .clone()
-}
-
-unsafe fn query_caps(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<Caps, String> {
-    let d = device_query::query(inst, pd, phys)?;
-    caps::caps(&d.limits, &d.properties, &d.features, &d.core)
+    let caps_of = |d: &device_query::DescriptorIndexing| caps::caps(&d.limits, &d.properties, &d.features, &d.core);
+    let describe = |c: &Caps| {
+        format!(
+            "table at set {} ({} sampled images, {} storage images, {} samplers), appended to the pipeline layouts it fits beside; device limits reported unchanged but maxUpdateAfterBindDescriptorsInAllPools (minus the table)",
+            c.table.set, c.table.sampled_images_count, c.table.storage_images_count, c.table.samplers_count
+        )
+    };
+    device_query::caps_once(&phys.bindless, ("bindless", "VK_NVX_image_view_handle"), inst, pd, phys, caps_of, describe)
 }
 
 /// The arrays this physical device would get, when the extension is emulated there.
