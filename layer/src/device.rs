@@ -1,19 +1,30 @@
-//! vkCreateDevice / vkDestroyDevice: decide per extension and per 8/16-bit storage feature (off /
-//! native / emulated), hand the driver a copied create info without our extension names and
-//! feature structs, without emulated 8/16-bit storage bits, and with the features the lowering
-//! needs, and build the device's rewrite options from what was enabled.
+//! vkCreateDevice / vkDestroyDevice. Creating a device is a sequence of steps over the plans of
+//! the emulations (crate::emulation, crate::ext::ALL):
+//!
+//! 1. [`decide`]: each emulation decides what it does on this device (logged); services it
+//!    needs join in;
+//! 2. [`edit`]: a copy of the application's create info without what the driver must not see
+//!    ([`DevicePlan::strip`]) and with the driver features the lowering needs
+//!    ([`enable_for_lowering`], [`DevicePlan::enable`]);
+//! 3. the call down;
+//! 4. [`rewrite_options`]: what shaders are rewritten for, from what the final chain enables;
+//! 5. [`set_up`]: each plan's per-device state (services first);
+//! 6. [`record`]: the device's state for the other hooks.
+//!
+//! A device on which nothing is emulated is created from the application's create info as-is.
+use crate::component::Components;
 use crate::device_features::{self, effective_version};
-use crate::dispatch::{self, dispatch_key, load_device, load_instance, DeviceData, DeviceNext, DEVICES};
-use crate::ext::{self, bda, bindless, small_storage, Decision, EmulatedExtension, Status};
+use crate::dispatch::{self, dispatch_key, load_device, load_instance, DeviceData, DeviceNext, InstanceData, DEVICES};
+use crate::emulation::{DeviceEdit, DevicePlan, DeviceRequest, NewDevice, PhysDev, Services};
+use crate::ext;
 use crate::ffi_guard::guard;
 use crate::instance::names;
 use crate::pnext::{AppChainLock, Chain};
 use crate::settings::DebugTarget;
-use crate::tables::{null_descriptor, TableConfig, TableDevice};
 use crate::vk_layer::{find_link_info, VkLayerDeviceCreateInfo};
 use crate::{log_debug, log_error, log_info, log_warn};
 use ash::vk;
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 use std::sync::{Arc, Mutex};
 
 pub unsafe extern "system" fn create_device(
@@ -25,6 +36,132 @@ pub unsafe extern "system" fn create_device(
     guard("vkCreateDevice", vk::Result::ERROR_INITIALIZATION_FAILED, || unsafe {
         create_device_impl(pd, p_create_info, p_allocator, p_device)
     })
+}
+
+/// The next layer's entry points, from the loader's link info.
+struct Next {
+    create_device: vk::PFN_vkCreateDevice,
+    gdpa: vk::PFN_vkGetDeviceProcAddr,
+}
+
+/// Every emulation's plan for the device, and the services they joined.
+struct Plans {
+    emulations: Vec<Box<dyn DevicePlan>>,
+    services: Vec<Box<dyn DevicePlan>>,
+}
+
+impl Plans {
+    fn all(&self) -> impl Iterator<Item = &Box<dyn DevicePlan>> {
+        self.emulations.iter().chain(&self.services)
+    }
+    fn any_emulated(&self) -> bool {
+        self.all().any(|p| p.emulated())
+    }
+    fn any_active(&self) -> bool {
+        self.all().any(|p| p.active())
+    }
+}
+
+unsafe fn create_device_impl(
+    pd: vk::PhysicalDevice,
+    p_create_info: *const vk::DeviceCreateInfo,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_device: *mut vk::Device,
+) -> vk::Result {
+    let Some(ci) = p_create_info.as_ref() else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+    // Held until the driver returns: the chain may be spliced (pnext.rs), and no other
+    // vkCreateDevice may read it meanwhile.
+    let app_chain = AppChainLock::acquire();
+    let Some(inst) = dispatch::instance_of(pd) else {
+        log_error!("vkCreateDevice: unknown physical device {pd:?}");
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let Some(next) = next_link(&inst, ci) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+    let phys = inst.physical_device(pd);
+    let pdev = PhysDev { inst: &inst, pd, info: &phys };
+    let app_exts = names(ci.pp_enabled_extension_names, ci.enabled_extension_count);
+    let request = DeviceRequest { create_info: ci, extensions: &app_exts };
+
+    let mut plans = decide(&pdev, &request);
+    let mut options = None;
+    let result = if !plans.any_emulated() {
+        (next.create_device)(pd, p_create_info, p_allocator, p_device)
+    } else {
+        let mut edit = match edit(&pdev, &request, &mut plans, &app_chain) {
+            Ok(e) => e,
+            Err(why) => {
+                log_error!("vkCreateDevice: device '{}': {why}; returning VK_ERROR_FEATURE_NOT_PRESENT", phys.name);
+                return vk::Result::ERROR_FEATURE_NOT_PRESENT;
+            }
+        };
+        let kept: Vec<*const c_char> = edit.extensions.iter().map(|n| n.as_ptr()).collect();
+        let mut copy = *ci;
+        // Spliced until the options are read from the final chain.
+        let spliced = edit.chain.splice(&app_chain);
+        copy.p_next = spliced.head();
+        copy.enabled_extension_count = kept.len() as u32;
+        copy.pp_enabled_extension_names = if kept.is_empty() { std::ptr::null() } else { kept.as_ptr() };
+        copy.p_enabled_features = edit.enabled_features.as_ref().map_or(std::ptr::null(), |f| f as *const _);
+        let r = (next.create_device)(pd, &copy, p_allocator, p_device);
+        if plans.any_active() {
+            options = Some(rewrite_options(&pdev, &plans, &copy));
+        }
+        r
+    };
+    if result != vk::Result::SUCCESS {
+        log_info!("vkCreateDevice: device '{}': driver returned {result:?}", phys.name);
+        return result;
+    }
+    let device = *p_device;
+    let Some(destroy_device) = load_device::<vk::PFN_vkDestroyDevice>(next.gdpa, device, c"vkDestroyDevice") else {
+        log_error!("vkCreateDevice: next layer has no vkDestroyDevice");
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let new = NewDevice { device, gdpa: next.gdpa, name: &phys.name };
+    let components = match set_up(plans, &new) {
+        Ok(c) => c,
+        Err(why) => {
+            log_error!("vkCreateDevice: device '{}': {why}; destroying the device and returning VK_ERROR_INITIALIZATION_FAILED", phys.name);
+            destroy_device(device, p_allocator);
+            *p_device = vk::Device::null();
+            return vk::Result::ERROR_INITIALIZATION_FAILED;
+        }
+    };
+    record(&pdev, new, destroy_device, options, components);
+    vk::Result::SUCCESS
+}
+
+/// LoaderLayerInterface.md "Layer Dispatch Initialization": read the next link, advance
+/// pLayerInfo (the loader's own struct) for the next layer, and fetch vkCreateDevice through the
+/// next GetInstanceProcAddr *with the instance handle*.
+unsafe fn next_link(inst: &InstanceData, ci: &vk::DeviceCreateInfo) -> Option<Next> {
+    let Some(link) = find_link_info::<VkLayerDeviceCreateInfo>(ci.p_next, vk::StructureType::LOADER_DEVICE_CREATE_INFO) else {
+        log_error!("vkCreateDevice: no VkLayerDeviceCreateInfo link info in the chain");
+        return None;
+    };
+    let layer_info = (*link).p_layer_info;
+    if layer_info.is_null() {
+        log_error!("vkCreateDevice: loader link info is empty");
+        return None;
+    }
+    let next_gipa = (*layer_info).pfn_next_get_instance_proc_addr;
+    let gdpa = (*layer_info).pfn_next_get_device_proc_addr;
+    (*link).p_layer_info = (*layer_info).p_next;
+    let Some(create_device) = load_instance::<vk::PFN_vkCreateDevice>(next_gipa, inst.instance, c"vkCreateDevice") else {
+        log_error!("vkCreateDevice: next layer has no vkCreateDevice");
+        return None;
+    };
+    Some(Next { create_device, gdpa })
+}
+
+/// Step 1: every emulation's plan (logged), and the services they joined.
+unsafe fn decide(pd: &PhysDev, request: &DeviceRequest) -> Plans {
+    let mut services = Services::default();
+    let emulations: Vec<Box<dyn DevicePlan>> = ext::ALL.iter().filter_map(|e| e.plan(pd, request, &mut services)).collect();
+    for d in emulations.iter().flat_map(|p| p.decisions()) {
+        log_info!("vkCreateDevice: device '{}': {}", pd.info.name, d.describe());
+    }
+    Plans { emulations, services: services.into_plans() }
 }
 
 /// Logs the structures of a VkDeviceCreateInfo chain that the layer's table does not know.
@@ -44,316 +181,112 @@ fn log_unknown_structures(chain: &Chain) {
     }
 }
 
-/// The decision for one extension on this device.
-struct Plan {
-    ext: &'static dyn EmulatedExtension,
-    d: Decision,
+/// Step 2: the create info the driver gets. Never writes to the application's structures.
+unsafe fn edit<'a>(pd: &PhysDev<'a>, request: &DeviceRequest<'a>, plans: &mut Plans, app_chain: &AppChainLock) -> Result<DeviceEdit<'a>, String> {
+    let chain = Chain::copy_splicing(request.create_info.p_next, app_chain);
+    log_unknown_structures(&chain);
+    let mut edit = DeviceEdit {
+        chain,
+        enabled_features: request.create_info.p_enabled_features.as_ref().copied(),
+        extensions: request.extensions.to_vec(),
+        version: effective_version(pd.inst.api_version, pd.info.api_version),
+        device_name: &pd.info.name,
+    };
+    for p in plans.all() {
+        p.strip(&mut edit)?;
+    }
+    if plans.any_active() {
+        enable_for_lowering(pd, plans, &mut edit);
+        for p in plans.emulations.iter_mut().chain(plans.services.iter_mut()) {
+            p.enable(pd, &mut edit)?;
+        }
+    }
+    Ok(edit)
 }
 
-unsafe fn create_device_impl(
-    pd: vk::PhysicalDevice,
-    p_create_info: *const vk::DeviceCreateInfo,
-    p_allocator: *const vk::AllocationCallbacks,
-    p_device: *mut vk::Device,
-) -> vk::Result {
-    let Some(ci) = p_create_info.as_ref() else { return vk::Result::ERROR_INITIALIZATION_FAILED };
-    // Held until the driver returns: the chain may be spliced (pnext.rs), and no other
-    // vkCreateDevice may read it meanwhile.
-    let app_chain = AppChainLock::acquire();
-    let Some(inst) = dispatch::instance_of(pd) else {
-        log_error!("vkCreateDevice: unknown physical device {pd:?}");
-        return vk::Result::ERROR_INITIALIZATION_FAILED;
-    };
-    // LoaderLayerInterface.md "Layer Dispatch Initialization": read the next link, advance
-    // pLayerInfo (the loader's own struct) for the next layer, and fetch vkCreateDevice through
-    // the next GetInstanceProcAddr *with the instance handle*.
-    let Some(link) = find_link_info::<VkLayerDeviceCreateInfo>(ci.p_next, vk::StructureType::LOADER_DEVICE_CREATE_INFO)
-    else {
-        log_error!("vkCreateDevice: no VkLayerDeviceCreateInfo link info in the chain");
-        return vk::Result::ERROR_INITIALIZATION_FAILED;
-    };
-    let layer_info = (*link).p_layer_info;
-    if layer_info.is_null() {
-        log_error!("vkCreateDevice: loader link info is empty");
-        return vk::Result::ERROR_INITIALIZATION_FAILED;
+/// The optional driver features the lowering uses (8/16-bit storage, Int8/16/64, device-scope
+/// memory model), turned on where the device has them and no plan emulates them.
+unsafe fn enable_for_lowering(pd: &PhysDev, plans: &Plans, edit: &mut DeviceEdit) {
+    let mut lowering = device_features::supported_cached(pd.inst, pd.pd, pd.info);
+    plans.all().for_each(|p| p.restrict_target(&mut lowering));
+    let mut added = device_features::enable_for_lowering(&mut edit.chain, &mut edit.enabled_features, &edit.extensions, edit.version, lowering);
+    match device_features::enable_device_scope(pd.inst, pd.pd, &mut edit.chain) {
+        Ok(Some(name)) => added.features.push(name),
+        Ok(None) => {}
+        Err(why) => added.skipped.push(why.into()),
     }
-    let next_gipa = (*layer_info).pfn_next_get_instance_proc_addr;
-    let next_gdpa = (*layer_info).pfn_next_get_device_proc_addr;
-    (*link).p_layer_info = (*layer_info).p_next;
-    let Some(next_create) = load_instance::<vk::PFN_vkCreateDevice>(next_gipa, inst.instance, c"vkCreateDevice") else {
-        log_error!("vkCreateDevice: next layer has no vkCreateDevice");
-        return vk::Result::ERROR_INITIALIZATION_FAILED;
-    };
+    if !added.features.is_empty() {
+        log_info!("vkCreateDevice: device '{}': enabling driver features for the lowering: {}", pd.info.name, added.features.join(", "));
+    }
+    for s in &added.skipped {
+        log_info!("vkCreateDevice: device '{}': not enabling {s}", pd.info.name);
+    }
+}
 
-    let phys = inst.physical_device(pd);
-    let app_exts = names(ci.pp_enabled_extension_names, ci.enabled_extension_count);
-    let plans: Vec<Plan> = ext::ALL
-        .iter()
-        .map(|e| {
-            let native = e.driver_has(&inst, pd, &phys);
-            let d = Decision {
-                name: e.name().to_str().unwrap_or("?"),
-                native,
-                status: ext::status_on(*e, &inst, pd, &phys),
-                requested: app_exts.contains(&e.name()) || e.feature_requested(ci.p_next),
-            };
-            Plan { ext: *e, d }
-        })
-        .collect();
-    let supported = device_features::supported_cached(&inst, pd, &phys);
-    let storage = small_storage::Plan::new(&inst.settings, &supported, ci.p_next);
-    for d in plans.iter().map(|p| &p.d).chain(storage.decisions.iter().map(|(_, d)| d)) {
-        log_info!("vkCreateDevice: device '{}': {}", phys.name, d.describe());
-    }
-    for p in plans.iter().filter(|p| p.d.requested && p.d.status == Status::Unavailable) {
-        if let Some(why) = p.ext.unavailable(&inst, pd, &phys) {
-            log_error!(
-                "vkCreateDevice: device '{}': the application enabled {} but it cannot be emulated: {why}",
-                phys.name,
-                p.d.name
-            );
+/// Step 4: the rewrite options, from the features the final create info enables (`ci`).
+unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo) -> shader_rewrite::Options {
+    let name = &pd.info.name;
+    // debug_target=core: rewrite as if the device had none of the optional features (no 8/16-bit
+    // storage, no Int8/16/64), to exercise the word-granular bounds and the atomic sub-word
+    // stores on a device that has them.
+    let mut target = match pd.inst.settings.debug_target {
+        DebugTarget::Device => device_features::enabled_target(ci.p_next, ci.p_enabled_features),
+        DebugTarget::Core => {
+            log_info!("vkCreateDevice: device '{name}': debug_target=core: rewriting as if the device had no 8/16-bit storage and no Int8/16/64");
+            shader_rewrite::Target::core()
         }
-    }
-    ext::raw_access_chains::warn_vkd3d_offset_buffer(&inst, pd, &phys);
-    // The descriptor table this device gets: the arrays of each active user (bindless
-    // textures, buffer device addresses).
-    let active = |name: &CStr| plans.iter().any(|p| p.ext.name() == name && p.d.active());
-    let image_caps = if active(bindless::NAME) { bindless::caps_for(&inst, pd, &phys).ok() } else { None };
-    let buffer_caps = if active(bda::NAME) { bda::caps_for(&inst, pd, &phys).ok() } else { None };
-    let table_limits = image_caps.map(|c| c.limits).or(buffer_caps.map(|c| c.limits));
-    let table_config = table_limits.map(|l| TableConfig {
-        set: l.max_bound_descriptor_sets - 1,
-        images: image_caps.map(|c| c.table),
-        buffers: buffer_caps.map(|c| c.table),
-    });
-    let storage_emulated = storage.emulated();
-    let storage_active = storage.active();
-
-    let mut options = None;
-    // nullDescriptor was enabled for the descriptor table's free slots.
-    let mut null_descriptor = false;
-    let result = if !plans.iter().any(|p| p.d.emulated()) && !storage_emulated.any() {
-        next_create(pd, p_create_info, p_allocator, p_device)
-    } else {
-        // Never write to the application's structures: edit copies.
-        let mut chain = Chain::copy_splicing(ci.p_next, &app_chain);
-        log_unknown_structures(&chain);
-        let ours: Vec<&CStr> = plans.iter().filter(|p| p.d.emulated()).map(|p| p.ext.name()).collect();
-        let mut kept: Vec<&CStr> = app_exts.iter().copied().filter(|n| !ours.contains(n)).collect();
-        for p in plans.iter().filter(|p| p.d.emulated()) {
-            if let Err(why) = p.ext.clear_features(&mut chain) {
-                log_error!(
-                    "vkCreateDevice: device '{}': cannot clear the emulated {} feature bits: {why}; returning VK_ERROR_FEATURE_NOT_PRESENT",
-                    phys.name,
-                    p.d.name
-                );
-                return vk::Result::ERROR_FEATURE_NOT_PRESENT;
-            }
-            for st in p.ext.feature_struct_types() {
-                chain.remove(*st);
-                if chain.tail_contains(*st) {
-                    log_error!(
-                        "vkCreateDevice: device '{}': cannot remove the layer's structure (sType {}) from behind an unknown structure in read-only memory; returning VK_ERROR_FEATURE_NOT_PRESENT",
-                        phys.name,
-                        st.as_raw()
-                    );
-                    return vk::Result::ERROR_FEATURE_NOT_PRESENT;
-                }
-            }
-        }
-        // Emulated 8/16-bit storage bits: the driver must not see them (it may lack them, and a
-        // forced one must not be used natively), wherever they sit.
-        let stuck = small_storage::clear(&mut chain, &storage_emulated);
-        if stuck.any() {
-            log_error!(
-                "vkCreateDevice: device '{}': cannot clear the emulated {} behind an unknown structure in read-only memory; returning VK_ERROR_FEATURE_NOT_PRESENT",
-                phys.name,
-                stuck.names().join(", ")
-            );
-            return vk::Result::ERROR_FEATURE_NOT_PRESENT;
-        }
-        let active: Vec<&Plan> = plans.iter().filter(|p| p.d.active()).collect();
-        let any_active = !active.is_empty() || storage_active.any();
-        let mut enabled_features = ci.p_enabled_features.as_ref().copied();
-        if any_active {
-            let version = effective_version(inst.api_version, phys.api_version);
-            // Never turn on a feature the layer emulates (that would defeat a `force`).
-            let mut lowering = supported;
-            small_storage::mask_target(&mut lowering, &storage_emulated);
-            let mut added = device_features::enable_for_lowering(&mut chain, &mut enabled_features, &kept, version, lowering);
-            match device_features::enable_device_scope(&inst, pd, &mut chain) {
-                Ok(Some(name)) => added.features.push(name),
-                Ok(None) => {}
-                Err(why) => added.skipped.push(why.into()),
-            }
-            if !added.features.is_empty() {
-                log_info!("vkCreateDevice: device '{}': enabling driver features for the lowering: {}", phys.name, added.features.join(", "));
-            }
-            for s in &added.skipped {
-                log_info!("vkCreateDevice: device '{}': not enabling {s}", phys.name);
-            }
-            // The descriptor table's users: the features their arrays and lowered shaders need.
-            let mut table_features: Vec<(&CStr, Result<Vec<&'static str>, String>)> = Vec::new();
-            if let Some(caps) = &image_caps {
-                table_features.push((bindless::NAME, bindless::enable_features(&mut chain, &mut enabled_features, &kept, version, caps)));
-            }
-            if let Some(caps) = &buffer_caps {
-                table_features.push((bda::NAME, bda::enable_features(&mut chain, &mut enabled_features, &kept, version, caps)));
-            }
-            for (ext_name, r) in table_features {
-                let ext_name = ext_name.to_str().unwrap_or("?");
-                match r {
-                    Ok(names) if names.is_empty() => {}
-                    Ok(names) => log_info!(
-                        "vkCreateDevice: device '{}': enabling driver features for the descriptor table ({ext_name}): {}",
-                        phys.name,
-                        names.join(", ")
-                    ),
-                    Err(why) => {
-                        log_error!(
-                            "vkCreateDevice: device '{}': {ext_name} cannot be emulated: {why}; returning VK_ERROR_FEATURE_NOT_PRESENT",
-                            phys.name
-                        );
-                        return vk::Result::ERROR_FEATURE_NOT_PRESENT;
-                    }
-                }
-            }
-            if table_config.is_some() {
-                // Null descriptors for the table's free slots (a garbage handle or address then
-                // reads zero instead of an unwritten descriptor).
-                let why = match null_descriptor::support(&inst, pd, &phys) {
-                    Ok(ext) => match null_descriptor::enable(&mut chain, &mut kept, ext) {
-                        Ok(added) => {
-                            null_descriptor = true;
-                            match added {
-                                Some(e) => log_info!(
-                                    "vkCreateDevice: device '{}': enabling {} (nullDescriptor) for the descriptor table's free slots",
-                                    phys.name,
-                                    e.to_str().unwrap_or("?")
-                                ),
-                                None => log_info!(
-                                    "vkCreateDevice: device '{}': enabling nullDescriptor for the descriptor table's free slots",
-                                    phys.name
-                                ),
-                            }
-                            None
-                        }
-                        Err(why) => Some(why),
-                    },
-                    Err(why) => Some(why),
-                };
-                if let Some(why) = why {
-                    log_warn!(
-                        "vkCreateDevice: device '{}': no null descriptors for the descriptor table ({why}): free slots stay unwritten, and a garbage handle or address naming one is undefined behaviour (may crash)",
-                        phys.name
-                    );
-                }
-            }
-        }
-        let kept_ptrs: Vec<*const c_char> = kept.iter().map(|n| n.as_ptr()).collect();
-        let mut copy = *ci;
-        // Spliced until the end of this block (enabled_target below still walks the chain).
-        let spliced = chain.splice(&app_chain);
-        copy.p_next = spliced.head();
-        copy.enabled_extension_count = kept_ptrs.len() as u32;
-        copy.pp_enabled_extension_names = if kept_ptrs.is_empty() { std::ptr::null() } else { kept_ptrs.as_ptr() };
-        copy.p_enabled_features = enabled_features.as_ref().map_or(std::ptr::null(), |f| f as *const _);
-        let r = next_create(pd, &copy, p_allocator, p_device);
-        if any_active {
-            // debug_target=core: rewrite as if the device had none of the optional features
-            // (no 8/16-bit storage, no Int8/16/64), to exercise the word-granular bounds and the
-            // atomic sub-word stores on a device that has them.
-            let mut target = match inst.settings.debug_target {
-                DebugTarget::Device => device_features::enabled_target(copy.p_next, copy.p_enabled_features),
-                DebugTarget::Core => {
-                    log_info!(
-                        "vkCreateDevice: device '{}': debug_target=core: rewriting as if the device had no 8/16-bit storage and no Int8/16/64",
-                        phys.name
-                    );
-                    shader_rewrite::Target::core()
-                }
-            };
-            // The lowering must not use what it emulates (cleared above already; a bit stuck
-            // behind an unknown structure must not count either).
-            small_storage::mask_target(&mut target, &storage_emulated);
-            let mut o = shader_rewrite::Options {
-                target,
-                emulate_raw_access_chains: false,
-                emulate_storage: storage_active,
-                oob_poison: inst.settings.debug_oob_poison,
-                bindless: None,
-                bda: None,
-            };
-            // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform
-            // descriptor index (seen on Mesa 25.0): the rewriter works around it, in the stages
-            // with subgroup ballot (module_rewrite.rs, subgroup_stages.rs).
-            o.target.nonuniform_array_length_broken = phys.name.starts_with("llvmpipe");
-            for p in &active {
-                p.ext.enable_in_options(&mut o);
-            }
-            o.bindless = image_caps.map(|c| c.table);
-            o.bda = buffer_caps.map(|c| c.table);
-            log_debug!("vkCreateDevice: device '{}': rewrite options {o:?}", phys.name);
-            options = Some(o);
-        }
-        drop(spliced);
-        r
     };
-    if result != vk::Result::SUCCESS {
-        log_info!("vkCreateDevice: device '{}': driver returned {result:?}", phys.name);
-        return result;
-    }
-
-    let device = *p_device;
-    let Some(destroy_device) = load_device::<vk::PFN_vkDestroyDevice>(next_gdpa, device, c"vkDestroyDevice") else {
-        log_error!("vkCreateDevice: next layer has no vkDestroyDevice");
-        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    plans.all().for_each(|p| p.restrict_target(&mut target));
+    // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform descriptor index
+    // (seen on Mesa 25.0): the rewriter works around it, in the stages with subgroup ballot
+    // (module_rewrite.rs, subgroup_stages.rs).
+    target.nonuniform_array_length_broken = name.starts_with("llvmpipe");
+    let mut o = shader_rewrite::Options {
+        target,
+        emulate_raw_access_chains: false,
+        emulate_storage: Default::default(),
+        oob_poison: pd.inst.settings.debug_oob_poison,
+        bindless: None,
+        bda: None,
     };
+    plans.all().for_each(|p| p.options(&mut o));
+    log_debug!("vkCreateDevice: device '{name}': rewrite options {o:?}");
+    o
+}
+
+/// Step 5: per-device state, services first (their users look them up).
+unsafe fn set_up(plans: Plans, dev: &NewDevice) -> Result<Components, String> {
+    let mut components = Components::default();
+    for p in plans.services.into_iter().chain(plans.emulations) {
+        p.set_up(dev, &mut components)?;
+    }
+    Ok(components)
+}
+
+/// Step 6: the device's state, found by its dispatch key from now on.
+unsafe fn record(pd: &PhysDev, new: NewDevice, destroy_device: vk::PFN_vkDestroyDevice, options: Option<shader_rewrite::Options>, components: Components) {
+    let (device, gdpa) = (new.device, new.gdpa);
     let next = DeviceNext {
-        create_shader_module: load_device(next_gdpa, device, c"vkCreateShaderModule"),
-        create_compute_pipelines: load_device(next_gdpa, device, c"vkCreateComputePipelines"),
-        create_graphics_pipelines: load_device(next_gdpa, device, c"vkCreateGraphicsPipelines"),
-        create_ray_tracing_pipelines_khr: load_device(next_gdpa, device, c"vkCreateRayTracingPipelinesKHR"),
-        create_shaders_ext: load_device(next_gdpa, device, c"vkCreateShadersEXT"),
-        get_shader_module_create_info_identifier_ext: load_device(next_gdpa, device, c"vkGetShaderModuleCreateInfoIdentifierEXT"),
-    };
-    let tables = match (table_config, table_limits) {
-        (Some(config), Some(limits)) => match TableDevice::create(device, next_gdpa, &phys.name, config, limits, null_descriptor, buffer_caps.map_or(0, |c| c.max_range)) {
-            Ok(t) => {
-                log_info!(
-                    "vkCreateDevice: device '{}': descriptor table ({}) appended to every pipeline layout it fits beside at set {} and bound before work that uses it",
-                    phys.name,
-                    config.describe(),
-                    config.set
-                );
-                Some(Arc::new(t))
-            }
-            Err(why) => {
-                log_error!(
-                    "vkCreateDevice: device '{}': cannot create the descriptor table: {why}; destroying the device and returning VK_ERROR_INITIALIZATION_FAILED",
-                    phys.name
-                );
-                destroy_device(device, p_allocator);
-                *p_device = vk::Device::null();
-                return vk::Result::ERROR_INITIALIZATION_FAILED;
-            }
-        },
-        _ => None,
+        create_shader_module: load_device(gdpa, device, c"vkCreateShaderModule"),
+        create_compute_pipelines: load_device(gdpa, device, c"vkCreateComputePipelines"),
+        create_graphics_pipelines: load_device(gdpa, device, c"vkCreateGraphicsPipelines"),
+        create_ray_tracing_pipelines_khr: load_device(gdpa, device, c"vkCreateRayTracingPipelinesKHR"),
+        create_shaders_ext: load_device(gdpa, device, c"vkCreateShadersEXT"),
+        get_shader_module_create_info_identifier_ext: load_device(gdpa, device, c"vkGetShaderModuleCreateInfoIdentifierEXT"),
     };
     let data = DeviceData {
         device,
-        next_gdpa,
-        name: phys.name.clone(),
-        settings: inst.settings.clone(),
+        next_gdpa: gdpa,
+        name: pd.info.name.clone(),
+        settings: pd.inst.settings.clone(),
         options,
         destroy_device,
         next,
         keep_alive: Mutex::new(Vec::new()),
-        tables,
-        subgroup_ballot_stages: crate::subgroup_stages::ballot_stages(&inst, pd, &phys),
+        components,
+        subgroup_ballot_stages: crate::subgroup_stages::ballot_stages(pd.inst, pd.pd, pd.info),
     };
     DEVICES.insert(dispatch_key(device), Arc::new(data));
-    vk::Result::SUCCESS
 }
 
 pub unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const vk::AllocationCallbacks) {
@@ -363,8 +296,9 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *c
         }
         match DEVICES.remove(&dispatch_key(device)) {
             Some((_, data)) => {
-                if let Some(t) = &data.tables {
-                    t.destroy();
+                // Users before the services they use.
+                for c in data.components.iter().rev() {
+                    c.destroy();
                 }
                 (data.destroy_device)(device, p_allocator)
             }

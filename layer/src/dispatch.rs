@@ -5,6 +5,7 @@
 //! devices carry the instance's dispatch pointer).
 //!
 //! The maps live in `Lazy` statics that are never dropped (no destructors at unload).
+use crate::component::{Components, DeviceComponent, Slots};
 use crate::settings::Settings;
 use ash::vk::{self, Handle};
 use dashmap::DashMap;
@@ -50,10 +51,8 @@ pub struct PhysicalDeviceInfo {
     pub extensions: Vec<vk::ExtensionProperties>,
     /// The optional features the device supports (`device_features::supported_cached`).
     pub supported: std::sync::OnceLock<shader_rewrite::Target>,
-    /// The bindless descriptor arrays this device can hold, or why not (`ext::bindless::caps_for`).
-    pub bindless: std::sync::OnceLock<Result<crate::ext::bindless::Caps, String>>,
-    /// The storage-buffer array for device addresses, or why not (`ext::bda::caps_for`).
-    pub bda: std::sync::OnceLock<Result<crate::ext::bda::Caps, String>>,
+    /// What emulations cache about the device (their capabilities there), one value per type.
+    pub slots: Slots,
 }
 
 impl PhysicalDeviceInfo {
@@ -122,8 +121,7 @@ impl InstanceData {
                 api_version: props.api_version,
                 extensions: extensions.unwrap_or_default(),
                 supported: std::sync::OnceLock::new(),
-                bindless: std::sync::OnceLock::new(),
-                bda: std::sync::OnceLock::new(),
+                slots: Slots::default(),
             }
         };
         let info = Arc::new(info);
@@ -191,9 +189,8 @@ pub struct DeviceData {
     pub destroy_device: vk::PFN_vkDestroyDevice,
     pub next: DeviceNext,
     pub keep_alive: Mutex<Vec<KeepAlive>>,
-    /// The layer-owned descriptor table and its users' state, where an emulation using it
-    /// (bindless textures, buffer device addresses) is active on this device.
-    pub tables: Option<Arc<crate::tables::TableDevice>>,
+    /// The per-device state of the emulations (and services) active on this device.
+    pub components: Components,
 }
 
 /// Keys are dispatch-table pointers: FxHash is enough and much cheaper than SipHash on the
@@ -250,4 +247,26 @@ pub unsafe fn device_data(device: vk::Device) -> Option<Arc<DeviceData>> {
         return None;
     }
     DEVICES.get(&dispatch_key(device)).map(|e| e.clone())
+}
+
+/// The component of type `T` of a device, if it has one.
+///
+/// # Safety
+/// `device` must be a live device handle.
+pub unsafe fn component<T: DeviceComponent>(device: vk::Device) -> Option<Arc<T>> {
+    if device == vk::Device::null() {
+        return None;
+    }
+    DEVICES.get(&dispatch_key(device)).and_then(|d| d.components.get::<T>())
+}
+
+/// The component of type `T` of a command buffer's device.
+///
+/// # Safety
+/// `cb` must be a live command buffer handle.
+pub unsafe fn component_of_cb<T: DeviceComponent>(cb: vk::CommandBuffer) -> Option<Arc<T>> {
+    if cb == vk::CommandBuffer::null() {
+        return None;
+    }
+    DEVICES.get(&dispatch_key(cb)).and_then(|d| d.components.get::<T>())
 }

@@ -2,8 +2,8 @@
 //! queries that advertise emulated extensions (vkEnumerateDeviceExtensionProperties,
 //! vkGetPhysicalDeviceFeatures2 + its KHR alias).
 use crate::dispatch::{self, dispatch_key, load_instance, InstanceData, INSTANCES};
-use crate::device_features;
-use crate::ext::{self, small_storage, Status};
+use crate::emulation::{merge_extensions, write_enumeration, PhysDev};
+use crate::ext;
 use crate::ffi_guard::guard;
 use crate::pnext;
 use crate::settings::{self, Settings, LAYER_NAME};
@@ -135,15 +135,9 @@ pub unsafe extern "system" fn destroy_instance(instance: vk::Instance, p_allocat
 /// Extensions this layer adds for `pd` (emulated and not already listed by the driver).
 fn added_extensions(inst: &InstanceData, pd: vk::PhysicalDevice) -> Vec<vk::ExtensionProperties> {
     let phys = inst.physical_device(pd);
-    ext::ALL
-        .iter()
-        .filter(|e| {
-            // SAFETY: pd belongs to inst.
-            let status = unsafe { ext::status_on(**e, inst, pd, &phys) };
-            matches!(status, Status::Emulated { .. }) && !phys.has_extension(e.name())
-        })
-        .map(|e| ext::properties(*e))
-        .collect()
+    let pdev = PhysDev { inst, pd, info: &phys };
+    // SAFETY: pd belongs to inst.
+    ext::ALL.iter().flat_map(|e| unsafe { e.added_extensions(&pdev) }).collect()
 }
 
 pub unsafe extern "system" fn enumerate_device_extension_properties(
@@ -155,7 +149,7 @@ pub unsafe extern "system" fn enumerate_device_extension_properties(
     guard("vkEnumerateDeviceExtensionProperties", vk::Result::ERROR_INITIALIZATION_FAILED, || unsafe {
         let layer = (!p_layer_name.is_null()).then(|| CStr::from_ptr(p_layer_name));
         if layer.map(|l| l.to_bytes() == LAYER_NAME.as_bytes()) == Some(true) {
-            return ext::write_enumeration(&ext::layer_device_extensions(), p_count, p_properties);
+            return write_enumeration(&ext::layer_device_extensions(), p_count, p_properties);
         }
         let Some(inst) = dispatch::instance_of(pd) else {
             if layer.is_some() {
@@ -176,7 +170,7 @@ pub unsafe extern "system" fn enumerate_device_extension_properties(
             Ok(l) => l,
             Err(e) => return e,
         };
-        ext::write_enumeration(&ext::merge_extensions(driver, &ours), p_count, p_properties)
+        write_enumeration(&merge_extensions(driver, &ours), p_count, p_properties)
     })
 }
 
@@ -188,10 +182,9 @@ pub unsafe extern "system" fn get_physical_device_features2_khr(pd: vk::Physical
     guard("vkGetPhysicalDeviceFeatures2KHR", (), || unsafe { features2(pd, p_features, true) })
 }
 
-/// Unlinks our feature structures (the driver may not know them;
+/// Unlinks the emulations' own feature structures (the driver may not know them;
 /// VUID-VkPhysicalDeviceFeatures2-pNext-pNext), calls down, relinks them exactly as they were,
-/// then reports our feature bits, and those of emulated 8/16-bit storage features in the
-/// driver's structures.
+/// then lets every emulation report its bits.
 unsafe fn features2(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceFeatures2, khr: bool) {
     let Some(inst) = dispatch::instance_of(pd) else {
         log_error!("vkGetPhysicalDeviceFeatures2: unknown physical device {pd:?}");
@@ -206,24 +199,44 @@ unsafe fn features2(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceF
         return next(pd, p_features);
     }
     let phys = inst.physical_device(pd);
-    let emulated: Vec<_> = ext::ALL
-        .iter()
-        .filter(|e| matches!(ext::status_on(**e, &inst, pd, &phys), Status::Emulated { .. }))
-        .collect();
-    // 8/16-bit storage features: their structures are the driver's own, so they stay linked;
-    // the emulated bits are set after the driver filled them.
-    let storage = small_storage::emulated(&inst.settings, || device_features::supported_cached(&inst, pd, &phys));
-    if emulated.is_empty() && !storage.any() {
+    let pdev = PhysDev { inst: &inst, pd, info: &phys };
+    let reports: Vec<_> = ext::ALL.iter().filter_map(|e| e.features(&pdev)).collect();
+    if reports.is_empty() {
         return next(pd, p_features);
     }
-    let ours: Vec<vk::StructureType> = emulated.iter().flat_map(|e| e.feature_struct_types().iter().copied()).collect();
-    pnext::with_unlinked(p_features as *mut vk::BaseOutStructure, &ours, || next(pd, p_features));
+    let hidden: Vec<vk::StructureType> = reports.iter().flat_map(|r| r.hidden.iter().copied()).collect();
+    pnext::with_unlinked(p_features as *mut vk::BaseOutStructure, &hidden, || next(pd, p_features));
     let mut at = p_features as *mut vk::BaseOutStructure;
     while !at.is_null() {
-        for e in &emulated {
-            e.report_features(at);
-        }
-        small_storage::report(at, &storage);
+        reports.iter().for_each(|r| (r.report)(at));
         at = (*at).p_next;
     }
+}
+
+pub unsafe extern "system" fn get_physical_device_properties2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2) {
+    guard("vkGetPhysicalDeviceProperties2", (), || unsafe { properties2(pd, p, false) })
+}
+
+pub unsafe extern "system" fn get_physical_device_properties2_khr(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2) {
+    guard("vkGetPhysicalDeviceProperties2KHR", (), || unsafe { properties2(pd, p, true) })
+}
+
+/// Calls down, then lets every emulation adjust the properties it changes.
+unsafe fn properties2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2, khr: bool) {
+    let Some(inst) = dispatch::instance_of(pd) else {
+        log_error!("vkGetPhysicalDeviceProperties2: unknown physical device {pd:?}");
+        return;
+    };
+    let (core, alias) = (inst.get_physical_device_properties2, inst.get_physical_device_properties2_khr);
+    let Some(next) = (if khr { alias.or(core) } else { core.or(alias) }) else {
+        log_error!("vkGetPhysicalDeviceProperties2: next layer has no such command");
+        return;
+    };
+    next(pd, p);
+    if p.is_null() {
+        return;
+    }
+    let phys = inst.physical_device(pd);
+    let pdev = PhysDev { inst: &inst, pd, info: &phys };
+    ext::ALL.iter().for_each(|e| e.report_properties(&pdev, p.cast::<vk::PhysicalDeviceProperties2<'static>>()));
 }

@@ -1,13 +1,17 @@
 //! VK_LAYER_POLYFILL_extensions: a Vulkan layer (loader interface v2) that advertises shader
 //! extensions the driver lacks and rewrites SPIR-V so the driver never sees them.
 //!
-//! Layout:
+//! Layout (the core names no emulation; `tests::module_graph` checks that no module imports
+//! another that imports it back):
 //! - `loader_interface`: exported symbols, vkGetInstanceProcAddr / vkGetDeviceProcAddr
-//! - `instance`: vkCreateInstance/vkDestroyInstance, extension + feature queries
-//! - `device`, `device_features`: vkCreateDevice/vkDestroyDevice, features the lowering needs
+//! - `instance`: vkCreateInstance/vkDestroyInstance, extension, feature and property queries
+//! - `device`, `device_features`: vkCreateDevice (a sequence of steps over the emulations'
+//!   plans) / vkDestroyDevice, features the lowering needs
 //! - `shader_hooks`, `module_rewrite`: every path SPIR-V takes to the driver
-//! - `ext::*`: one module per emulated extension
-//! - `tables`: the layer-owned descriptor table (bindless textures, buffer device addresses)
+//! - `emulation`, `component`: the interface between the core and the emulations (plans,
+//!   per-device components, per-physical-device slots)
+//! - `ext::*`: one module per emulation, registered in `ext::ALL`
+//! - `tables`: the layer-owned descriptor table, a service the emulations use
 //! - `settings`, `log`, `ffi_guard`, `pnext`, `dispatch`, `vk_layer`, `struct_sizes`: plumbing
 // The library name is fixed by the Vulkan layer naming convention (libVkLayer_*.so).
 #![allow(non_snake_case)]
@@ -16,9 +20,11 @@
 
 pub mod log;
 
+pub mod component;
 pub mod device;
 pub mod device_features;
 pub mod dispatch;
+pub mod emulation;
 pub mod ext;
 pub mod ffi_guard;
 pub mod instance;

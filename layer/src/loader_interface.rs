@@ -7,10 +7,10 @@
 #![allow(non_snake_case)]
 
 use crate::dispatch::{device_data, instance_data};
+use crate::emulation::write_enumeration;
 use crate::ext;
-use crate::tables::properties;
 use crate::ffi_guard::guard;
-use crate::settings::{Mode, LAYER_NAME};
+use crate::settings::LAYER_NAME;
 use crate::vk_layer::{VkNegotiateLayerInterface, INTERFACE_VERSION, LAYER_NEGOTIATE_INTERFACE_STRUCT};
 use crate::{device, instance, shader_hooks};
 use ash::vk;
@@ -101,12 +101,9 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
     }
     let inst = instance_data(instance)?;
     let next = (inst.next_gipa)(instance, name.as_ptr());
-    // Physical-device queries are hooked only when some extension may be emulated.
-    let may_emulate = ext::ALL.iter().any(|e| ext::effective_mode(*e, &inst.settings) != Mode::Off);
-    // maxUpdateAfterBindDescriptorsInAllPools is reported minus the descriptor table's pool.
-    let may_table = [&ext::bindless::ImageViewHandle as &dyn ext::EmulatedExtension, &ext::bda::BufferDeviceAddress]
-        .iter()
-        .any(|e| ext::effective_mode(*e, &inst.settings) != Mode::Off);
+    // Physical-device queries are hooked only when some emulation may be active.
+    let may_emulate = ext::ALL.iter().any(|e| e.may_emulate(&inst.settings));
+    let may_adjust_properties = ext::ALL.iter().any(|e| e.reports_properties(&inst.settings));
     match name.to_bytes() {
         b"vkGetDeviceProcAddr" => pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr),
         b"vkDestroyInstance" => pfn!(instance::destroy_instance as vk::PFN_vkDestroyInstance),
@@ -120,11 +117,11 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
         b"vkGetPhysicalDeviceFeatures2KHR" if may_emulate && next.is_some() => {
             pfn!(instance::get_physical_device_features2_khr as vk::PFN_vkGetPhysicalDeviceFeatures2)
         }
-        b"vkGetPhysicalDeviceProperties2" if may_table && next.is_some() => {
-            pfn!(properties::get_physical_device_properties2 as vk::PFN_vkGetPhysicalDeviceProperties2)
+        b"vkGetPhysicalDeviceProperties2" if may_adjust_properties && next.is_some() => {
+            pfn!(instance::get_physical_device_properties2 as vk::PFN_vkGetPhysicalDeviceProperties2)
         }
-        b"vkGetPhysicalDeviceProperties2KHR" if may_table && next.is_some() => {
-            pfn!(properties::get_physical_device_properties2_khr as vk::PFN_vkGetPhysicalDeviceProperties2)
+        b"vkGetPhysicalDeviceProperties2KHR" if may_adjust_properties && next.is_some() => {
+            pfn!(instance::get_physical_device_properties2_khr as vk::PFN_vkGetPhysicalDeviceProperties2)
         }
         _ => next,
     }
@@ -149,13 +146,10 @@ unsafe fn get_device_proc_addr(device: vk::Device, name: &CStr) -> vk::PFN_vkVoi
     if name.to_bytes() == b"vkDestroyDevice" {
         return pfn!(device::destroy_device as vk::PFN_vkDestroyDevice);
     }
-    // The descriptor table and its users (bindless textures, buffer device addresses): the
-    // extensions' commands, object lifetimes, pipeline layouts and command-buffer binding, only
-    // on devices where an emulation using the table is active.
-    if let Some(t) = &dev.tables {
-        if let Some(f) = crate::tables::device_hook(t, name.to_bytes(), next.is_some()) {
-            return Some(f);
-        }
+    // The commands the device's emulations (and the services they use) intercept: only on
+    // devices where they are active.
+    if let Some(f) = dev.components.iter().find_map(|c| c.device_hook(name.to_bytes(), next.is_some())) {
+        return Some(f);
     }
     // Shader hooks only where something is emulated, and only where the command exists below.
     if dev.options.is_none() || next.is_none() {
@@ -179,7 +173,7 @@ unsafe fn get_device_proc_addr(device: vk::Device, name: &CStr) -> vk::PFN_vkVoi
 #[no_mangle]
 pub unsafe extern "system" fn vkEnumerateInstanceLayerProperties(p_count: *mut u32, p_properties: *mut vk::LayerProperties) -> vk::Result {
     guard("vkEnumerateInstanceLayerProperties", vk::Result::ERROR_UNKNOWN, || unsafe {
-        ext::write_enumeration(&[layer_properties()], p_count, p_properties)
+        write_enumeration(&[layer_properties()], p_count, p_properties)
     })
 }
 
@@ -191,7 +185,7 @@ pub unsafe extern "system" fn vkEnumerateInstanceExtensionProperties(
 ) -> vk::Result {
     guard("vkEnumerateInstanceExtensionProperties", vk::Result::ERROR_UNKNOWN, || unsafe {
         if is_our_layer(p_layer_name) {
-            ext::write_enumeration(&layer_instance_extensions(), p_count, p_properties)
+            write_enumeration(&layer_instance_extensions(), p_count, p_properties)
         } else {
             vk::Result::ERROR_LAYER_NOT_PRESENT
         }
@@ -205,7 +199,7 @@ pub unsafe extern "system" fn vkEnumerateDeviceLayerProperties(
     p_properties: *mut vk::LayerProperties,
 ) -> vk::Result {
     guard("vkEnumerateDeviceLayerProperties", vk::Result::ERROR_UNKNOWN, || unsafe {
-        ext::write_enumeration(&[layer_properties()], p_count, p_properties)
+        write_enumeration(&[layer_properties()], p_count, p_properties)
     })
 }
 

@@ -11,11 +11,10 @@
 //! These hooks are only handed out for devices with an active emulation. Nothing the
 //! application passed is written to: changed create infos are copies that live until the call
 //! down returns (or, for deferred ray-tracing creation, until the device is destroyed).
+use crate::component::{PipelineDesc, ShaderObserver};
 use crate::dispatch::{device_data, with_device, DeviceData, KeepAlive};
 use crate::ffi_guard::guard;
 use crate::log_error;
-use crate::tables::pipelines::library_info;
-use crate::tables::TableDevice;
 use crate::module_rewrite::{needs_rewrite, prepare, Prepared, REWRITE_FAILED};
 use crate::pnext::{self, Chain};
 use ash::vk;
@@ -33,6 +32,55 @@ unsafe fn device(device: vk::Device, hook: &str) -> Option<Arc<DeviceData>> {
         log_error!("{hook}: unknown device {device:?}");
     }
     d
+}
+
+/// The device's components that watch shader and pipeline creation.
+fn observers(dev: &DeviceData) -> impl Iterator<Item = &dyn ShaderObserver> {
+    dev.components.iter().filter_map(|c| c.shader_observer())
+}
+
+/// The pipeline-library info in a pNext chain.
+///
+/// # Safety
+/// `p_next` a valid chain.
+unsafe fn library_info<'a>(p_next: *const c_void) -> *const vk::PipelineLibraryCreateInfoKHR<'a> {
+    pnext::find::<vk::PipelineLibraryCreateInfoKHR>(p_next, S::PIPELINE_LIBRARY_CREATE_INFO_KHR).map_or(std::ptr::null(), |l| l as *const _)
+}
+
+/// A stage array as a slice (empty when null).
+///
+/// # Safety
+/// `p` readable for `n` elements when non-null.
+unsafe fn stage_slice<'a>(p: *const vk::PipelineShaderStageCreateInfo<'a>, n: u32) -> &'a [vk::PipelineShaderStageCreateInfo<'a>] {
+    if p.is_null() || n == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p, n as usize)
+    }
+}
+
+/// Asks the observers before creating `descs`; on refusal nulls the outputs.
+///
+/// # Safety
+/// `descs` point into valid create infos; `out` holds `descs.len()` handles or is null.
+unsafe fn pipelines_allowed(dev: &DeviceData, hook: &str, descs: &[PipelineDesc], deferred: bool, out: *mut vk::Pipeline) -> bool {
+    let ok = observers(dev).all(|o| o.pipelines_allowed(hook, descs, deferred));
+    if !ok {
+        null_out(out, descs.len() as u32);
+    }
+    ok
+}
+
+/// Tells the observers which pipelines were created.
+///
+/// # Safety
+/// As for [`pipelines_allowed`].
+unsafe fn pipelines_created(dev: &DeviceData, hook: &str, descs: &[PipelineDesc], out: *const vk::Pipeline) {
+    if out.is_null() {
+        return;
+    }
+    let created = std::slice::from_raw_parts(out, descs.len());
+    observers(dev).for_each(|o| o.pipelines_created(hook, descs, created));
 }
 
 /// Spec: on failure, handles not created are VK_NULL_HANDLE (e.g. vkCreateGraphicsPipelines
@@ -146,44 +194,12 @@ pub unsafe extern "system" fn create_shader_module(
                 copy.p_code = words.as_ptr();
                 copy.code_size = words.len() * 4;
                 let r = next(device, &copy, p_allocator, p_module);
-                if let (vk::Result::SUCCESS, Some(b), Some(m)) = (r, dev.tables.as_ref(), p_module.as_ref()) {
-                    b.record_module(*m, ci.p_code as *const c_void, ci.code_size);
+                if let (vk::Result::SUCCESS, Some(m)) = (r, p_module.as_ref()) {
+                    observers(&dev).for_each(|o| o.module_created(*m, ci.p_code as *const c_void, ci.code_size));
                 }
                 r
             }
         }
-    })
-}
-
-/// Records the pipelines using the table among those just created (`uses_table` decides per create info,
-/// from the application's own create infos).
-unsafe fn record_pipelines<T>(
-    dev: &DeviceData,
-    hook: &str,
-    infos: &[T],
-    out: *mut vk::Pipeline,
-    uses_table: impl Fn(&TableDevice, &T) -> (vk::PipelineLayout, bool),
-) {
-    let Some(b) = dev.tables.as_ref() else { return };
-    if out.is_null() {
-        return;
-    }
-    for (i, info) in infos.iter().enumerate() {
-        let pipeline = *out.add(i);
-        if pipeline != vk::Pipeline::null() {
-            let (layout, uses) = uses_table(b, info);
-            b.record_pipeline(hook, pipeline, layout, uses);
-        }
-    }
-}
-
-/// Refuses pipelines using the table whose layout has no room for the descriptor table (logged by
-/// `TableDevice::layout_ready`), before anything is created.
-fn table_layouts_ready<T>(dev: &DeviceData, hook: &str, infos: &[T], uses_table: impl Fn(&TableDevice, &T) -> (vk::PipelineLayout, bool)) -> bool {
-    let Some(b) = dev.tables.as_ref() else { return true };
-    infos.iter().all(|info| match uses_table(b, info) {
-        (layout, true) => b.layout_ready(hook, layout),
-        _ => true,
     })
 }
 
@@ -215,16 +231,16 @@ pub unsafe extern "system" fn create_compute_pipelines(
                 Stage::Replaced(s) => copies.get_or_insert_with(|| infos.to_vec())[i].stage = s,
             }
         }
-        let uses_table = |b: &TableDevice, info: &vk::ComputePipelineCreateInfo| {
-            (info.layout, b.stage_uses_table(&info.stage) || b.libraries_use_table(library_info(info.p_next)))
-        };
-        if !table_layouts_ready(&dev, HOOK, infos, uses_table) {
-            null_out(p_pipelines, count);
+        let descs: Vec<PipelineDesc> = infos
+            .iter()
+            .map(|i| PipelineDesc { layout: i.layout, stages: std::slice::from_ref(&i.stage), libraries: library_info(i.p_next) })
+            .collect();
+        if !pipelines_allowed(&dev, HOOK, &descs, false, p_pipelines) {
             return REWRITE_FAILED;
         }
         let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
         let r = next(device, cache, count, p, p_allocator, p_pipelines);
-        record_pipelines(&dev, HOOK, infos, p_pipelines, uses_table);
+        pipelines_created(&dev, HOOK, &descs, p_pipelines);
         r
     })
 }
@@ -272,17 +288,19 @@ pub unsafe extern "system" fn create_graphics_pipelines(
                 Ok(Some(stages)) => copies.get_or_insert_with(|| infos.to_vec())[i].p_stages = stages,
             }
         }
-        let uses_table = |b: &TableDevice, info: &vk::GraphicsPipelineCreateInfo| {
-            let stages = graphics_stages_used(info) && b.stages_use_table(info.p_stages, info.stage_count);
-            (info.layout, stages || b.libraries_use_table(library_info(info.p_next)))
-        };
-        if !table_layouts_ready(&dev, HOOK, infos, uses_table) {
-            null_out(p_pipelines, count);
+        let descs: Vec<PipelineDesc> = infos
+            .iter()
+            .map(|i| {
+                let stages = if graphics_stages_used(i) { stage_slice(i.p_stages, i.stage_count) } else { &[] };
+                PipelineDesc { layout: i.layout, stages, libraries: library_info(i.p_next) }
+            })
+            .collect();
+        if !pipelines_allowed(&dev, HOOK, &descs, false, p_pipelines) {
             return REWRITE_FAILED;
         }
         let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
         let r = next(device, cache, count, p, p_allocator, p_pipelines);
-        record_pipelines(&dev, HOOK, infos, p_pipelines, uses_table);
+        pipelines_created(&dev, HOOK, &descs, p_pipelines);
         r
     })
 }
@@ -316,26 +334,22 @@ pub unsafe extern "system" fn create_ray_tracing_pipelines_khr(
                 Ok(Some(stages)) => copies.get_or_insert_with(|| infos.to_vec())[i].p_stages = stages,
             }
         }
-        let rt_uses_table = |b: &TableDevice, info: &vk::RayTracingPipelineCreateInfoKHR| {
-            (info.layout, b.stages_use_table(info.p_stages, info.stage_count) || b.libraries_use_table(info.p_library_info))
-        };
-        if !table_layouts_ready(&dev, HOOK, infos, rt_uses_table) {
-            null_out(p_pipelines, count);
+        let descs: Vec<PipelineDesc> =
+            infos.iter().map(|i| PipelineDesc { layout: i.layout, stages: stage_slice(i.p_stages, i.stage_count), libraries: i.p_library_info }).collect();
+        let is_deferred = deferred != vk::DeferredOperationKHR::null();
+        if !pipelines_allowed(&dev, HOOK, &descs, is_deferred, p_pipelines) {
             return REWRITE_FAILED;
-        }
-        if dev.tables.is_some() && deferred != vk::DeferredOperationKHR::null() {
-            log_error!("{HOOK}: deferred creation of ray-tracing pipelines using the descriptor table is not tracked; the descriptor table will not be bound for them");
         }
         let Some(copies) = copies else {
             let r = next(device, deferred, cache, count, p_infos, p_allocator, p_pipelines);
-            if deferred == vk::DeferredOperationKHR::null() {
-                record_pipelines(&dev, HOOK, infos, p_pipelines, rt_uses_table);
+            if !is_deferred {
+                pipelines_created(&dev, HOOK, &descs, p_pipelines);
             }
             return r;
         };
         let r = next(device, deferred, cache, count, copies.as_ptr(), p_allocator, p_pipelines);
-        if deferred == vk::DeferredOperationKHR::null() {
-            record_pipelines(&dev, HOOK, infos, p_pipelines, rt_uses_table);
+        if !is_deferred {
+            pipelines_created(&dev, HOOK, &descs, p_pipelines);
         }
         if deferred != vk::DeferredOperationKHR::null() {
             // VK_KHR_deferred_host_operations: the implementation may read the create infos
@@ -369,13 +383,6 @@ pub unsafe extern "system" fn create_shaders_ext(
         let infos = std::slice::from_raw_parts(p_infos, count as usize);
         let mut codes: Vec<Vec<u32>> = Vec::new();
         let mut copies: Option<Vec<vk::ShaderCreateInfoEXT>> = None;
-        // Uses the table (decided on the application's code, before the rewrite lowers it).
-        let uses_table: Vec<bool> = infos
-            .iter()
-            .map(|info| {
-                info.code_type == vk::ShaderCodeTypeEXT::SPIRV && dev.tables.as_ref().is_some_and(|t| t.code_uses_table(info.p_code, info.code_size))
-            })
-            .collect();
         for (i, info) in infos.iter().enumerate() {
             if info.code_type != vk::ShaderCodeTypeEXT::SPIRV {
                 continue; // binary code: created from previously rewritten SPIR-V
@@ -394,39 +401,25 @@ pub unsafe extern "system" fn create_shaders_ext(
                 }
             }
         }
-        let Some(b) = dev.tables.as_ref() else {
-            let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
-            return next(device, count, p, p_allocator, p_shaders);
-        };
-        // Device with a table: every shader's set layouts padded to the table (as pipeline layouts
-        // are); shaders using the table get a layout to bind the table with.
-        let copies = copies.get_or_insert_with(|| infos.to_vec());
-        let padded = b.pad_shader_infos(HOOK, copies);
-        let mut layouts = vec![vk::PipelineLayout::null(); infos.len()];
-        for (i, c) in copies.iter().enumerate() {
-            if !uses_table[i] {
-                continue;
-            }
-            if !b.shader_ready(HOOK, i, &padded) {
-                layouts.iter().for_each(|&l| b.destroy_shader_layout(l));
-                null_out(p_shaders, count);
-                return REWRITE_FAILED;
-            }
-            match b.create_shader_layout(c) {
-                Ok(l) => layouts[i] = l,
+        // Observers may edit the create infos (the table pads every shader's set layouts).
+        let mut pending = Vec::new();
+        for o in observers(&dev) {
+            let copies = copies.get_or_insert_with(|| infos.to_vec());
+            match o.shaders_before(HOOK, infos, copies) {
+                Ok(p) => pending.push(p),
                 Err(e) => {
-                    log_error!("{HOOK}: device '{}': cannot create the pipeline layout for shader object {i} (it uses the descriptor table): {e:?}", dev.name);
-                    layouts.iter().for_each(|&l| b.destroy_shader_layout(l));
+                    // The observers that agreed undo what they prepared (nothing was created).
+                    pending.into_iter().for_each(|p| p.created(HOOK, std::ptr::null()));
                     null_out(p_shaders, count);
                     return e;
                 }
             }
         }
-        let r = next(device, count, copies.as_ptr(), p_allocator, p_shaders);
-        drop(padded);
+        let p = copies.as_ref().map_or(p_infos, |c| c.as_ptr());
+        let r = next(device, count, p, p_allocator, p_shaders);
         // Handles are written for the shaders that were created, also on some failures
         // (VK_ERROR_INCOMPATIBLE_SHADER_BINARY_EXT); the others are null.
-        b.record_shaders(HOOK, &layouts, p_shaders);
+        pending.into_iter().for_each(|p| p.created(HOOK, p_shaders));
         r
     })
 }

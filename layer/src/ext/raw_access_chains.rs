@@ -2,8 +2,8 @@
 //! `VkPhysicalDeviceRawAccessChainsFeaturesNV::shaderRawAccessChains`, removes both from
 //! `vkCreateDevice`, and has the rewriter lower `OpRawAccessChainNV` (capability
 //! RawAccessChainsNV) into core byte-address accesses.
-use super::{EmulatedExtension, Status};
-use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
+use super::extension::{Activated, ExtensionEmulation};
+use crate::emulation::{LayerExtension, PhysDev, Services};
 use crate::pnext;
 use crate::settings::{Mode, Settings};
 use ash::vk;
@@ -12,25 +12,22 @@ use std::ffi::{c_void, CStr};
 pub struct RawAccessChains;
 
 pub const NAME: &CStr = vk::NV_RAW_ACCESS_CHAINS_NAME;
-/// VK_NV_raw_access_chains revision 1 (the only one).
-pub const SPEC_VERSION: u32 = 1;
+/// VK_NV_raw_access_chains revision 1 (the only one); no commands.
+pub static EXTENSION: LayerExtension = LayerExtension { name: NAME, spec_version: 1, commands: &[] };
 /// sType 1000555000.
 pub const FEATURES: vk::StructureType = vk::StructureType::PHYSICAL_DEVICE_RAW_ACCESS_CHAINS_FEATURES_NV;
 
-impl EmulatedExtension for RawAccessChains {
-    fn name(&self) -> &'static CStr {
-        NAME
+impl ExtensionEmulation for RawAccessChains {
+    fn extension(&self) -> &'static LayerExtension {
+        &EXTENSION
     }
-    fn spec_version(&self) -> u32 {
-        SPEC_VERSION
-    }
-    fn mode_setting(&self, settings: &Settings) -> Mode {
+    fn mode(&self, settings: &Settings) -> Mode {
         settings.raw_access_chains
     }
-    fn feature_struct_types(&self) -> &'static [vk::StructureType] {
+    fn feature_structs(&self) -> &'static [vk::StructureType] {
         &[FEATURES]
     }
-    unsafe fn report_features(&self, node: *mut vk::BaseOutStructure<'static>) {
+    unsafe fn report_feature(&self, node: *mut vk::BaseOutStructure<'static>) {
         if (*node).s_type == FEATURES {
             (*(node as *mut vk::PhysicalDeviceRawAccessChainsFeaturesNV)).shader_raw_access_chains = vk::TRUE;
         }
@@ -41,7 +38,17 @@ impl EmulatedExtension for RawAccessChains {
                 && (*(n as *const vk::PhysicalDeviceRawAccessChainsFeaturesNV)).shader_raw_access_chains != vk::FALSE
         })
     }
-    fn enable_in_options(&self, options: &mut shader_rewrite::Options) {
+    unsafe fn activate(&self, pd: &PhysDev, _services: &mut Services) -> Result<Box<dyn Activated>, String> {
+        warn_vkd3d_offset_buffer(pd);
+        Ok(Box::new(Lowering))
+    }
+}
+
+/// The rewriter lowers OpRawAccessChainNV.
+struct Lowering;
+
+impl Activated for Lowering {
+    fn options(&self, options: &mut shader_rewrite::Options) {
         options.emulate_raw_access_chains = true;
     }
 }
@@ -64,19 +71,19 @@ fn vkd3d_warning(engine: &str, emulated: bool, alignment: u64) -> Option<String>
     })
 }
 
-/// At vkCreateDevice: logs [`vkd3d_warning`] once for the device when it applies.
+/// At vkCreateDevice, where the layer provides the extension: logs [`vkd3d_warning`] once for
+/// the device when it applies.
 ///
 /// # Safety
-/// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn warn_vkd3d_offset_buffer(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) {
-    if inst.engine_name != VKD3D_ENGINE {
+/// `pd` is live.
+unsafe fn warn_vkd3d_offset_buffer(pd: &PhysDev) {
+    if pd.inst.engine_name != VKD3D_ENGINE {
         return;
     }
-    let emulated = matches!(super::status_on(&RawAccessChains, inst, pd, phys), Status::Emulated { .. });
     let mut props = vk::PhysicalDeviceProperties::default();
-    (inst.get_physical_device_properties)(pd, &mut props);
-    if let Some(w) = vkd3d_warning(&inst.engine_name, emulated, props.limits.min_storage_buffer_offset_alignment) {
-        crate::log_warn!("vkCreateDevice: device '{}': {w}", phys.name);
+    (pd.inst.get_physical_device_properties)(pd.pd, &mut props);
+    if let Some(w) = vkd3d_warning(&pd.inst.engine_name, true, props.limits.min_storage_buffer_offset_alignment) {
+        crate::log_warn!("vkCreateDevice: device '{}': {w}", pd.info.name);
     }
 }
 
@@ -89,15 +96,15 @@ mod tests {
         let mut f = vk::PhysicalDeviceRawAccessChainsFeaturesNV::default();
         unsafe {
             assert!(!RawAccessChains.feature_requested(&f as *const _ as *const c_void));
-            RawAccessChains.report_features(&mut f as *mut _ as *mut vk::BaseOutStructure);
+            RawAccessChains.report_feature(&mut f as *mut _ as *mut vk::BaseOutStructure);
             assert_eq!(f.shader_raw_access_chains, vk::TRUE);
             assert!(RawAccessChains.feature_requested(&f as *const _ as *const c_void));
             let mut other = vk::PhysicalDeviceVulkan11Features::default();
-            RawAccessChains.report_features(&mut other as *mut _ as *mut vk::BaseOutStructure);
+            RawAccessChains.report_feature(&mut other as *mut _ as *mut vk::BaseOutStructure);
             assert_eq!(other.s_type, vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
         }
         let mut o = shader_rewrite::Options { emulate_raw_access_chains: false, ..Default::default() };
-        RawAccessChains.enable_in_options(&mut o);
+        Lowering.options(&mut o);
         assert!(o.emulate_raw_access_chains);
         assert_eq!(FEATURES.as_raw(), 1_000_555_000);
     }

@@ -16,7 +16,8 @@
 //!
 //! Not done: advertising VK_KHR_16bit_storage / VK_KHR_8bit_storage themselves on a pre-1.1/1.2
 //! device without them (the structures would then have to be hidden from the driver).
-use super::{status_for, Decision, Status};
+use crate::device_features;
+use crate::emulation::{status_for, Decision, DeviceEdit, DevicePlan, DeviceRequest, Emulation, FeatureReport, PhysDev, Services, Status};
 use crate::pnext::{self, Chain};
 use crate::settings::{Mode, Settings};
 use ash::vk;
@@ -179,7 +180,7 @@ pub fn status(f: Feature, settings: &Settings, driver: &Target) -> Status {
 /// support) is only asked for when some feature's effective mode is `auto`.
 pub fn emulated(settings: &Settings, driver: impl FnOnce() -> Target) -> SmallStorage {
     let mut out = SmallStorage::default();
-    let auto = |f: Feature| super::effective(f.mode_setting(settings), settings.force_enable) == Mode::Auto;
+    let auto = |f: Feature| crate::emulation::effective(f.mode_setting(settings), settings.force_enable) == Mode::Auto;
     let support = if ALL.into_iter().any(auto) { driver() } else { Target::all() };
     for f in ALL {
         out.set(f.capability(), matches!(status(f, settings, &support), Status::Emulated { .. }));
@@ -286,6 +287,58 @@ impl Plan {
     /// application, or forced.
     pub fn active(&self) -> SmallStorage {
         self.select(Decision::active)
+    }
+}
+
+/// The family as one emulation: per feature, reported, cleared and lowered on its own.
+pub struct SmallStorageFeatures;
+
+impl Emulation for SmallStorageFeatures {
+    fn name(&self) -> &'static str {
+        "8/16-bit storage"
+    }
+    fn may_emulate(&self, settings: &Settings) -> bool {
+        ALL.iter().any(|f| crate::emulation::effective(f.mode_setting(settings), settings.force_enable) != Mode::Off)
+    }
+    unsafe fn features(&'static self, pd: &PhysDev) -> Option<FeatureReport> {
+        // Their structures are the driver's own: they stay linked; the emulated bits are set
+        // after the driver filled them.
+        let set = emulated(&pd.inst.settings, || device_features::supported_cached(pd.inst, pd.pd, pd.info));
+        // SAFETY (closure): called on valid, writable nodes of the filled chain.
+        set.any().then(|| FeatureReport { hidden: &[], report: Box::new(move |node| unsafe { report(node, &set) }) })
+    }
+    unsafe fn plan(&'static self, pd: &PhysDev, request: &DeviceRequest, _services: &mut Services) -> Option<Box<dyn DevicePlan>> {
+        let supported = device_features::supported_cached(pd.inst, pd.pd, pd.info);
+        Some(Box::new(Plan::new(&pd.inst.settings, &supported, request.create_info.p_next)))
+    }
+}
+
+impl DevicePlan for Plan {
+    fn decisions(&self) -> Vec<Decision> {
+        self.decisions.iter().map(|(_, d)| *d).collect()
+    }
+    fn emulated(&self) -> bool {
+        Plan::emulated(self).any()
+    }
+    fn active(&self) -> bool {
+        Plan::active(self).any()
+    }
+    /// Emulated bits: the driver must not see them (it may lack them, and a forced one must not
+    /// be used natively), wherever they sit.
+    unsafe fn strip(&self, edit: &mut DeviceEdit) -> Result<(), String> {
+        let stuck = clear(&mut edit.chain, &Plan::emulated(self));
+        if stuck.any() {
+            return Err(format!("cannot clear the emulated {} behind an unknown structure in read-only memory", stuck.names().join(", ")));
+        }
+        Ok(())
+    }
+    /// Never turn on or claim a feature the layer emulates (that would defeat a `force`; a bit
+    /// stuck behind an unknown structure must not count either).
+    fn restrict_target(&self, target: &mut Target) {
+        mask_target(target, &Plan::emulated(self));
+    }
+    fn options(&self, options: &mut shader_rewrite::Options) {
+        options.emulate_storage = Plan::active(self);
     }
 }
 

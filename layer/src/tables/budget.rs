@@ -227,7 +227,8 @@ mod tests {
     type St = vk::ShaderStageFlags;
 
     fn table() -> TableConfig {
-        TableConfig { set: 7, images: Some(shader_rewrite::BindlessTable::with_defaults(7)), buffers: None }
+        let a = |binding, ty, count| super::super::table::TableArray { binding, ty, count };
+        TableConfig { set: 7, arrays: vec![a(0, T::SAMPLED_IMAGE, 65536), a(1, T::STORAGE_IMAGE, 65536), a(2, T::SAMPLER, 4096)] }
     }
 
     /// lavapipe 25.0: 8 sets, 1 000 000 of everything.
@@ -291,7 +292,7 @@ mod tests {
 
     #[test]
     fn storage_buffer_array_counts_as_storage_buffers() {
-        let t = TableConfig { set: 7, images: None, buffers: Some(shader_rewrite::BdaTable { set: 7, binding: 3, count: 65536 }) };
+        let t = TableConfig { set: 7, arrays: vec![super::super::table::TableArray { binding: 3, ty: T::STORAGE_BUFFER, count: 65536 }] };
         // vkd3d-proton's 1 000 000 storage buffers per stage leave no room for the BDA array.
         let l = layout(&[(St::ALL, T::STORAGE_BUFFER, 1_000_000)]);
         assert_eq!(check(&[Some(&l)], &t, &lavapipe()).unwrap_err().limit, "maxPerStageDescriptorUpdateAfterBindStorageBuffers");

@@ -2,10 +2,10 @@
 //! properties and features, queried through the next layer.
 use crate::device_features::effective_version;
 use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
+use crate::emulation::PhysDev;
 use crate::log_info;
 use ash::vk;
 use std::ffi::c_void;
-use std::sync::OnceLock;
 
 /// What [`query`] hands a user's sizing function.
 pub struct DescriptorIndexing {
@@ -40,27 +40,24 @@ pub unsafe fn query(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Physical
 }
 
 /// A table user's capabilities on `pd`, computed by `caps` from [`query`] once per physical
-/// device (cached in `cell`) and logged once: `Ok` described by `describe`, `Err` with its reason.
-/// `extension` names the emulated extension in the log line, `user` prefixes it.
+/// device (cached in its slots, one per type `C`) and logged once: `Ok` described by `describe`,
+/// `Err` with its reason. `extension` names the emulated extension in the log line, `user`
+/// prefixes it.
 ///
 /// # Safety
-/// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn caps_once<C: Clone>(
-    cell: &OnceLock<Result<C, String>>,
+/// `pd` is live.
+pub unsafe fn caps_once<C: Clone + Send + Sync + 'static>(
     (user, extension): (&str, &str),
-    inst: &InstanceData,
-    pd: vk::PhysicalDevice,
-    phys: &PhysicalDeviceInfo,
+    pd: &PhysDev,
     caps: impl FnOnce(&DescriptorIndexing) -> Result<C, String>,
     describe: impl FnOnce(&C) -> String,
 ) -> Result<C, String> {
-    cell.get_or_init(|| {
-        let r = query(inst, pd, phys).and_then(|d| caps(&d));
+    pd.info.slots.get_or_init::<Result<C, String>>(|| {
+        let r = query(pd.inst, pd.pd, pd.info).and_then(|d| caps(&d));
         match &r {
-            Ok(c) => log_info!("{user}: device '{}': {extension} can be emulated: {}", phys.name, describe(c)),
-            Err(why) => log_info!("{user}: device '{}': {extension} cannot be emulated: {why}", phys.name),
+            Ok(c) => log_info!("{user}: device '{}': {extension} can be emulated: {}", pd.info.name, describe(c)),
+            Err(why) => log_info!("{user}: device '{}': {extension} cannot be emulated: {why}", pd.info.name),
         }
         r
     })
-    .clone()
 }

@@ -1,24 +1,27 @@
-//! Layer-owned descriptor tables: one descriptor set per device, at the reserved set index
-//! `maxBoundDescriptorSets - 1`, shared by every emulation that needs descriptors the
-//! application never declared:
-//! - bindless textures (ext/bindless: VK_NVX_image_view_handle handles index its sampled-image,
-//!   storage-image and sampler arrays),
-//! - buffer device addresses (ext/bda: addresses name a slot of its storage-buffer array).
+//! The layer-owned descriptor table: a service below the emulations that need descriptors the
+//! application never declared. One descriptor set per device, at the reserved set index
+//! `maxBoundDescriptorSets - 1`, holding the arrays of every user active on the device (today
+//! bindless textures, ext/bindless, and buffer device addresses, ext/bda; this module names
+//! neither). A user joins the device's table while its emulation decides ([`join`] with a
+//! [`TableUser`]: its arrays, the descriptor-indexing features they need, and which shader code
+//! uses them); the table's plan ([`Plan`]) enables those features and `nullDescriptor`, and
+//! creates the set after the device ([`TableDevice`], a device component the users find with
+//! `dispatch::component`).
 //!
-//! The machinery is the users' common part:
-//! - [`table`]: the set (layout, pool, set, fillers) holding each active user's arrays;
+//! - [`table`]: the set (layout, pool, set, fillers) holding the users' arrays;
 //! - [`layouts`], [`budget`]: every pipeline layout with room for the table (a free last set and
 //!   room under the driver's update-after-bind limits, which are reported unchanged) gets it
 //!   appended at the reserved index;
-//! - [`pipelines`], [`commands`]: pipelines whose shaders use the table (bindless handles or
-//!   physical storage buffer pointers) are recorded, and the table is bound before each draw /
-//!   dispatch / trace with them; such a pipeline whose layout has no room is refused;
+//! - [`pipelines`], [`commands`]: pipelines whose shaders use the table are recorded, and the
+//!   table is bound before each draw / dispatch / trace with them; such a pipeline whose layout has
+//!   no room is refused;
 //! - [`shader_objects`]: VK_EXT_shader_object shaders get the same padded set layouts and, when
 //!   they use the table, a layer-created pipeline layout to bind it with.
 //!
 //! All of these hooks exist only on devices where a user is active.
-use crate::dispatch::{dispatch_key, load_device, DEVICES};
-use crate::ext::{bda, bindless};
+use crate::component::{DeviceComponent, ShaderObserver};
+use crate::dispatch::load_device;
+use crate::into_any;
 use ash::vk;
 use dashmap::DashMap;
 use std::sync::{Arc, Mutex};
@@ -38,12 +41,17 @@ pub mod features;
 pub mod layouts;
 pub mod null_descriptor;
 pub mod pipelines;
-pub mod properties;
 pub mod shader_objects;
 pub mod slot_space;
 pub mod table;
 
-pub use table::TableConfig;
+pub use table::{reserve_in_properties, TableArray, TableConfig};
+pub use user::TableUser;
+
+mod plan;
+mod user;
+
+pub use plan::{join, Plan};
 
 /// Next-layer device commands the table hooks (and its users) call.
 #[derive(Default, Clone, Copy)]
@@ -56,7 +64,6 @@ pub struct Next {
     pub update_descriptor_sets: Option<vk::PFN_vkUpdateDescriptorSets>,
     pub create_pipeline_layout: Option<vk::PFN_vkCreatePipelineLayout>,
     pub destroy_pipeline_layout: Option<vk::PFN_vkDestroyPipelineLayout>,
-    pub destroy_image_view: Option<vk::PFN_vkDestroyImageView>,
     pub create_sampler: Option<vk::PFN_vkCreateSampler>,
     pub destroy_sampler: Option<vk::PFN_vkDestroySampler>,
     pub destroy_pipeline: Option<vk::PFN_vkDestroyPipeline>,
@@ -80,7 +87,6 @@ pub struct Next {
     pub free_command_buffers: Option<vk::PFN_vkFreeCommandBuffers>,
     pub destroy_command_pool: Option<vk::PFN_vkDestroyCommandPool>,
     pub work: commands::WorkNext,
-    pub buffers: bda::buffers::Next,
 }
 
 impl Next {
@@ -96,7 +102,6 @@ impl Next {
             update_descriptor_sets: load_device(gdpa, d, c"vkUpdateDescriptorSets"),
             create_pipeline_layout: load_device(gdpa, d, c"vkCreatePipelineLayout"),
             destroy_pipeline_layout: load_device(gdpa, d, c"vkDestroyPipelineLayout"),
-            destroy_image_view: load_device(gdpa, d, c"vkDestroyImageView"),
             create_sampler: load_device(gdpa, d, c"vkCreateSampler"),
             destroy_sampler: load_device(gdpa, d, c"vkDestroySampler"),
             destroy_pipeline: load_device(gdpa, d, c"vkDestroyPipeline"),
@@ -120,7 +125,6 @@ impl Next {
             free_command_buffers: load_device(gdpa, d, c"vkFreeCommandBuffers"),
             destroy_command_pool: load_device(gdpa, d, c"vkDestroyCommandPool"),
             work: commands::WorkNext::load(gdpa, d),
-            buffers: bda::buffers::Next::load(gdpa, d),
         }
     }
 }
@@ -137,6 +141,8 @@ pub struct TableDevice {
     pub limits: budget::Limits,
     /// Descriptor counts of the application's set layouts (for [`budget::check`]).
     pub set_layouts: FxMap<u64, budget::SetLayoutCounts>,
+    /// The emulations whose arrays the table holds.
+    pub users: Vec<TableUser>,
     /// Shader modules whose code uses the table (bindless handles or device addresses).
     pub modules: FxMap<u64, ()>,
     /// Pipelines (and pipeline libraries) that use the table → their layout.
@@ -149,10 +155,6 @@ pub struct TableDevice {
     pub cbs: FxMap<u64, commands::CbState>,
     /// Command pool → its command buffers (to drop state on vkDestroyCommandPool).
     pub pools: FxMap<u64, Vec<u64>>,
-    /// Bindless textures: image/sampler slots (when VK_NVX_image_view_handle is emulated).
-    pub images: Option<bindless::Images>,
-    /// Buffer device addresses: buffer slots (when VK_KHR_buffer_device_address is emulated).
-    pub buffers: Option<bda::Buffers>,
     /// Held for each write into the table's set: both users write it from their own locks, and
     /// vkUpdateDescriptorSets needs host access to dstSet externally synchronized.
     writes: Mutex<()>,
@@ -164,8 +166,7 @@ impl TableDevice {
     /// # Safety
     /// `device` is live and `gdpa` is its next GetDeviceProcAddr.
     /// `null_descriptor`: the device was created with `nullDescriptor` enabled
-    /// ([`null_descriptor::enable`]); `max_storage_buffer_range`: the device's limit (for the
-    /// address user's descriptors).
+    /// ([`null_descriptor::enable`]).
     pub unsafe fn create(
         device: vk::Device,
         gdpa: vk::PFN_vkGetDeviceProcAddr,
@@ -173,7 +174,7 @@ impl TableDevice {
         config: TableConfig,
         limits: budget::Limits,
         null_descriptor: bool,
-        max_storage_buffer_range: u32,
+        users: Vec<TableUser>,
     ) -> Result<TableDevice, String> {
         let next = Next::load(gdpa, device);
         let table = table::Table::create(device, &next, config, name, null_descriptor)?;
@@ -183,6 +184,7 @@ impl TableDevice {
             next,
             table,
             limits,
+            users,
             set_layouts: Default::default(),
             modules: Default::default(),
             pipelines: Default::default(),
@@ -190,8 +192,6 @@ impl TableDevice {
             layouts: Default::default(),
             cbs: Default::default(),
             pools: Default::default(),
-            images: config.images.map(|t| bindless::Images::new(&t)),
-            buffers: config.buffers.map(|b| bda::Buffers::new(b.count, max_storage_buffer_range)),
             writes: Mutex::new(()),
         })
     }
@@ -214,25 +214,34 @@ impl TableDevice {
         self.table.filler_write(binding, ty, first, count, |w| unsafe { self.write(w) });
     }
 
-    /// At vkDestroyDevice, before calling down.
-    ///
-    /// # Safety
-    /// The device is idle and about to be destroyed.
-    pub unsafe fn destroy(&self) {
-        self.destroy_kept_layouts();
-        self.destroy_shader_layouts();
-        self.table.destroy(self.device, &self.next);
-    }
-
-    /// Does this SPIR-V use the table on this device (bindless handles where images are
-    /// emulated, physical storage buffer pointers where addresses are)? Unreadable code: no.
+    /// Does this SPIR-V use the table on this device (one of its users' capabilities)?
+    /// Unreadable code: no.
     ///
     /// # Safety
     /// `code` readable for `size` bytes when non-null.
     pub unsafe fn code_uses_table(&self, code: *const std::ffi::c_void, size: usize) -> bool {
-        crate::module_rewrite::scan(code, size)
-            .is_some_and(|r| (r.bindless_texture && self.images.is_some()) || (r.physical_storage_buffer && self.buffers.is_some()))
+        crate::module_rewrite::scan(code, size).is_some_and(|r| self.users.iter().any(|u| (u.uses)(&r)))
     }
+
+    /// The binding of `ty` in the table (a user's array).
+    pub fn binding_of(&self, ty: vk::DescriptorType) -> Option<u32> {
+        self.table.config.arrays.iter().find(|a| a.ty == ty).map(|a| a.binding)
+    }
+}
+
+impl DeviceComponent for TableDevice {
+    fn device_hook(&self, name: &[u8], next_exists: bool) -> vk::PFN_vkVoidFunction {
+        device_hook(name, next_exists)
+    }
+    fn shader_observer(&self) -> Option<&dyn ShaderObserver> {
+        Some(self)
+    }
+    unsafe fn destroy(&self) {
+        self.destroy_kept_layouts();
+        self.destroy_shader_layouts();
+        self.table.destroy(self.device, &self.next);
+    }
+    into_any!();
 }
 
 /// The table state of a device (None: no user active there).
@@ -243,7 +252,7 @@ pub unsafe fn table_device(device: vk::Device) -> Option<Arc<TableDevice>> {
     if device == vk::Device::null() {
         return None;
     }
-    DEVICES.get(&dispatch_key(device)).and_then(|d| d.tables.clone())
+    crate::dispatch::component::<TableDevice>(device)
 }
 
 /// The table state of a command buffer's device.
@@ -251,26 +260,13 @@ pub unsafe fn table_device(device: vk::Device) -> Option<Arc<TableDevice>> {
 /// # Safety
 /// `cb` is a live command buffer handle.
 pub unsafe fn table_device_of_cb(cb: vk::CommandBuffer) -> Option<Arc<TableDevice>> {
-    if cb == vk::CommandBuffer::null() {
-        return None;
-    }
-    DEVICES.get(&dispatch_key(cb)).and_then(|d| d.tables.clone())
+    crate::dispatch::component_of_cb::<TableDevice>(cb)
 }
 
 /// vkGetDeviceProcAddr for a device with a table: our hook for `name`, if it is one of the
-/// table's (layouts, pipelines, shader objects, command buffers) or one of its active users'.
-/// `next_exists`: the next layer has the command (hooks that call down are only handed out then).
-pub fn device_hook(t: &TableDevice, name: &[u8], next_exists: bool) -> vk::PFN_vkVoidFunction {
-    if t.images.is_some() {
-        if let Some(f) = bindless::device_hook(name, next_exists) {
-            return Some(f);
-        }
-    }
-    if t.buffers.is_some() {
-        if let Some(f) = bda::device_hook(name, next_exists) {
-            return Some(f);
-        }
-    }
+/// table's (layouts, pipelines, shader objects, command buffers). `next_exists`: the next layer
+/// has the command (hooks that call down are only handed out then).
+fn device_hook(name: &[u8], next_exists: bool) -> vk::PFN_vkVoidFunction {
     if !next_exists {
         return None;
     }

@@ -5,6 +5,7 @@
 //! or when it links such a pipeline library. Recorded at creation (pipeline → layout), forgotten
 //! on vkDestroyPipeline.
 use super::{table_device, TableDevice};
+use crate::component::{PipelineDesc, ShaderObserver, ShadersPending};
 use crate::ffi_guard::guard;
 use crate::pnext;
 use crate::{log_debug, log_error};
@@ -36,15 +37,6 @@ impl TableDevice {
             Some(m) => self.code_uses_table(m.p_code as *const c_void, m.code_size),
             None => false,
         }
-    }
-
-    /// # Safety
-    /// Valid stage array (or null / 0).
-    pub unsafe fn stages_use_table(&self, stages: *const vk::PipelineShaderStageCreateInfo, count: u32) -> bool {
-        if stages.is_null() || count == 0 {
-            return false;
-        }
-        std::slice::from_raw_parts(stages, count as usize).iter().any(|s| self.stage_uses_table(s))
     }
 
     /// # Safety
@@ -86,12 +78,42 @@ impl TableDevice {
     }
 }
 
-/// The pipeline-library info in a pNext chain.
-///
-/// # Safety
-/// `p_next` a valid chain.
-pub unsafe fn library_info(p_next: *const c_void) -> *const vk::PipelineLibraryCreateInfoKHR<'static> {
-    pnext::find::<vk::PipelineLibraryCreateInfoKHR>(p_next, S::PIPELINE_LIBRARY_CREATE_INFO_KHR).map_or(std::ptr::null(), |l| l as *const _)
+impl TableDevice {
+    /// Does this pipeline run code that uses the table, or link a library that does?
+    ///
+    /// # Safety
+    /// `p` points into a valid create info.
+    unsafe fn pipeline_uses_table(&self, p: &PipelineDesc) -> bool {
+        p.stages.iter().any(|s| self.stage_uses_table(s)) || self.libraries_use_table(p.libraries)
+    }
+}
+
+impl ShaderObserver for TableDevice {
+    unsafe fn module_created(&self, module: vk::ShaderModule, code: *const c_void, size: usize) {
+        self.record_module(module, code, size);
+    }
+    unsafe fn pipelines_allowed(&self, hook: &str, pipelines: &[PipelineDesc], deferred: bool) -> bool {
+        let using: Vec<&PipelineDesc> = pipelines.iter().filter(|p| self.pipeline_uses_table(p)).collect();
+        if deferred && !using.is_empty() {
+            log_error!("{hook}: deferred creation of ray-tracing pipelines using the descriptor table is not tracked; the descriptor table will not be bound for them");
+        }
+        using.iter().all(|p| self.layout_ready(hook, p.layout))
+    }
+    unsafe fn pipelines_created(&self, hook: &str, pipelines: &[PipelineDesc], created: &[vk::Pipeline]) {
+        for (p, &pipeline) in pipelines.iter().zip(created) {
+            if pipeline != vk::Pipeline::null() {
+                self.record_pipeline(hook, pipeline, p.layout, self.pipeline_uses_table(p));
+            }
+        }
+    }
+    unsafe fn shaders_before<'a>(
+        &'a self,
+        hook: &str,
+        app: &[vk::ShaderCreateInfoEXT],
+        copies: &mut [vk::ShaderCreateInfoEXT],
+    ) -> Result<Box<dyn ShadersPending + 'a>, vk::Result> {
+        self.prepare_shaders(hook, app, copies).map(|p| Box::new(p) as Box<dyn ShadersPending + 'a>)
+    }
 }
 
 pub unsafe extern "system" fn destroy_pipeline(device: vk::Device, pipeline: vk::Pipeline, p_allocator: *const vk::AllocationCallbacks) {

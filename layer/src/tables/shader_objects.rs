@@ -19,7 +19,9 @@
 //! them.
 use super::budget::Refusal;
 use super::{table_device, layouts, TableDevice};
+use crate::component::ShadersPending;
 use crate::ffi_guard::guard;
+use crate::module_rewrite::REWRITE_FAILED;
 use crate::{log_debug, log_error};
 use ash::vk::{self, Handle};
 
@@ -31,13 +33,63 @@ pub struct Padded {
     pub no_table: Vec<Option<Refusal>>,
 }
 
+/// What vkCreateShadersEXT keeps across the call down.
+pub struct PendingShaders<'a> {
+    table: &'a TableDevice,
+    /// The padded set-layout arrays the copies point to.
+    _padded: Padded,
+    /// Per create info: the layout the table is bound with (null: the shader does not use it).
+    layouts: Vec<vk::PipelineLayout>,
+}
+
+impl ShadersPending for PendingShaders<'_> {
+    unsafe fn created(self: Box<Self>, hook: &str, shaders: *const vk::ShaderEXT) {
+        self.table.record_shaders(hook, &self.layouts, shaders);
+    }
+}
+
 impl TableDevice {
+    /// Before vkCreateShadersEXT: pads every shader's set layouts (`copies`); a shader using the
+    /// table (decided on the application's code, before the rewrite lowered it) must have room
+    /// for it and gets a layout to bind it with. `Err`: refused (logged).
+    ///
+    /// # Safety
+    /// `app` and `copies` are valid create infos of the same length.
+    pub unsafe fn prepare_shaders<'a>(
+        &'a self,
+        hook: &str,
+        app: &[vk::ShaderCreateInfoEXT],
+        copies: &mut [vk::ShaderCreateInfoEXT],
+    ) -> Result<PendingShaders<'a>, vk::Result> {
+        let uses_table: Vec<bool> =
+            app.iter().map(|info| info.code_type == vk::ShaderCodeTypeEXT::SPIRV && self.code_uses_table(info.p_code, info.code_size)).collect();
+        let padded = self.pad_shader_infos(hook, copies);
+        let mut layouts = vec![vk::PipelineLayout::null(); copies.len()];
+        for (i, c) in copies.iter().enumerate() {
+            if !uses_table[i] {
+                continue;
+            }
+            let made = if self.shader_ready(hook, i, &padded) { self.create_shader_layout(c) } else { Err(REWRITE_FAILED) };
+            match made {
+                Ok(l) => layouts[i] = l,
+                Err(e) => {
+                    if e != REWRITE_FAILED {
+                        log_error!("{hook}: device '{}': cannot create the pipeline layout for shader object {i} (it uses the descriptor table): {e:?}", self.name);
+                    }
+                    layouts.iter().for_each(|&l| self.destroy_shader_layout(l));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(PendingShaders { table: self, _padded: padded, layouts })
+    }
+
     /// Pads the set layouts of `infos` (copies, changed in place); the returned arrays must
     /// outlive the call down.
     ///
     /// # Safety
     /// `infos` are valid create infos.
-    pub unsafe fn pad_shader_infos(&self, hook: &str, infos: &mut [vk::ShaderCreateInfoEXT]) -> Padded {
+    unsafe fn pad_shader_infos(&self, hook: &str, infos: &mut [vk::ShaderCreateInfoEXT]) -> Padded {
         let mut out = Padded::default();
         for (i, info) in infos.iter_mut().enumerate() {
             match self.with_table(layouts::app_sets(info.p_set_layouts, info.set_layout_count)) {

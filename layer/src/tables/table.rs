@@ -13,66 +13,63 @@
 use super::Next;
 use crate::{log_error, log_info};
 use ash::vk;
-use shader_rewrite::{BdaTable, BindlessTable};
 
-/// Bindings inside the table's set (fixed contract with the shader passes).
+/// Bindings inside the table's set (fixed contract with the shader passes: bindless textures use
+/// 0-2, buffer device addresses 3).
 pub const SAMPLED_BINDING: u32 = 0;
 pub const STORAGE_BINDING: u32 = 1;
 pub const SAMPLER_BINDING: u32 = 2;
 pub const BUFFER_BINDING: u32 = 3;
 
-/// Which arrays one device's table holds.
+/// One array of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableArray {
+    pub binding: u32,
+    pub ty: vk::DescriptorType,
+    pub count: u32,
+}
+
+/// Which arrays one device's table holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableConfig {
     /// The reserved set index (`maxBoundDescriptorSets - 1`).
     pub set: u32,
-    /// Bindless textures (VK_NVX_image_view_handle), when emulated.
-    pub images: Option<BindlessTable>,
-    /// Buffer device addresses (VK_KHR_buffer_device_address), when emulated: the
-    /// storage-buffer array (slot = array element).
-    pub buffers: Option<BdaTable>,
+    /// Every user's arrays, in binding order.
+    pub arrays: Vec<TableArray>,
 }
 
 impl TableConfig {
     /// The table's bindings (all stages), in binding order.
     pub fn bindings(&self) -> Vec<vk::DescriptorSetLayoutBinding<'static>> {
-        let one = |binding, descriptor_type, descriptor_count| vk::DescriptorSetLayoutBinding {
-            binding,
-            descriptor_type,
-            descriptor_count,
-            stage_flags: vk::ShaderStageFlags::ALL,
-            ..Default::default()
-        };
-        let mut out = Vec::new();
-        if let Some(t) = &self.images {
-            out.push(one(t.sampled_images_binding, vk::DescriptorType::SAMPLED_IMAGE, t.sampled_images_count));
-            out.push(one(t.storage_images_binding, vk::DescriptorType::STORAGE_IMAGE, t.storage_images_count));
-            out.push(one(t.samplers_binding, vk::DescriptorType::SAMPLER, t.samplers_count));
-        }
-        if let Some(b) = &self.buffers {
-            out.push(one(b.binding, vk::DescriptorType::STORAGE_BUFFER, b.count));
-        }
-        out
+        let mut arrays = self.arrays.clone();
+        arrays.sort_by_key(|a| a.binding);
+        arrays
+            .iter()
+            .map(|a| vk::DescriptorSetLayoutBinding {
+                binding: a.binding,
+                descriptor_type: a.ty,
+                descriptor_count: a.count,
+                stage_flags: vk::ShaderStageFlags::ALL,
+                ..Default::default()
+            })
+            .collect()
     }
 
     /// Total descriptors (what the table's pool takes from the all-pools budget).
     pub fn descriptor_count(&self) -> u32 {
-        self.bindings().iter().map(|b| b.descriptor_count).sum()
+        self.arrays.iter().map(|a| a.count).sum()
     }
 
     /// One line for the log.
     pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(t) = &self.images {
-            parts.push(format!(
-                "{} sampled images (binding {}), {} storage images (binding {}), {} samplers (binding {})",
-                t.sampled_images_count, t.sampled_images_binding, t.storage_images_count, t.storage_images_binding, t.samplers_count, t.samplers_binding
-            ));
-        }
-        if let Some(b) = &self.buffers {
-            parts.push(format!("{} storage buffers (binding {})", b.count, b.binding));
-        }
-        parts.join(", ")
+        let kind = |ty| match ty {
+            vk::DescriptorType::SAMPLED_IMAGE => "sampled images",
+            vk::DescriptorType::STORAGE_IMAGE => "storage images",
+            vk::DescriptorType::SAMPLER => "samplers",
+            vk::DescriptorType::STORAGE_BUFFER => "storage buffers",
+            _ => "descriptors",
+        };
+        self.bindings().iter().map(|b| format!("{} {} (binding {})", b.descriptor_count, kind(b.descriptor_type), b.binding)).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -85,8 +82,32 @@ pub fn reserve_pool_descriptors(table_descriptors: u32, all_pools: u32) -> u32 {
     all_pools.saturating_sub(table_descriptors)
 }
 
+/// Takes a user's `descriptors` from `maxUpdateAfterBindDescriptorsInAllPools` in a filled
+/// properties chain (each user of the table on the device subtracts its own arrays).
+///
+/// # Safety
+/// `props` is a valid, writable VkPhysicalDeviceProperties2 chain.
+pub unsafe fn reserve_in_properties(props: *mut vk::PhysicalDeviceProperties2<'static>, descriptors: u32) {
+    let Some(props) = props.as_ref() else { return };
+    let mut at = props.p_next as *mut vk::BaseOutStructure;
+    while let Some(node) = at.as_mut() {
+        match node.s_type {
+            vk::StructureType::PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_PROPERTIES => {
+                let di = &mut *(at as *mut vk::PhysicalDeviceDescriptorIndexingProperties);
+                di.max_update_after_bind_descriptors_in_all_pools = reserve_pool_descriptors(descriptors, di.max_update_after_bind_descriptors_in_all_pools);
+            }
+            vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES => {
+                let v12 = &mut *(at as *mut vk::PhysicalDeviceVulkan12Properties);
+                v12.max_update_after_bind_descriptors_in_all_pools = reserve_pool_descriptors(descriptors, v12.max_update_after_bind_descriptors_in_all_pools);
+            }
+            _ => {}
+        }
+        at = node.p_next;
+    }
+}
+
 /// The Vulkan objects of one device's table.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Table {
     pub config: TableConfig,
     pub layout: vk::DescriptorSetLayout,
@@ -183,7 +204,7 @@ impl Table {
             return Err(format!("vkAllocateDescriptorSets returned {r:?}"));
         }
         let mut default_sampler = vk::Sampler::null();
-        if config.images.is_some() {
+        if config.arrays.iter().any(|a| a.ty == vk::DescriptorType::SAMPLER) {
             let sampler_ci = default_sampler_info();
             let r = create_sampler(device, &sampler_ci, std::ptr::null(), &mut default_sampler);
             if r != vk::Result::SUCCESS {
@@ -193,7 +214,7 @@ impl Table {
                 return Err(format!("vkCreateSampler (default sampler) returned {r:?}"));
             }
         }
-        let table = Table { config, layout, empty_layout, pool, set, default_sampler, null_descriptor };
+        let table = Table { config: config.clone(), layout, empty_layout, pool, set, default_sampler, null_descriptor };
         // Fillers in every slot, slot 0 included: one write per array (no other thread knows
         // the set yet).
         for b in &bindings {
@@ -294,20 +315,23 @@ mod tests {
 
     #[test]
     fn bindings_per_user() {
-        let images = BindlessTable::with_defaults(7);
-        let both = TableConfig { set: 7, images: Some(images), buffers: Some(BdaTable { set: 7, binding: BUFFER_BINDING, count: 1000 }) };
+        type T = vk::DescriptorType;
+        let a = |binding, ty, count| TableArray { binding, ty, count };
+        let images = vec![a(0, T::SAMPLED_IMAGE, 65536), a(1, T::STORAGE_IMAGE, 65536), a(2, T::SAMPLER, 4096)];
+        let both = TableConfig { set: 7, arrays: [vec![a(3, T::STORAGE_BUFFER, 1000)], images].concat() };
         let b = both.bindings();
         assert_eq!(b.iter().map(|b| (b.binding, b.descriptor_type)).collect::<Vec<_>>(), vec![
-            (0, vk::DescriptorType::SAMPLED_IMAGE),
-            (1, vk::DescriptorType::STORAGE_IMAGE),
-            (2, vk::DescriptorType::SAMPLER),
-            (3, vk::DescriptorType::STORAGE_BUFFER)
+            (0, T::SAMPLED_IMAGE),
+            (1, T::STORAGE_IMAGE),
+            (2, T::SAMPLER),
+            (3, T::STORAGE_BUFFER)
         ]);
         assert_eq!(both.descriptor_count(), 65536 + 65536 + 4096 + 1000);
-        let buffers = TableConfig { images: None, ..both };
+        let buffers = TableConfig { set: 7, arrays: vec![a(3, T::STORAGE_BUFFER, 1000)] };
         assert_eq!(buffers.bindings().len(), 1);
         assert_eq!(reserve_pool_descriptors(buffers.descriptor_count(), 1_000_000), 999_000);
         assert_eq!(reserve_pool_descriptors(both.descriptor_count(), 1000), 0);
         assert!(both.describe().contains("1000 storage buffers (binding 3)"), "{}", both.describe());
+        assert!(both.describe().starts_with("65536 sampled images (binding 0)"), "{}", both.describe());
     }
 }

@@ -28,7 +28,8 @@ use crate::dispatch::load_device;
 use crate::ffi_guard::guard;
 use crate::pnext::{self, Chain};
 use crate::tables::slot_space::SlotSpace;
-use crate::tables::{table_device, TableDevice};
+use super::BdaDevice;
+use crate::dispatch::component;
 use crate::{log_debug, log_error};
 use ash::vk::{self, Handle};
 use std::collections::HashMap;
@@ -112,9 +113,9 @@ impl Buffers {
     }
 }
 
-/// The device's table, when it provides addresses.
-unsafe fn device_with_buffers(device: vk::Device, hook: &str) -> Option<std::sync::Arc<TableDevice>> {
-    let t = table_device(device).filter(|t| t.buffers.is_some());
+/// The device's address state, when it provides addresses.
+unsafe fn device_with_buffers(device: vk::Device, hook: &str) -> Option<std::sync::Arc<BdaDevice>> {
+    let t = component::<BdaDevice>(device);
     if t.is_none() {
         log_error!("{hook}: device {device:?} has no buffer-device-address emulation");
     }
@@ -123,9 +124,8 @@ unsafe fn device_with_buffers(device: vk::Device, hook: &str) -> Option<std::syn
 
 /// Gives `buffer` a slot (if it is a device-address buffer without one) and writes its
 /// descriptor.
-unsafe fn assign_slot(t: &TableDevice, hook: &str, buffer: vk::Buffer) {
-    let Some(b) = t.buffers.as_ref() else { return };
-    let Some(array) = t.table.config.buffers else { return };
+unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer) {
+    let (b, array) = (&t.buffers, t.array);
     let mut state = b.lock();
     let Some(tracked) = state.buffers.get(&buffer.as_raw()).copied() else { return };
     if tracked.slot.is_some() {
@@ -137,7 +137,7 @@ unsafe fn assign_slot(t: &TableDevice, hook: &str, buffer: vk::Buffer) {
         if !b.exhausted_logged.swap(true, Ordering::Relaxed) {
             log_error!(
                 "{hook}: device '{}': the storage-buffer array of the descriptor table is full ({in_use} buffers of {}); buffer {buffer:?} gets address 0 (destroy unused device-address buffers to free slots). Logged once per device.",
-                t.name,
+                t.table.name,
                 array.count - 1
             );
         }
@@ -147,13 +147,13 @@ unsafe fn assign_slot(t: &TableDevice, hook: &str, buffer: vk::Buffer) {
     if range < tracked.size {
         log_error!(
             "{hook}: device '{}': buffer {buffer:?} is {} bytes; its address reaches only the first {range} (maxStorageBufferRange)",
-            t.name,
+            t.table.name,
             tracked.size
         );
     }
     let info = vk::DescriptorBufferInfo { buffer, offset: 0, range };
     let w = vk::WriteDescriptorSet {
-        dst_set: t.table.set,
+        dst_set: t.table.table.set,
         dst_binding: array.binding,
         dst_array_element: slot,
         descriptor_count: 1,
@@ -161,11 +161,11 @@ unsafe fn assign_slot(t: &TableDevice, hook: &str, buffer: vk::Buffer) {
         p_buffer_info: &info,
         ..Default::default()
     };
-    t.write(&w);
+    t.table.write(&w);
     if let Some(e) = state.buffers.get_mut(&buffer.as_raw()) {
         e.slot = Some(slot);
     }
-    log_debug!("{hook}: device '{}': buffer {buffer:?} ({} bytes) -> slot {slot}", t.name, tracked.size);
+    log_debug!("{hook}: device '{}': buffer {buffer:?} ({} bytes) -> slot {slot}", t.table.name, tracked.size);
 }
 
 /// A copied `VkBufferCreateInfo` for the driver: STORAGE_BUFFER instead of SHADER_DEVICE_ADDRESS
@@ -211,12 +211,13 @@ pub unsafe extern "system" fn create_buffer(
     const HOOK: &str = "vkCreateBuffer";
     guard(HOOK, vk::Result::ERROR_OUT_OF_HOST_MEMORY, || unsafe {
         let Some(t) = device_with_buffers(device, HOOK) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
-        let Some(next) = t.next.buffers.create_buffer else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+        let Some(next) = t.next.create_buffer else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let Some(edited) = p_create_info.as_ref().and_then(|ci| edit_buffer_info(ci)) else {
             return next(device, p_create_info, p_allocator, p_buffer);
         };
         let r = next(device, &edited.info, p_allocator, p_buffer);
-        if let (vk::Result::SUCCESS, Some(&buffer), Some(b)) = (r, p_buffer.as_ref(), t.buffers.as_ref()) {
+        if let (vk::Result::SUCCESS, Some(&buffer)) = (r, p_buffer.as_ref()) {
+            let b = &t.buffers;
             b.lock().buffers.insert(buffer.as_raw(), Tracked { size: edited.info.size, slot: None });
             if edited.info.flags.contains(vk::BufferCreateFlags::SPARSE_BINDING) {
                 assign_slot(&t, HOOK, buffer);
@@ -230,16 +231,17 @@ pub unsafe extern "system" fn destroy_buffer(device: vk::Device, buffer: vk::Buf
     const HOOK: &str = "vkDestroyBuffer";
     guard(HOOK, (), || unsafe {
         let Some(t) = device_with_buffers(device, HOOK) else { return };
-        if let (Some(b), Some(array)) = (t.buffers.as_ref(), t.table.config.buffers) {
+        {
+            let (b, array) = (&t.buffers, t.array);
             let mut state = b.lock();
             if let Some(Tracked { slot: Some(slot), .. }) = state.buffers.remove(&buffer.as_raw()) {
                 // The filler back before the slot is free (and before the buffer dies).
-                t.refill(array.binding, vk::DescriptorType::STORAGE_BUFFER, slot, 1);
+                t.table.refill(array.binding, vk::DescriptorType::STORAGE_BUFFER, slot, 1);
                 state.slots.release(slot);
-                log_debug!("{HOOK}: device '{}': buffer {buffer:?}: slot {slot} released", t.name);
+                log_debug!("{HOOK}: device '{}': buffer {buffer:?}: slot {slot} released", t.table.name);
             }
         }
-        if let Some(f) = t.next.buffers.destroy_buffer {
+        if let Some(f) = t.next.destroy_buffer {
             f(device, buffer, p_allocator);
         }
     })
@@ -249,7 +251,7 @@ pub unsafe extern "system" fn bind_buffer_memory(device: vk::Device, buffer: vk:
     const HOOK: &str = "vkBindBufferMemory";
     guard(HOOK, vk::Result::ERROR_OUT_OF_HOST_MEMORY, || unsafe {
         let Some(t) = device_with_buffers(device, HOOK) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
-        let Some(next) = t.next.buffers.bind_buffer_memory else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+        let Some(next) = t.next.bind_buffer_memory else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let r = next(device, buffer, memory, offset);
         if r == vk::Result::SUCCESS {
             assign_slot(&t, HOOK, buffer);
@@ -263,7 +265,7 @@ pub unsafe extern "system" fn bind_buffer_memory(device: vk::Device, buffer: vk:
 unsafe fn bind2(hook: &'static str, device: vk::Device, count: u32, infos: *const vk::BindBufferMemoryInfo, core: bool) -> vk::Result {
     guard(hook, vk::Result::ERROR_OUT_OF_HOST_MEMORY, || unsafe {
         let Some(t) = device_with_buffers(device, hook) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
-        let next = if core { t.next.buffers.bind_buffer_memory2 } else { t.next.buffers.bind_buffer_memory2_khr };
+        let next = if core { t.next.bind_buffer_memory2 } else { t.next.bind_buffer_memory2_khr };
         let Some(next) = next else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let r = next(device, count, infos);
         if infos.is_null() {
@@ -298,12 +300,12 @@ pub unsafe extern "system" fn get_buffer_device_address(device: vk::Device, p_in
             log_error!("{HOOK}: pInfo is NULL; returning 0");
             return 0;
         };
-        match t.buffers.as_ref().and_then(|b| b.slot(info.buffer)) {
+        match t.buffers.slot(info.buffer) {
             Some(slot) => shader_rewrite::bda::encode_address(slot, 0),
             None => {
                 log_error!(
                     "{HOOK}: device '{}': buffer {:?} has no address (not created with VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT, not bound to memory, or the table is full); returning 0",
-                    t.name,
+                    t.table.name,
                     info.buffer
                 );
                 0
@@ -335,7 +337,7 @@ pub unsafe extern "system" fn allocate_memory(
     const HOOK: &str = "vkAllocateMemory";
     guard(HOOK, vk::Result::ERROR_OUT_OF_HOST_MEMORY, || unsafe {
         let Some(t) = device_with_buffers(device, HOOK) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
-        let Some(next) = t.next.buffers.allocate_memory else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+        let Some(next) = t.next.allocate_memory else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let Some(info) = p_info.as_ref() else { return next(device, p_info, p_allocator, p_memory) };
         let address_bits = vk::MemoryAllocateFlags::DEVICE_ADDRESS | vk::MemoryAllocateFlags::DEVICE_ADDRESS_CAPTURE_REPLAY;
         let flagged = pnext::find::<vk::MemoryAllocateFlagsInfo>(info.p_next, S::MEMORY_ALLOCATE_FLAGS_INFO).is_some_and(|f| f.flags.intersects(address_bits));
@@ -365,7 +367,7 @@ unsafe fn buffer_requirements(
 ) {
     guard(hook, (), || unsafe {
         let Some(t) = device_with_buffers(device, hook) else { return };
-        let next = if core { t.next.buffers.get_device_buffer_memory_requirements } else { t.next.buffers.get_device_buffer_memory_requirements_khr };
+        let next = if core { t.next.get_device_buffer_memory_requirements } else { t.next.get_device_buffer_memory_requirements_khr };
         let Some(next) = next else { return };
         let edited = p_info.as_ref().and_then(|i| i.p_create_info.as_ref()).and_then(|ci| edit_buffer_info(ci));
         match (edited, p_info.as_ref()) {

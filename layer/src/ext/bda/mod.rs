@@ -11,15 +11,18 @@
 //!   removed, so the driver never sees the feature (also in `force` mode where it has it).
 //! - Buffers, memory and addresses: [`buffers`]. Shaders using PhysicalStorageBufferAddresses are
 //!   rewritten by shader-rewrite's physical_storage_buffer pass onto the table.
-use super::EmulatedExtension;
-use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
+use super::extension::{Activated, ExtensionEmulation};
+use crate::component::{Components, DeviceComponent};
+use crate::emulation::{LayerExtension, NewDevice, PhysDev, Services};
 use crate::pnext::{self, Chain};
 use crate::settings::{Mode, Settings};
 use crate::tables::features::{self, Core, Indexing};
-use crate::tables::{budget, device_query, pfn, table};
+use crate::tables::{budget, device_query, pfn, table, TableArray, TableDevice, TableUser};
+use crate::into_any;
 use ash::vk;
 use shader_rewrite::BdaTable;
 use std::ffi::{c_void, CStr};
+use std::sync::Arc;
 
 pub mod buffers;
 
@@ -29,25 +32,30 @@ pub struct BufferDeviceAddress;
 
 pub const NAME: &CStr = vk::KHR_BUFFER_DEVICE_ADDRESS_NAME;
 /// VK_KHR_buffer_device_address revision 1 (the only one).
-pub const SPEC_VERSION: u32 = 1;
+pub static EXTENSION: LayerExtension = LayerExtension {
+    name: NAME,
+    spec_version: 1,
+    commands: &[
+        "vkGetBufferDeviceAddressKHR",
+        "vkGetBufferOpaqueCaptureAddressKHR",
+        "vkGetDeviceMemoryOpaqueCaptureAddressKHR",
+    ],
+};
 const FEATURES: vk::StructureType = vk::StructureType::PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES;
 const V12: vk::StructureType = vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
 
-impl EmulatedExtension for BufferDeviceAddress {
-    fn name(&self) -> &'static CStr {
-        NAME
+impl ExtensionEmulation for BufferDeviceAddress {
+    fn extension(&self) -> &'static LayerExtension {
+        &EXTENSION
     }
-    fn spec_version(&self) -> u32 {
-        SPEC_VERSION
-    }
-    fn mode_setting(&self, settings: &Settings) -> Mode {
+    fn mode(&self, settings: &Settings) -> Mode {
         settings.buffer_device_address
     }
     /// The dedicated structure holds nothing but the three address bits: removed.
-    fn feature_struct_types(&self) -> &'static [vk::StructureType] {
+    fn feature_structs(&self) -> &'static [vk::StructureType] {
         &[FEATURES]
     }
-    unsafe fn report_features(&self, node: *mut vk::BaseOutStructure<'static>) {
+    unsafe fn report_feature(&self, node: *mut vk::BaseOutStructure<'static>) {
         match (*node).s_type {
             FEATURES => {
                 let f = &mut *(node as *mut vk::PhysicalDeviceBufferDeviceAddressFeatures);
@@ -71,23 +79,21 @@ impl EmulatedExtension for BufferDeviceAddress {
             _ => false,
         })
     }
-    /// The table depends on the device: device.rs sets `options.bda` from [`caps_for`].
-    fn enable_in_options(&self, _options: &mut shader_rewrite::Options) {}
-    unsafe fn unavailable(&self, inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Option<String> {
-        caps_for(inst, pd, phys).err()
+    unsafe fn unavailable(&self, pd: &PhysDev) -> Option<String> {
+        caps_for(pd).err()
     }
     /// Core since Vulkan 1.2: the feature bit counts, not only the extension name.
-    unsafe fn driver_has(&self, inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> bool {
-        if phys.has_extension(NAME) {
+    unsafe fn driver_has(&self, pd: &PhysDev) -> bool {
+        if pd.info.has_extension(NAME) {
             return true;
         }
-        let Some(features2) = inst.features2_for_query() else { return false };
-        if phys.api_version < vk::API_VERSION_1_2 {
+        let Some(features2) = pd.inst.features2_for_query() else { return false };
+        if pd.info.api_version < vk::API_VERSION_1_2 {
             return false;
         }
         let mut f = vk::PhysicalDeviceBufferDeviceAddressFeatures::default();
         let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: &mut f as *mut _ as *mut c_void, ..Default::default() };
-        features2(pd, &mut f2);
+        features2(pd.pd, &mut f2);
         f.buffer_device_address != vk::FALSE
     }
     /// The aggregate's bits (the driver must not see the feature enabled).
@@ -102,6 +108,62 @@ impl EmulatedExtension for BufferDeviceAddress {
         }
         Ok(())
     }
+    fn adjusts_properties(&self) -> bool {
+        true
+    }
+    /// The table's pool takes the storage-buffer array from `maxUpdateAfterBindDescriptorsInAllPools`.
+    unsafe fn adjust_properties(&self, pd: &PhysDev, props: *mut vk::PhysicalDeviceProperties2<'static>) {
+        if let Ok(c) = caps_for(pd) {
+            crate::tables::reserve_in_properties(props, c.table.count);
+        }
+    }
+    unsafe fn activate(&self, pd: &PhysDev, services: &mut Services) -> Result<Box<dyn Activated>, String> {
+        let caps = caps_for(pd)?;
+        let user = TableUser {
+            name: NAME.to_str().unwrap_or("?"),
+            arrays: vec![TableArray { binding: caps.table.binding, ty: vk::DescriptorType::STORAGE_BUFFER, count: caps.table.count }],
+            indexing: &NEEDED_FEATURES,
+            core: if caps.dynamic_indexing { vec![Core::StorageBufferDynamic] } else { Vec::new() },
+            uses: |scan| scan.physical_storage_buffer,
+        };
+        crate::tables::join(services, caps.limits, user);
+        Ok(Box::new(Active(caps)))
+    }
+}
+
+/// Active on the device being created.
+struct Active(Caps);
+
+impl Activated for Active {
+    fn options(&self, options: &mut shader_rewrite::Options) {
+        options.bda = Some(self.0.table);
+    }
+    unsafe fn set_up(self: Box<Self>, dev: &NewDevice, components: &mut Components) -> Result<(), String> {
+        let table = components.get::<TableDevice>().ok_or("no descriptor table")?;
+        let c = self.0;
+        components.push(Arc::new(BdaDevice {
+            table,
+            array: c.table,
+            buffers: Buffers::new(c.table.count, c.max_range),
+            next: buffers::Next::load(dev.gdpa, dev.device),
+        }));
+        Ok(())
+    }
+}
+
+/// The address user's state on a device.
+pub struct BdaDevice {
+    pub table: Arc<TableDevice>,
+    pub array: BdaTable,
+    pub buffers: Buffers,
+    pub next: buffers::Next,
+}
+
+impl DeviceComponent for BdaDevice {
+    fn device_hook(&self, name: &[u8], next_exists: bool) -> vk::PFN_vkVoidFunction {
+        device_hook(name, next_exists)
+    }
+    into_any!();
 }
 
 /// Default size of the storage-buffer array; capped like the image arrays (half of the
@@ -157,38 +219,11 @@ pub fn caps(
 /// The array a physical device can hold, or why it cannot (queried once, logged once).
 ///
 /// # Safety
-/// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn caps_for(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<Caps, String> {
+/// `pd` is live.
+pub unsafe fn caps_for(pd: &PhysDev) -> Result<Caps, String> {
     let caps_of = |d: &device_query::DescriptorIndexing| caps(&d.limits, &d.properties, &d.features, &d.core);
     let describe = |c: &Caps| format!("{} storage-buffer slots at set {} binding {}", c.table.count, c.table.set, c.table.binding);
-    device_query::caps_once(&phys.bda, ("bda", "VK_KHR_buffer_device_address"), inst, pd, phys, caps_of, describe)
-}
-
-/// The array this physical device would get, when the extension is emulated there.
-///
-/// # Safety
-/// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn emulated_caps(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Option<Caps> {
-    match super::status_on(&BufferDeviceAddress, inst, pd, phys) {
-        super::Status::Emulated { .. } => caps_for(inst, pd, phys).ok(),
-        _ => None,
-    }
-}
-
-/// Turns on the descriptor-indexing features the storage-buffer array and the lowered shaders
-/// need in a copied `VkDeviceCreateInfo` chain. Returns the names newly enabled.
-///
-/// # Safety
-/// `chain` is a copy of a valid VkDeviceCreateInfo chain.
-pub unsafe fn enable_features(
-    chain: &mut Chain,
-    enabled_features: &mut Option<vk::PhysicalDeviceFeatures>,
-    enabled_extensions: &[&CStr],
-    version: u32,
-    caps: &Caps,
-) -> Result<Vec<&'static str>, String> {
-    let core: &[Core] = if caps.dynamic_indexing { &[Core::StorageBufferDynamic] } else { &[] };
-    features::enable(chain, enabled_features, enabled_extensions, version, &NEEDED_FEATURES, core)
+    device_query::caps_once(("bda", "VK_KHR_buffer_device_address"), pd, caps_of, describe)
 }
 
 /// vkGetDeviceProcAddr for a device with the emulation active: our hook for `name`, if it is one
@@ -273,8 +308,8 @@ mod tests {
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
         unsafe {
             assert!(!BufferDeviceAddress.feature_requested(&f as *const _ as *const c_void));
-            BufferDeviceAddress.report_features(&mut f as *mut _ as *mut vk::BaseOutStructure);
-            BufferDeviceAddress.report_features(&mut v12 as *mut _ as *mut vk::BaseOutStructure);
+            BufferDeviceAddress.report_feature(&mut f as *mut _ as *mut vk::BaseOutStructure);
+            BufferDeviceAddress.report_feature(&mut v12 as *mut _ as *mut vk::BaseOutStructure);
         }
         assert_eq!((f.buffer_device_address, f.buffer_device_address_capture_replay), (vk::TRUE, vk::FALSE));
         assert_eq!(v12.buffer_device_address, vk::TRUE);

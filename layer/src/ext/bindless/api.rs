@@ -3,7 +3,8 @@
 //! vkDestroyImageView / vkDestroySampler (release).
 use super::slots::{Acquired, Freed, ImageKind, Key, KeyKind, SlotError, Write};
 use crate::ffi_guard::guard;
-use crate::tables::{table_device, TableDevice};
+use super::BindlessDevice;
+use crate::dispatch::component;
 use crate::{log_debug, log_error};
 use ash::vk::{self, Handle};
 use std::sync::atomic::Ordering;
@@ -21,11 +22,11 @@ pub unsafe extern "system" fn get_image_view_handle64_nvx(device: vk::Device, p_
 }
 
 unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, hook: &str) -> u32 {
-    let Some(b) = table_device(device).filter(|b| b.images.is_some()) else {
+    let Some(b) = component::<BindlessDevice>(device) else {
         log_error!("{hook}: device {device:?} has no bindless emulation; returning 0");
         return 0;
     };
-    let Some(images) = b.images.as_ref() else { return 0 };
+    let images = &b.images;
     let Some(info) = p_info.as_ref() else {
         log_error!("{hook}: pInfo is NULL; returning 0");
         return 0;
@@ -58,7 +59,7 @@ unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, 
             write_descriptors(&b, &writes);
             log_debug!(
                 "{hook}: device '{}': view {:?} as {:?}{} -> handle {handle:#010x} (image slot {}, sampler slot {})",
-                b.name,
+                b.table.name,
                 info.image_view,
                 info.descriptor_type,
                 if sampler != 0 { format!(" with sampler {:?}", info.sampler) } else { String::new() },
@@ -70,11 +71,11 @@ unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, 
         Err(SlotError::Exhausted(array)) => {
             let (s, st, sm) = slots.in_use();
             drop(slots);
-            let t = image_arrays(&b);
+            let t = b.arrays;
             if !images.exhausted_logged.swap(true, Ordering::Relaxed) {
                 log_error!(
                     "{hook}: device '{}': the bindless {array} array is full (in use: {s} sampled images of {}, {st} storage images of {}, {sm} samplers of {}); returning handle 0 (destroy unused image views / samplers to free slots). Logged once per device.",
-                    b.name,
+                    b.table.name,
                     t.sampled_images_count - 1,
                     t.storage_images_count - 1,
                     t.samplers_count - 1
@@ -85,14 +86,9 @@ unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, 
     }
 }
 
-/// The table's image arrays (present whenever `images` is).
-fn image_arrays(b: &TableDevice) -> shader_rewrite::BindlessTable {
-    b.table.config.images.expect("bindless state without image arrays")
-}
-
 /// Writes the descriptors of newly taken slots into the table.
-unsafe fn write_descriptors(b: &TableDevice, writes: &[Write]) {
-    let t = image_arrays(b);
+unsafe fn write_descriptors(b: &BindlessDevice, writes: &[Write]) {
+    let t = b.arrays;
     for w in writes {
         let (binding, ty, image_info) = match *w {
             Write::Image { kind: ImageKind::Sampled, slot, view } => (
@@ -120,7 +116,7 @@ unsafe fn write_descriptors(b: &TableDevice, writes: &[Write]) {
             ),
         };
         let write = vk::WriteDescriptorSet {
-            dst_set: b.table.set,
+            dst_set: b.table.table.set,
             dst_binding: binding.0,
             dst_array_element: binding.1,
             descriptor_count: 1,
@@ -128,30 +124,29 @@ unsafe fn write_descriptors(b: &TableDevice, writes: &[Write]) {
             p_image_info: &image_info,
             ..Default::default()
         };
-        b.write(&write);
+        b.table.write(&write);
     }
 }
 
 /// Writes the filler (null image descriptor / default sampler) back into released slots.
 /// Call with the `slots` lock still held (the slots are on the free list already, and another
 /// thread may take and write them as soon as the lock is released).
-unsafe fn refill(b: &TableDevice, freed: &[Freed]) {
-    let t = image_arrays(b);
+unsafe fn refill(b: &BindlessDevice, freed: &[Freed]) {
+    let t = b.arrays;
     for f in freed {
         let (binding, slot, ty) = match *f {
             Freed::Image { kind: ImageKind::Sampled, slot } => (t.sampled_images_binding, slot, vk::DescriptorType::SAMPLED_IMAGE),
             Freed::Image { kind: ImageKind::Storage, slot } => (t.storage_images_binding, slot, vk::DescriptorType::STORAGE_IMAGE),
             Freed::Sampler { slot } => (t.samplers_binding, slot, vk::DescriptorType::SAMPLER),
         };
-        b.refill(binding, ty, slot, 1);
+        b.table.refill(binding, ty, slot, 1);
     }
 }
 
 /// Releases what `release` frees under the slots lock, refilling freed slots; returns the
 /// number of handles released.
-unsafe fn release(b: &TableDevice, release: impl FnOnce(&mut super::slots::Slots) -> super::slots::Released) -> usize {
-    let Some(images) = b.images.as_ref() else { return 0 };
-    let mut slots = images.slots.lock().unwrap_or_else(|e| e.into_inner());
+unsafe fn release(b: &BindlessDevice, release: impl FnOnce(&mut super::slots::Slots) -> super::slots::Released) -> usize {
+    let mut slots = b.images.slots.lock().unwrap_or_else(|e| e.into_inner());
     let r = release(&mut slots);
     refill(b, &r.freed);
     r.keys
@@ -159,16 +154,16 @@ unsafe fn release(b: &TableDevice, release: impl FnOnce(&mut super::slots::Slots
 
 pub unsafe extern "system" fn destroy_image_view(device: vk::Device, view: vk::ImageView, p_allocator: *const vk::AllocationCallbacks) {
     guard("vkDestroyImageView", (), || unsafe {
-        let Some(b) = table_device(device) else { return };
+        let Some(b) = component::<BindlessDevice>(device) else { return };
         if view != vk::ImageView::null() {
             // Refill the freed slots before unlocking (and before the view is destroyed): no
             // other thread can take them meanwhile, and no descriptor names a dead view.
             let n = release(&b, |s| s.release_view(view.as_raw()));
             if n > 0 {
-                log_debug!("vkDestroyImageView: device '{}': view {view:?}: released {n} bindless handle(s)", b.name);
+                log_debug!("vkDestroyImageView: device '{}': view {view:?}: released {n} bindless handle(s)", b.table.name);
             }
         }
-        if let Some(f) = b.next.destroy_image_view {
+        if let Some(f) = b.destroy_image_view {
             f(device, view, p_allocator);
         }
     })
@@ -176,14 +171,14 @@ pub unsafe extern "system" fn destroy_image_view(device: vk::Device, view: vk::I
 
 pub unsafe extern "system" fn destroy_sampler(device: vk::Device, sampler: vk::Sampler, p_allocator: *const vk::AllocationCallbacks) {
     guard("vkDestroySampler", (), || unsafe {
-        let Some(b) = table_device(device) else { return };
+        let Some(b) = component::<BindlessDevice>(device) else { return };
         if sampler != vk::Sampler::null() {
             let n = release(&b, |s| s.release_sampler(sampler.as_raw()));
             if n > 0 {
-                log_debug!("vkDestroySampler: device '{}': sampler {sampler:?}: released {n} bindless handle(s)", b.name);
+                log_debug!("vkDestroySampler: device '{}': sampler {sampler:?}: released {n} bindless handle(s)", b.table.name);
             }
         }
-        if let Some(f) = b.next.destroy_sampler {
+        if let Some(f) = b.destroy_sampler {
             f(device, sampler, p_allocator);
         }
     })

@@ -12,16 +12,19 @@
 //!
 //! These hooks exist only on devices where the emulation is active (the application enabled
 //! the extension, or `image_view_handle=force` / `force_enable`).
-use super::EmulatedExtension;
-use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
-use crate::pnext::Chain;
+use super::extension::{Activated, ExtensionEmulation};
+use crate::component::{Components, DeviceComponent};
+use crate::dispatch::load_device;
+use crate::emulation::{LayerExtension, NewDevice, PhysDev, Services};
 use crate::settings::{Mode, Settings};
-use crate::tables::features::{self, Core};
-use crate::tables::{device_query, pfn};
+use crate::tables::features::Core;
+use crate::tables::{device_query, pfn, TableArray, TableDevice, TableUser};
+use crate::into_any;
 use ash::vk;
-use std::ffi::{c_void, CStr};
+use shader_rewrite::BindlessTable;
+use std::ffi::CStr;
 use std::sync::atomic::AtomicBool;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 pub mod api;
 pub mod caps;
@@ -42,37 +45,70 @@ pub const NAME: &CStr = vk::NVX_IMAGE_VIEW_HANDLE_NAME;
 /// The layer still answers `vkGetImageViewHandle64NVX` (the same handle, zero-extended) for
 /// applications that look it up regardless of the revision; `vkGetImageViewAddressNVX` is not
 /// provided (vkGetDeviceProcAddr gives the next layer's answer, normally NULL).
-pub const SPEC_VERSION: u32 = 1;
+pub static EXTENSION: LayerExtension =
+    LayerExtension { name: NAME, spec_version: 1, commands: &["vkGetImageViewHandleNVX", "vkGetImageViewHandle64NVX"] };
 
-impl EmulatedExtension for ImageViewHandle {
-    fn name(&self) -> &'static CStr {
-        NAME
+impl ExtensionEmulation for ImageViewHandle {
+    fn extension(&self) -> &'static LayerExtension {
+        &EXTENSION
     }
-    fn spec_version(&self) -> u32 {
-        SPEC_VERSION
-    }
-    fn mode_setting(&self, settings: &Settings) -> Mode {
+    fn mode(&self, settings: &Settings) -> Mode {
         settings.image_view_handle
     }
-    fn feature_struct_types(&self) -> &'static [vk::StructureType] {
-        &[]
+    unsafe fn unavailable(&self, pd: &PhysDev) -> Option<String> {
+        caps_for(pd).err()
     }
-    unsafe fn report_features(&self, _node: *mut vk::BaseOutStructure<'static>) {}
-    unsafe fn feature_requested(&self, _head: *const c_void) -> bool {
-        false
+    fn adjusts_properties(&self) -> bool {
+        true
     }
-    /// The table depends on the device: device.rs sets `options.bindless` from [`caps_for`].
-    fn enable_in_options(&self, _options: &mut shader_rewrite::Options) {}
-    unsafe fn unavailable(&self, inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Option<String> {
-        caps_for(inst, pd, phys).err()
+    /// The table's pool takes the image arrays from `maxUpdateAfterBindDescriptorsInAllPools`.
+    unsafe fn adjust_properties(&self, pd: &PhysDev, props: *mut vk::PhysicalDeviceProperties2<'static>) {
+        if let Ok(c) = caps_for(pd) {
+            crate::tables::reserve_in_properties(props, arrays(&c.table).iter().map(|a| a.count).sum());
+        }
     }
+    unsafe fn activate(&self, pd: &PhysDev, services: &mut Services) -> Result<Box<dyn Activated>, String> {
+        let caps = caps_for(pd)?;
+        let mut core = Vec::new();
+        if caps.sampled_dynamic_indexing {
+            core.push(Core::SampledImageDynamic);
+        }
+        if caps.storage_dynamic_indexing {
+            core.push(Core::StorageImageDynamic);
+        }
+        let user = TableUser {
+            name: self.name_str(),
+            arrays: arrays(&caps.table).to_vec(),
+            indexing: &caps::NEEDED_FEATURES,
+            core,
+            uses: |scan| scan.bindless_texture,
+        };
+        crate::tables::join(services, caps.limits, user);
+        Ok(Box::new(Active(caps.table)))
+    }
+}
+
+impl ImageViewHandle {
+    fn name_str(&self) -> &'static str {
+        NAME.to_str().unwrap_or("?")
+    }
+}
+
+/// The image arrays of a table description (bindings 0-2).
+fn arrays(t: &BindlessTable) -> [TableArray; 3] {
+    type T = vk::DescriptorType;
+    [
+        TableArray { binding: t.sampled_images_binding, ty: T::SAMPLED_IMAGE, count: t.sampled_images_count },
+        TableArray { binding: t.storage_images_binding, ty: T::STORAGE_IMAGE, count: t.storage_images_count },
+        TableArray { binding: t.samplers_binding, ty: T::SAMPLER, count: t.samplers_count },
+    ]
 }
 
 /// The table a physical device can hold, or why it cannot (queried once, logged once).
 ///
 /// # Safety
-/// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn caps_for(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<Caps, String> {
+/// `pd` is live.
+pub unsafe fn caps_for(pd: &PhysDev) -> Result<Caps, String> {
     let caps_of = |d: &device_query::DescriptorIndexing| caps::caps(&d.limits, &d.properties, &d.features, &d.core);
     let describe = |c: &Caps| {
         format!(
@@ -80,43 +116,39 @@ pub unsafe fn caps_for(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Physi
             c.table.set, c.table.sampled_images_count, c.table.storage_images_count, c.table.samplers_count
         )
     };
-    device_query::caps_once(&phys.bindless, ("bindless", "VK_NVX_image_view_handle"), inst, pd, phys, caps_of, describe)
+    device_query::caps_once(("bindless", "VK_NVX_image_view_handle"), pd, caps_of, describe)
 }
 
-/// The arrays this physical device would get, when the extension is emulated there.
-///
-/// # Safety
-/// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn emulated_caps(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Option<Caps> {
-    match super::status_on(&ImageViewHandle, inst, pd, phys) {
-        super::Status::Emulated { .. } => caps_for(inst, pd, phys).ok(),
-        _ => None,
+/// Active on the device being created.
+struct Active(BindlessTable);
+
+impl Activated for Active {
+    fn options(&self, options: &mut shader_rewrite::Options) {
+        options.bindless = Some(self.0);
+    }
+    unsafe fn set_up(self: Box<Self>, dev: &NewDevice, components: &mut Components) -> Result<(), String> {
+        let table = components.get::<TableDevice>().ok_or("no descriptor table")?;
+        components.push(Arc::new(BindlessDevice {
+            table,
+            arrays: self.0,
+            images: Images::new(&self.0),
+            destroy_image_view: load_device(dev.gdpa, dev.device, c"vkDestroyImageView"),
+            destroy_sampler: load_device(dev.gdpa, dev.device, c"vkDestroySampler"),
+        }));
+        Ok(())
     }
 }
 
-/// Turns on the descriptor-indexing features the image arrays and the lowered shaders need in a
-/// copied `VkDeviceCreateInfo` chain (crate::tables::features). Returns the names newly enabled.
-///
-/// # Safety
-/// `chain` is a copy of a valid VkDeviceCreateInfo chain.
-pub unsafe fn enable_features(
-    chain: &mut Chain,
-    enabled_features: &mut Option<vk::PhysicalDeviceFeatures>,
-    enabled_extensions: &[&CStr],
-    version: u32,
-    caps: &Caps,
-) -> Result<Vec<&'static str>, String> {
-    let mut core = Vec::new();
-    if caps.sampled_dynamic_indexing {
-        core.push(Core::SampledImageDynamic);
-    }
-    if caps.storage_dynamic_indexing {
-        core.push(Core::StorageImageDynamic);
-    }
-    features::enable(chain, enabled_features, enabled_extensions, version, &caps::NEEDED_FEATURES, &core)
+/// The bindless user's state on a device.
+pub struct BindlessDevice {
+    pub table: Arc<TableDevice>,
+    pub arrays: BindlessTable,
+    pub images: Images,
+    pub destroy_image_view: Option<vk::PFN_vkDestroyImageView>,
+    pub destroy_sampler: Option<vk::PFN_vkDestroySampler>,
 }
 
-/// The bindless user's state on a device with the table.
+/// Image/sampler slots.
 pub struct Images {
     /// Slot bookkeeping; held while the descriptors of new slots are written.
     pub slots: Mutex<slots::Slots>,
@@ -125,12 +157,19 @@ pub struct Images {
 }
 
 impl Images {
-    pub fn new(t: &shader_rewrite::BindlessTable) -> Images {
+    pub fn new(t: &BindlessTable) -> Images {
         Images {
             slots: Mutex::new(slots::Slots::new(t.sampled_images_count, t.storage_images_count, t.samplers_count)),
             exhausted_logged: AtomicBool::new(false),
         }
     }
+}
+
+impl DeviceComponent for BindlessDevice {
+    fn device_hook(&self, name: &[u8], next_exists: bool) -> vk::PFN_vkVoidFunction {
+        device_hook(name, next_exists)
+    }
+    into_any!();
 }
 
 /// vkGetDeviceProcAddr for a device with bindless emulation active: our hook for `name`, if it
@@ -153,16 +192,18 @@ pub fn device_hook(name: &[u8], next_exists: bool) -> vk::PFN_vkVoidFunction {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pnext::Chain;
+    use std::ffi::c_void;
 
     #[test]
     fn extension_identity() {
-        assert_eq!(ImageViewHandle.name(), c"VK_NVX_image_view_handle");
-        assert_eq!(ImageViewHandle.spec_version(), 1);
+        assert_eq!(EXTENSION.name, c"VK_NVX_image_view_handle");
+        assert_eq!(EXTENSION.spec_version, 1);
         let mut s = Settings::default();
-        assert_eq!(ImageViewHandle.mode_setting(&s), Mode::Auto);
+        assert_eq!(ImageViewHandle.mode(&s), Mode::Auto);
         s.image_view_handle = Mode::Off;
-        assert_eq!(ImageViewHandle.mode_setting(&s), Mode::Off);
-        assert!(ImageViewHandle.feature_struct_types().is_empty());
+        assert_eq!(ImageViewHandle.mode(&s), Mode::Off);
+        assert!(ImageViewHandle.feature_structs().is_empty());
     }
 
     #[test]
@@ -207,7 +248,12 @@ mod tests {
         let v12 = vk::PhysicalDeviceVulkan12Features { descriptor_binding_partially_bound: vk::TRUE, ..Default::default() };
         let mut chain = unsafe { Chain::copy(&v12 as *const _ as *const c_void) };
         let mut ef = None;
-        let added = unsafe { enable_features(&mut chain, &mut ef, &[], vk::API_VERSION_1_3, &caps) }.unwrap();
+        let core = [Core::SampledImageDynamic];
+        let enable = |chain: &mut Chain, ef: &mut Option<vk::PhysicalDeviceFeatures>, exts: &[&CStr], version| unsafe {
+            crate::tables::features::enable(chain, ef, exts, version, &caps::NEEDED_FEATURES, &core)
+        };
+        assert!(caps.sampled_dynamic_indexing && !caps.storage_dynamic_indexing);
+        let added = enable(&mut chain, &mut ef, &[], vk::API_VERSION_1_3).unwrap();
         assert_eq!(added.len(), 6, "{added:?}");
         assert_eq!(chain.s_types(), vec![S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES]);
         assert_eq!(ef.unwrap().shader_sampled_image_array_dynamic_indexing, vk::TRUE);
@@ -217,12 +263,12 @@ mod tests {
         assert_eq!(v12.shader_storage_image_array_non_uniform_indexing, vk::FALSE, "application's struct untouched");
         // Nothing chained, Vulkan 1.2+: the dedicated struct.
         let mut chain = unsafe { Chain::copy(std::ptr::null()) };
-        unsafe { enable_features(&mut chain, &mut None, &[], vk::API_VERSION_1_2, &caps) }.unwrap();
+        enable(&mut chain, &mut None, &[], vk::API_VERSION_1_2).unwrap();
         assert_eq!(chain.s_types(), vec![S::PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_FEATURES]);
         // Vulkan 1.1 without the extension: not possible.
         let mut chain = unsafe { Chain::copy(std::ptr::null()) };
-        assert!(unsafe { enable_features(&mut chain, &mut None, &[], vk::API_VERSION_1_1, &caps) }.is_err());
+        assert!(enable(&mut chain, &mut None, &[], vk::API_VERSION_1_1).is_err());
         let mut chain = unsafe { Chain::copy(std::ptr::null()) };
-        assert!(unsafe { enable_features(&mut chain, &mut None, &[vk::EXT_DESCRIPTOR_INDEXING_NAME], vk::API_VERSION_1_1, &caps) }.is_ok());
+        assert!(enable(&mut chain, &mut None, &[vk::EXT_DESCRIPTOR_INDEXING_NAME], vk::API_VERSION_1_1).is_ok());
     }
 }

@@ -1,0 +1,75 @@
+//! The table's part of vkCreateDevice: users join while their emulations decide; the table then
+//! turns on the features its users need and `nullDescriptor`, and is created after the device,
+//! before its users set up (emulation.rs: services are set up first).
+use super::budget::Limits;
+use super::{features, null_descriptor, TableConfig, TableDevice, TableUser};
+use crate::component::Components;
+use crate::emulation::{DeviceEdit, DevicePlan, NewDevice, PhysDev, Services};
+use crate::{log_info, log_warn};
+use std::sync::Arc;
+
+/// The table of the device being created.
+pub struct Plan {
+    limits: Limits,
+    users: Vec<TableUser>,
+    /// nullDescriptor was enabled for the free slots.
+    null_descriptor: bool,
+}
+
+/// `user` joins the table of the device being created (`limits`: the device's, queried by the
+/// user). The table sits at set `maxBoundDescriptorSets - 1`.
+pub fn join(services: &mut Services, limits: Limits, user: TableUser) {
+    services.get_or_insert(|| Plan { limits, users: Vec::new(), null_descriptor: false }).users.push(user);
+}
+
+impl Plan {
+    fn config(&self) -> TableConfig {
+        TableConfig { set: self.limits.max_bound_descriptor_sets - 1, arrays: self.users.iter().flat_map(|u| u.arrays.iter().copied()).collect() }
+    }
+}
+
+impl DevicePlan for Plan {
+    fn emulated(&self) -> bool {
+        false
+    }
+    fn active(&self) -> bool {
+        false
+    }
+    unsafe fn enable(&mut self, pd: &PhysDev, edit: &mut DeviceEdit) -> Result<(), String> {
+        let name = edit.device_name;
+        for u in &self.users {
+            let added = features::enable(&mut edit.chain, &mut edit.enabled_features, &edit.extensions, edit.version, u.indexing, &u.core)
+                .map_err(|why| format!("{} cannot be emulated: {why}", u.name))?;
+            if !added.is_empty() {
+                log_info!("vkCreateDevice: device '{name}': enabling driver features for the descriptor table ({}): {}", u.name, added.join(", "));
+            }
+        }
+        // Null descriptors for the table's free slots (a garbage handle or address then reads
+        // zero instead of an unwritten descriptor).
+        let r = null_descriptor::support(pd.inst, pd.pd, pd.info).and_then(|ext| null_descriptor::enable(&mut edit.chain, &mut edit.extensions, ext));
+        match r {
+            Ok(added) => {
+                self.null_descriptor = true;
+                let how = added.map_or(String::new(), |e| format!("{} ", e.to_str().unwrap_or("?")));
+                log_info!("vkCreateDevice: device '{name}': enabling {how}(nullDescriptor) for the descriptor table's free slots");
+            }
+            Err(why) => log_warn!(
+                "vkCreateDevice: device '{name}': no null descriptors for the descriptor table ({why}): free slots stay unwritten, and a garbage handle or address naming one is undefined behaviour (may crash)"
+            ),
+        }
+        Ok(())
+    }
+    unsafe fn set_up(self: Box<Self>, dev: &NewDevice, components: &mut Components) -> Result<(), String> {
+        let config = self.config();
+        let t = TableDevice::create(dev.device, dev.gdpa, dev.name, config.clone(), self.limits, self.null_descriptor, self.users)
+            .map_err(|why| format!("cannot create the descriptor table: {why}"))?;
+        log_info!(
+            "vkCreateDevice: device '{}': descriptor table ({}) appended to every pipeline layout it fits beside at set {} and bound before work that uses it",
+            dev.name,
+            config.describe(),
+            config.set
+        );
+        components.push(Arc::new(t));
+        Ok(())
+    }
+}
