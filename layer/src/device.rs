@@ -73,7 +73,7 @@ unsafe fn create_device_impl(
     // vkCreateDevice may read it meanwhile.
     let app_chain = AppChainLock::acquire();
     let Some(inst) = dispatch::instance_of(pd) else {
-        log_error!("vkCreateDevice: unknown physical device {pd:?}");
+        log_error!(LOADER_INTERFACE, "vkCreateDevice: unknown physical device {pd:?}");
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     let Some(next) = next_link(&inst, ci) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
@@ -90,7 +90,7 @@ unsafe fn create_device_impl(
         let mut edit = match edit(&pdev, &request, &mut plans, &app_chain) {
             Ok(e) => e,
             Err(why) => {
-                log_error!("vkCreateDevice: device '{}': {why}; returning VK_ERROR_FEATURE_NOT_PRESENT", phys.name);
+                log_error!(DEVICE_REFUSED, "vkCreateDevice: device '{}': {why}; returning VK_ERROR_FEATURE_NOT_PRESENT", phys.name);
                 return vk::Result::ERROR_FEATURE_NOT_PRESENT;
             }
         };
@@ -109,19 +109,19 @@ unsafe fn create_device_impl(
         r
     };
     if result != vk::Result::SUCCESS {
-        log_info!("vkCreateDevice: device '{}': driver returned {result:?}", phys.name);
+        log_info!(DEVICE_EMULATION, "vkCreateDevice: device '{}': driver returned {result:?}", phys.name);
         return result;
     }
     let device = *p_device;
     let Some(destroy_device) = load_device::<vk::PFN_vkDestroyDevice>(next.gdpa, device, c"vkDestroyDevice") else {
-        log_error!("vkCreateDevice: next layer has no vkDestroyDevice");
+        log_error!(LOADER_INTERFACE, "vkCreateDevice: next layer has no vkDestroyDevice");
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     let new = NewDevice { device, gdpa: next.gdpa, name: &phys.name };
     let components = match set_up(plans, &new) {
         Ok(c) => c,
         Err(why) => {
-            log_error!("vkCreateDevice: device '{}': {why}; destroying the device and returning VK_ERROR_INITIALIZATION_FAILED", phys.name);
+            log_error!(DEVICE_REFUSED, "vkCreateDevice: device '{}': {why}; destroying the device and returning VK_ERROR_INITIALIZATION_FAILED", phys.name);
             destroy_device(device, p_allocator);
             *p_device = vk::Device::null();
             return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -136,19 +136,19 @@ unsafe fn create_device_impl(
 /// next GetInstanceProcAddr *with the instance handle*.
 unsafe fn next_link(inst: &InstanceData, ci: &vk::DeviceCreateInfo) -> Option<Next> {
     let Some(link) = find_link_info::<VkLayerDeviceCreateInfo>(ci.p_next, vk::StructureType::LOADER_DEVICE_CREATE_INFO) else {
-        log_error!("vkCreateDevice: no VkLayerDeviceCreateInfo link info in the chain");
+        log_error!(LOADER_INTERFACE, "vkCreateDevice: no VkLayerDeviceCreateInfo link info in the chain");
         return None;
     };
     let layer_info = (*link).p_layer_info;
     if layer_info.is_null() {
-        log_error!("vkCreateDevice: loader link info is empty");
+        log_error!(LOADER_INTERFACE, "vkCreateDevice: loader link info is empty");
         return None;
     }
     let next_gipa = (*layer_info).pfn_next_get_instance_proc_addr;
     let gdpa = (*layer_info).pfn_next_get_device_proc_addr;
     (*link).p_layer_info = (*layer_info).p_next;
     let Some(create_device) = load_instance::<vk::PFN_vkCreateDevice>(next_gipa, inst.instance, c"vkCreateDevice") else {
-        log_error!("vkCreateDevice: next layer has no vkCreateDevice");
+        log_error!(LOADER_INTERFACE, "vkCreateDevice: next layer has no vkCreateDevice");
         return None;
     };
     Some(Next { create_device, gdpa })
@@ -159,7 +159,11 @@ unsafe fn decide(pd: &PhysDev, request: &DeviceRequest) -> Plans {
     let mut services = Services::default();
     let emulations: Vec<Box<dyn DevicePlan>> = ext::ALL.iter().filter_map(|e| e.plan(pd, request, &mut services)).collect();
     for d in emulations.iter().flat_map(|p| p.decisions()) {
-        log_info!("vkCreateDevice: device '{}': {}", pd.info.name, d.describe());
+        if d.native && d.active() {
+            log_info!(EMULATION_FORCED, "vkCreateDevice: device '{}': {}", pd.info.name, d.describe());
+        } else {
+            log_info!(DEVICE_EMULATION, "vkCreateDevice: device '{}': {}", pd.info.name, d.describe());
+        }
     }
     Plans { emulations, services: services.into_plans() }
 }
@@ -168,6 +172,7 @@ unsafe fn decide(pd: &PhysDev, request: &DeviceRequest) -> Plans {
 fn log_unknown_structures(chain: &Chain) {
     for t in chain.spliced_s_types() {
         log_info!(
+            DEVICE_CHAIN,
             "vkCreateDevice: pNext chain has a structure newer than the layer's registry {} (sType {}); passed on in place",
             crate::struct_sizes::REGISTRY_VERSION,
             t.as_raw()
@@ -175,6 +180,7 @@ fn log_unknown_structures(chain: &Chain) {
     }
     if let Some(t) = chain.tail_s_type() {
         log_warn!(
+            LOADER_INTERFACE,
             "vkCreateDevice: pNext chain has an unknown structure (sType {}) in read-only memory; it and what follows are passed as-is",
             t.as_raw()
         );
@@ -216,10 +222,10 @@ unsafe fn enable_for_lowering(pd: &PhysDev, plans: &Plans, edit: &mut DeviceEdit
         Err(why) => added.skipped.push(why.into()),
     }
     if !added.features.is_empty() {
-        log_info!("vkCreateDevice: device '{}': enabling driver features for the lowering: {}", pd.info.name, added.features.join(", "));
+        log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{}': enabling driver features for the lowering: {}", pd.info.name, added.features.join(", "));
     }
     for s in &added.skipped {
-        log_info!("vkCreateDevice: device '{}': not enabling {s}", pd.info.name);
+        log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{}': not enabling {s}", pd.info.name);
     }
 }
 
@@ -232,7 +238,7 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
     let mut target = match pd.inst.settings.debug_target {
         DebugTarget::Device => device_features::enabled_target(ci.p_next, ci.p_enabled_features),
         DebugTarget::Core => {
-            log_info!("vkCreateDevice: device '{name}': debug_target=core: rewriting as if the device had no 8/16-bit storage and no Int8/16/64");
+            log_info!(DEVICE_EMULATION, "vkCreateDevice: device '{name}': debug_target=core: rewriting as if the device had no 8/16-bit storage and no Int8/16/64");
             shader_rewrite::Target::core()
         }
     };
@@ -250,7 +256,7 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
         bda: None,
     };
     plans.all().for_each(|p| p.options(&mut o));
-    log_debug!("vkCreateDevice: device '{name}': rewrite options {o:?}");
+    log_debug!(TRACE, "vkCreateDevice: device '{name}': rewrite options {o:?}");
     o
 }
 
@@ -273,9 +279,11 @@ unsafe fn record(pd: &PhysDev, new: NewDevice, destroy_device: vk::PFN_vkDestroy
         create_ray_tracing_pipelines_khr: load_device(gdpa, device, c"vkCreateRayTracingPipelinesKHR"),
         create_shaders_ext: load_device(gdpa, device, c"vkCreateShadersEXT"),
         get_shader_module_create_info_identifier_ext: load_device(gdpa, device, c"vkGetShaderModuleCreateInfoIdentifierEXT"),
+        set_debug_utils_object_name: load_device(gdpa, device, c"vkSetDebugUtilsObjectNameEXT"),
     };
     let data = DeviceData {
         device,
+        instance_key: dispatch::instance_key(pd.inst),
         next_gdpa: gdpa,
         name: pd.info.name.clone(),
         settings: pd.inst.settings.clone(),
@@ -302,7 +310,7 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *c
                 }
                 (data.destroy_device)(device, p_allocator)
             }
-            None => log_error!("vkDestroyDevice: unknown device {device:?}; cannot call down"),
+            None => log_error!(LOADER_INTERFACE, "vkDestroyDevice: unknown device {device:?}; cannot call down"),
         }
     })
 }

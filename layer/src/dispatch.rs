@@ -6,6 +6,7 @@
 //!
 //! The maps live in `Lazy` statics that are never dropped (no destructors at unload).
 use crate::component::{Components, DeviceComponent, Slots};
+use crate::messages::{self, Object};
 use crate::settings::Settings;
 use ash::vk::{self, Handle};
 use dashmap::DashMap;
@@ -61,9 +62,22 @@ impl PhysicalDeviceInfo {
     }
 }
 
+/// Next-layer instance commands of the debug callbacks (crate::messengers).
+#[derive(Default, Clone, Copy)]
+pub struct InstanceNext {
+    pub create_debug_utils_messenger: Option<vk::PFN_vkCreateDebugUtilsMessengerEXT>,
+    pub destroy_debug_utils_messenger: Option<vk::PFN_vkDestroyDebugUtilsMessengerEXT>,
+    pub create_debug_report_callback: Option<vk::PFN_vkCreateDebugReportCallbackEXT>,
+    pub destroy_debug_report_callback: Option<vk::PFN_vkDestroyDebugReportCallbackEXT>,
+}
+
 pub struct InstanceData {
     pub instance: vk::Instance,
     pub next_gipa: vk::PFN_vkGetInstanceProcAddr,
+    /// The application enabled VK_EXT_debug_utils / VK_EXT_debug_report.
+    pub debug_utils: bool,
+    pub debug_report: bool,
+    pub next: InstanceNext,
     pub settings: Arc<Settings>,
     /// `VkApplicationInfo::apiVersion` (1.0 when absent or 0).
     pub api_version: u32,
@@ -79,6 +93,8 @@ pub struct InstanceData {
     pub get_physical_device_features2_khr: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
     pub get_physical_device_properties2: Option<vk::PFN_vkGetPhysicalDeviceProperties2>,
     pub get_physical_device_properties2_khr: Option<vk::PFN_vkGetPhysicalDeviceProperties2>,
+    pub get_physical_device_tool_properties: Option<vk::PFN_vkGetPhysicalDeviceToolProperties>,
+    pub get_physical_device_tool_properties_ext: Option<vk::PFN_vkGetPhysicalDeviceToolProperties>,
     pub physical_devices: DashMap<u64, Arc<PhysicalDeviceInfo>>,
 }
 
@@ -173,10 +189,13 @@ pub struct DeviceNext {
     pub create_ray_tracing_pipelines_khr: Option<vk::PFN_vkCreateRayTracingPipelinesKHR>,
     pub create_shaders_ext: Option<vk::PFN_vkCreateShadersEXT>,
     pub get_shader_module_create_info_identifier_ext: Option<vk::PFN_vkGetShaderModuleCreateInfoIdentifierEXT>,
+    pub set_debug_utils_object_name: Option<vk::PFN_vkSetDebugUtilsObjectNameEXT>,
 }
 
 pub struct DeviceData {
     pub device: vk::Device,
+    /// Dispatch key of its instance (its messages go to that instance's messengers).
+    pub instance_key: DispatchKey,
     pub next_gdpa: vk::PFN_vkGetDeviceProcAddr,
     pub name: String,
     pub settings: Arc<Settings>,
@@ -205,7 +224,28 @@ pub unsafe fn instance_data(instance: vk::Instance) -> Option<Arc<InstanceData>>
     if instance == vk::Instance::null() {
         return None;
     }
-    INSTANCES.get(&dispatch_key(instance)).map(|e| e.clone())
+    let key = dispatch_key(instance);
+    let inst = INSTANCES.get(&key).map(|e| e.clone());
+    if inst.is_some() {
+        messages::enter(key, Some(Object { ty: vk::ObjectType::INSTANCE, handle: instance.as_raw(), module_hash: 0 }));
+    }
+    inst
+}
+
+/// Messages from here on concern `pd` of `inst` (crate::messages).
+fn enter_physical_device(inst: &InstanceData, pd: vk::PhysicalDevice) {
+    messages::enter(instance_key(inst), Some(Object { ty: vk::ObjectType::PHYSICAL_DEVICE, handle: pd.as_raw(), module_hash: 0 }));
+}
+
+/// Messages from here on concern `dev` (crate::messages).
+fn enter_device(dev: &DeviceData) {
+    messages::enter(dev.instance_key, Some(Object { ty: vk::ObjectType::DEVICE, handle: dev.device.as_raw(), module_hash: 0 }));
+}
+
+/// The instance's dispatch key.
+pub fn instance_key(inst: &InstanceData) -> DispatchKey {
+    // SAFETY: a live instance handle.
+    unsafe { dispatch_key(inst.instance) }
 }
 
 /// The instance a physical device belongs to.
@@ -217,13 +257,18 @@ pub unsafe fn instance_of(pd: vk::PhysicalDevice) -> Option<Arc<InstanceData>> {
         return None;
     }
     if let Some(e) = INSTANCES.get(&dispatch_key(pd)) {
+        enter_physical_device(&e, pd);
         return Some(e.clone());
     }
     // Defensive fallback for loaders whose physical-device handles carry their own dispatch
     // pointer: with a single instance there is only one candidate.
     if INSTANCES.len() == 1 {
-        crate::log_debug!("physical device {pd:?}: dispatch key unknown; using the only instance");
-        return INSTANCES.iter().next().map(|e| e.value().clone());
+        crate::log_debug!(TRACE, "physical device {pd:?}: dispatch key unknown; using the only instance");
+        let inst = INSTANCES.iter().next().map(|e| e.value().clone());
+        if let Some(i) = &inst {
+            enter_physical_device(i, pd);
+        }
+        return inst;
     }
     None
 }
@@ -237,7 +282,10 @@ pub unsafe fn with_device<R>(device: vk::Device, f: impl FnOnce(&DeviceData) -> 
     if device == vk::Device::null() {
         return None;
     }
-    DEVICES.get(&dispatch_key(device)).map(|e| f(&e))
+    DEVICES.get(&dispatch_key(device)).map(|e| {
+        enter_device(&e);
+        f(&e)
+    })
 }
 
 /// # Safety
@@ -246,7 +294,10 @@ pub unsafe fn device_data(device: vk::Device) -> Option<Arc<DeviceData>> {
     if device == vk::Device::null() {
         return None;
     }
-    DEVICES.get(&dispatch_key(device)).map(|e| e.clone())
+    DEVICES.get(&dispatch_key(device)).map(|e| {
+        enter_device(&e);
+        e.clone()
+    })
 }
 
 /// The component of type `T` of a device, if it has one.
@@ -257,7 +308,10 @@ pub unsafe fn component<T: DeviceComponent>(device: vk::Device) -> Option<Arc<T>
     if device == vk::Device::null() {
         return None;
     }
-    DEVICES.get(&dispatch_key(device)).and_then(|d| d.components.get::<T>())
+    DEVICES.get(&dispatch_key(device)).and_then(|d| {
+        enter_device(&d);
+        d.components.get::<T>()
+    })
 }
 
 /// The component of type `T` of a command buffer's device.
@@ -268,5 +322,8 @@ pub unsafe fn component_of_cb<T: DeviceComponent>(cb: vk::CommandBuffer) -> Opti
     if cb == vk::CommandBuffer::null() {
         return None;
     }
-    DEVICES.get(&dispatch_key(cb)).and_then(|d| d.components.get::<T>())
+    DEVICES.get(&dispatch_key(cb)).and_then(|d| {
+        enter_device(&d);
+        d.components.get::<T>()
+    })
 }

@@ -24,7 +24,7 @@ use crate::settings::{Mode, Settings};
 use ash::vk;
 use shader_rewrite::{Options, Target};
 use std::any::Any;
-use std::ffi::{c_char, CStr};
+use std::ffi::CStr;
 
 /// One physical device as the emulations see it.
 #[derive(Clone, Copy)]
@@ -45,9 +45,7 @@ pub struct LayerExtension {
 impl LayerExtension {
     pub fn properties(&self) -> vk::ExtensionProperties {
         let mut p = vk::ExtensionProperties { spec_version: self.spec_version, ..Default::default() };
-        for (dst, src) in p.extension_name.iter_mut().zip(self.name.to_bytes()) {
-            *dst = *src as c_char;
-        }
+        crate::vk_layer::copy_c_str(&mut p.extension_name, self.name.to_bytes());
         p
     }
 }
@@ -315,6 +313,7 @@ pub unsafe fn write_enumeration<T: Copy>(list: &[T], p_count: *mut u32, p_out: *
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::c_char;
 
     fn ext(name: &str, v: u32) -> vk::ExtensionProperties {
         let mut p = vk::ExtensionProperties { spec_version: v, ..Default::default() };

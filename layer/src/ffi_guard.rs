@@ -5,17 +5,22 @@ use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Runs `body`; on panic logs `hook` + the panic message and returns `on_panic`.
+/// The message scope (crate::messages) is restored when the hook returns: what the hook's handle
+/// lookups entered concerns this call only.
 pub fn guard<R: std::fmt::Debug>(hook: &'static str, on_panic: R, body: impl FnOnce() -> R) -> R {
-    match catch_unwind(AssertUnwindSafe(|| {
+    let scope = crate::messages::save();
+    let r = match catch_unwind(AssertUnwindSafe(|| {
         maybe_inject_panic(hook);
         body()
     })) {
         Ok(r) => r,
         Err(payload) => {
-            crate::log_error!("{hook}: internal error (panic: {}); returning {on_panic:?}", panic_message(&payload));
+            crate::log_error!(INTERNAL_ERROR, "{hook}: internal error (panic: {}); returning {on_panic:?}", panic_message(&payload));
             on_panic
         }
-    }
+    };
+    crate::messages::restore(scope);
+    r
 }
 
 /// Setting `debug_inject_panic=<hook name>` makes that hook panic, to prove the guard works.

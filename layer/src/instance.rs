@@ -1,15 +1,17 @@
 //! Instance-level hooks: vkCreateInstance / vkDestroyInstance (state), and the physical-device
 //! queries that advertise emulated extensions (vkEnumerateDeviceExtensionProperties,
 //! vkGetPhysicalDeviceFeatures2 + its KHR alias).
-use crate::dispatch::{self, dispatch_key, load_instance, InstanceData, INSTANCES};
+use crate::dispatch::{self, dispatch_key, load_instance, InstanceData, InstanceNext, INSTANCES};
+use crate::messages::{self, Channel, Messenger, Object};
 use crate::emulation::{merge_extensions, write_enumeration, PhysDev};
 use crate::ext;
 use crate::ffi_guard::guard;
 use crate::pnext;
 use crate::settings::{self, Settings, LAYER_NAME};
+use crate::tooling;
 use crate::vk_layer::{find_link_info, VkLayerInstanceCreateInfo};
-use crate::{log_debug, log_error};
-use ash::vk;
+use crate::{log_debug, log_error, log_info};
+use ash::vk::{self, Handle};
 use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 
@@ -29,45 +31,92 @@ unsafe fn create_instance_impl(
     p_instance: *mut vk::Instance,
 ) -> vk::Result {
     let Some(ci) = p_create_info.as_ref() else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+    let enabled = names(ci.pp_enabled_extension_names, ci.enabled_extension_count);
     let (s, warnings) = Settings::load(ci.p_next);
     let s = Arc::new(s);
+    // Messengers chained in the create info hear vkCreateInstance from here on: the channel is
+    // registered under a provisional key until the instance exists.
+    let chained = if enabled.contains(&vk::EXT_DEBUG_UTILS_NAME) || enabled.contains(&vk::EXT_DEBUG_REPORT_NAME) {
+        Messenger::chained(ci.p_next)
+    } else {
+        Vec::new()
+    };
+    let channel = Arc::new(Channel::new(s.log_level, s.duplicate_message_limit, chained));
+    let provisional = Arc::as_ptr(&channel) as usize;
+    messages::register(provisional, channel.clone());
+    messages::enter(provisional, None);
     settings::install(s.clone(), &warnings);
+    let r = call_down(ci, p_create_info, p_allocator, p_instance);
+    messages::unregister(provisional);
+    let Ok(next_gipa) = r else { return r.unwrap_err() };
+    let instance = *p_instance;
+    messages::register(dispatch_key(instance), channel.clone());
+    messages::enter(dispatch_key(instance), Some(Object { ty: vk::ObjectType::INSTANCE, handle: instance.as_raw(), module_hash: 0 }));
+    let r = record(ci, &enabled, instance, next_gipa, s.clone(), p_allocator);
+    if r == vk::Result::SUCCESS {
+        log_info!(
+            LAYER_ACTIVE,
+            "{LAYER_NAME} {} active on instance {instance:?} (apiVersion {}); settings: {}",
+            env!("CARGO_PKG_VERSION"),
+            version_string(api_version(ci)),
+            s.describe()
+        );
+    } else {
+        messages::unregister(dispatch_key(instance));
+    }
+    channel.set_create_time_active(false);
+    r
+}
 
-    // LoaderLayerInterface.md "Layer Dispatch Initialization": take the next link's
-    // GetInstanceProcAddr, then advance pLayerInfo for the next layer before calling down.
+/// The application's apiVersion (1.0 when absent or 0).
+unsafe fn api_version(ci: &vk::InstanceCreateInfo) -> u32 {
+    ci.p_application_info.as_ref().map(|a| a.api_version).filter(|v| *v != 0).unwrap_or(vk::API_VERSION_1_0)
+}
+
+fn version_string(v: u32) -> String {
+    format!("{}.{}", vk::api_version_major(v), vk::api_version_minor(v))
+}
+
+/// LoaderLayerInterface.md "Layer Dispatch Initialization": take the next link's
+/// GetInstanceProcAddr, advance pLayerInfo for the next layer, call down. Ok: the next
+/// GetInstanceProcAddr (the instance exists).
+unsafe fn call_down(
+    ci: &vk::InstanceCreateInfo,
+    p_create_info: *const vk::InstanceCreateInfo,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_instance: *mut vk::Instance,
+) -> Result<vk::PFN_vkGetInstanceProcAddr, vk::Result> {
     let Some(link) = find_link_info::<VkLayerInstanceCreateInfo>(ci.p_next, vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
     else {
-        log_error!("vkCreateInstance: no VkLayerInstanceCreateInfo link info in the chain (not called by the loader?)");
-        return vk::Result::ERROR_INITIALIZATION_FAILED;
+        log_error!(LOADER_INTERFACE, "vkCreateInstance: no VkLayerInstanceCreateInfo link info in the chain (not called by the loader?)");
+        return Err(vk::Result::ERROR_INITIALIZATION_FAILED);
     };
     let layer_info = (*link).p_layer_info;
     if layer_info.is_null() {
-        log_error!("vkCreateInstance: loader link info is empty");
-        return vk::Result::ERROR_INITIALIZATION_FAILED;
+        log_error!(LOADER_INTERFACE, "vkCreateInstance: loader link info is empty");
+        return Err(vk::Result::ERROR_INITIALIZATION_FAILED);
     }
     let next_gipa = (*layer_info).pfn_next_get_instance_proc_addr;
     (*link).p_layer_info = (*layer_info).p_next;
-
-    let Some(next_create) = load_instance::<vk::PFN_vkCreateInstance>(next_gipa, vk::Instance::null(), c"vkCreateInstance")
-    else {
-        log_error!("vkCreateInstance: next layer has no vkCreateInstance");
-        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    let Some(next_create) = load_instance::<vk::PFN_vkCreateInstance>(next_gipa, vk::Instance::null(), c"vkCreateInstance") else {
+        log_error!(LOADER_INTERFACE, "vkCreateInstance: next layer has no vkCreateInstance");
+        return Err(vk::Result::ERROR_INITIALIZATION_FAILED);
     };
-    let r = next_create(p_create_info, p_allocator, p_instance);
-    if r != vk::Result::SUCCESS {
-        return r;
+    match next_create(p_create_info, p_allocator, p_instance) {
+        vk::Result::SUCCESS => Ok(next_gipa),
+        r => Err(r),
     }
-    let instance = *p_instance;
+}
 
-    let api_version = ci
-        .p_application_info
-        .as_ref()
-        .map(|a| a.api_version)
-        .filter(|v| *v != 0)
-        .unwrap_or(vk::API_VERSION_1_0);
-    let enabled = names(ci.pp_enabled_extension_names, ci.enabled_extension_count);
-    let props2_enabled = enabled.contains(&vk::KHR_GET_PHYSICAL_DEVICE_PROPERTIES2_NAME);
-
+/// The instance's state, found by its dispatch key from now on.
+unsafe fn record(
+    ci: &vk::InstanceCreateInfo,
+    enabled: &[&CStr],
+    instance: vk::Instance,
+    next_gipa: vk::PFN_vkGetInstanceProcAddr,
+    settings: Arc<Settings>,
+    p_allocator: *const vk::AllocationCallbacks,
+) -> vk::Result {
     let load = |name: &CStr| next_gipa(instance, name.as_ptr());
     let (Some(destroy), Some(enumerate), Some(props), Some(feats)) = (
         dispatch::cast_pfn::<vk::PFN_vkDestroyInstance>(load(c"vkDestroyInstance")),
@@ -75,7 +124,7 @@ unsafe fn create_instance_impl(
         dispatch::cast_pfn::<vk::PFN_vkGetPhysicalDeviceProperties>(load(c"vkGetPhysicalDeviceProperties")),
         dispatch::cast_pfn::<vk::PFN_vkGetPhysicalDeviceFeatures>(load(c"vkGetPhysicalDeviceFeatures")),
     ) else {
-        log_error!("vkCreateInstance: next layer lacks core instance commands");
+        log_error!(LOADER_INTERFACE, "vkCreateInstance: next layer lacks core instance commands");
         if let Some(destroy) = dispatch::cast_pfn::<vk::PFN_vkDestroyInstance>(load(c"vkDestroyInstance")) {
             destroy(instance, p_allocator);
         }
@@ -84,11 +133,19 @@ unsafe fn create_instance_impl(
     let data = InstanceData {
         instance,
         next_gipa,
-        settings: s.clone(),
-        api_version,
+        debug_utils: enabled.contains(&vk::EXT_DEBUG_UTILS_NAME),
+        debug_report: enabled.contains(&vk::EXT_DEBUG_REPORT_NAME),
+        next: InstanceNext {
+            create_debug_utils_messenger: dispatch::cast_pfn(load(c"vkCreateDebugUtilsMessengerEXT")),
+            destroy_debug_utils_messenger: dispatch::cast_pfn(load(c"vkDestroyDebugUtilsMessengerEXT")),
+            create_debug_report_callback: dispatch::cast_pfn(load(c"vkCreateDebugReportCallbackEXT")),
+            destroy_debug_report_callback: dispatch::cast_pfn(load(c"vkDestroyDebugReportCallbackEXT")),
+        },
+        settings,
+        api_version: api_version(ci),
         engine_name: (ci.p_application_info.as_ref().filter(|a| !a.p_engine_name.is_null()))
             .map_or(String::new(), |a| CStr::from_ptr(a.p_engine_name).to_string_lossy().into_owned()),
-        props2_enabled,
+        props2_enabled: enabled.contains(&vk::KHR_GET_PHYSICAL_DEVICE_PROPERTIES2_NAME),
         destroy_instance: destroy,
         enumerate_device_extension_properties: enumerate,
         get_physical_device_properties: props,
@@ -97,14 +154,11 @@ unsafe fn create_instance_impl(
         get_physical_device_features2_khr: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceFeatures2KHR")),
         get_physical_device_properties2: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceProperties2")),
         get_physical_device_properties2_khr: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceProperties2KHR")),
+        get_physical_device_tool_properties: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceToolProperties")),
+        get_physical_device_tool_properties_ext: dispatch::cast_pfn(load(c"vkGetPhysicalDeviceToolPropertiesEXT")),
         physical_devices: Default::default(),
     };
     INSTANCES.insert(dispatch_key(instance), Arc::new(data));
-    log_debug!(
-        "vkCreateInstance: instance {instance:?} (apiVersion {}.{}); settings {s:?}",
-        vk::api_version_major(api_version),
-        vk::api_version_minor(api_version)
-    );
     vk::Result::SUCCESS
 }
 
@@ -125,19 +179,40 @@ pub unsafe extern "system" fn destroy_instance(instance: vk::Instance, p_allocat
         if instance == vk::Instance::null() {
             return;
         }
-        match INSTANCES.remove(&dispatch_key(instance)) {
-            Some((_, data)) => (data.destroy_instance)(instance, p_allocator),
-            None => log_error!("vkDestroyInstance: unknown instance {instance:?}; cannot call down"),
+        let key = dispatch_key(instance);
+        // Messengers chained at vkCreateInstance hear vkDestroyInstance too.
+        let channel = messages::channel(key);
+        if let Some(c) = &channel {
+            c.set_create_time_active(true);
         }
+        messages::enter(key, Some(Object { ty: vk::ObjectType::INSTANCE, handle: instance.as_raw(), module_hash: 0 }));
+        match INSTANCES.remove(&key) {
+            Some((_, data)) => {
+                log_debug!(TRACE, "vkDestroyInstance: instance {instance:?}");
+                (data.destroy_instance)(instance, p_allocator)
+            }
+            None => log_error!(LOADER_INTERFACE, "vkDestroyInstance: unknown instance {instance:?}; cannot call down"),
+        }
+        messages::unregister(key);
     })
 }
 
-/// Extensions this layer adds for `pd` (emulated and not already listed by the driver).
+/// Extensions this layer adds for `pd`: the emulated ones the driver does not list, and
+/// VK_EXT_tooling_info where the driver lacks it (crate::tooling).
 fn added_extensions(inst: &InstanceData, pd: vk::PhysicalDevice) -> Vec<vk::ExtensionProperties> {
     let phys = inst.physical_device(pd);
     let pdev = PhysDev { inst, pd, info: &phys };
     // SAFETY: pd belongs to inst.
-    ext::ALL.iter().flat_map(|e| unsafe { e.added_extensions(&pdev) }).collect()
+    let mut out: Vec<_> = ext::ALL.iter().flat_map(|e| unsafe { e.added_extensions(&pdev) }).collect();
+    if !phys.has_extension(tooling::EXTENSION.name) {
+        out.push(tooling::EXTENSION.properties());
+    }
+    out
+}
+
+/// The device extensions this layer implements (the answer for `pLayerName == our name`).
+pub fn layer_device_extensions() -> Vec<vk::ExtensionProperties> {
+    ext::ALL.iter().flat_map(|e| e.extensions()).chain([&tooling::EXTENSION]).map(|e| e.properties()).collect()
 }
 
 pub unsafe extern "system" fn enumerate_device_extension_properties(
@@ -149,13 +224,13 @@ pub unsafe extern "system" fn enumerate_device_extension_properties(
     guard("vkEnumerateDeviceExtensionProperties", vk::Result::ERROR_INITIALIZATION_FAILED, || unsafe {
         let layer = (!p_layer_name.is_null()).then(|| CStr::from_ptr(p_layer_name));
         if layer.map(|l| l.to_bytes() == LAYER_NAME.as_bytes()) == Some(true) {
-            return write_enumeration(&ext::layer_device_extensions(), p_count, p_properties);
+            return write_enumeration(&layer_device_extensions(), p_count, p_properties);
         }
         let Some(inst) = dispatch::instance_of(pd) else {
             if layer.is_some() {
                 return vk::Result::ERROR_LAYER_NOT_PRESENT;
             }
-            log_error!("vkEnumerateDeviceExtensionProperties: unknown physical device {pd:?}");
+            log_error!(LOADER_INTERFACE, "vkEnumerateDeviceExtensionProperties: unknown physical device {pd:?}");
             return vk::Result::ERROR_INITIALIZATION_FAILED;
         };
         let next = inst.enumerate_device_extension_properties;
@@ -187,12 +262,12 @@ pub unsafe extern "system" fn get_physical_device_features2_khr(pd: vk::Physical
 /// then lets every emulation report its bits.
 unsafe fn features2(pd: vk::PhysicalDevice, p_features: *mut vk::PhysicalDeviceFeatures2, khr: bool) {
     let Some(inst) = dispatch::instance_of(pd) else {
-        log_error!("vkGetPhysicalDeviceFeatures2: unknown physical device {pd:?}");
+        log_error!(LOADER_INTERFACE, "vkGetPhysicalDeviceFeatures2: unknown physical device {pd:?}");
         return;
     };
     let (core, alias) = (inst.get_physical_device_features2, inst.get_physical_device_features2_khr);
     let Some(next) = (if khr { alias.or(core) } else { core.or(alias) }) else {
-        log_error!("vkGetPhysicalDeviceFeatures2: next layer has no such command");
+        log_error!(LOADER_INTERFACE, "vkGetPhysicalDeviceFeatures2: next layer has no such command");
         return;
     };
     if p_features.is_null() {
@@ -224,12 +299,12 @@ pub unsafe extern "system" fn get_physical_device_properties2_khr(pd: vk::Physic
 /// Calls down, then lets every emulation adjust the properties it changes.
 unsafe fn properties2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2, khr: bool) {
     let Some(inst) = dispatch::instance_of(pd) else {
-        log_error!("vkGetPhysicalDeviceProperties2: unknown physical device {pd:?}");
+        log_error!(LOADER_INTERFACE, "vkGetPhysicalDeviceProperties2: unknown physical device {pd:?}");
         return;
     };
     let (core, alias) = (inst.get_physical_device_properties2, inst.get_physical_device_properties2_khr);
     let Some(next) = (if khr { alias.or(core) } else { core.or(alias) }) else {
-        log_error!("vkGetPhysicalDeviceProperties2: next layer has no such command");
+        log_error!(LOADER_INTERFACE, "vkGetPhysicalDeviceProperties2: next layer has no such command");
         return;
     };
     next(pd, p);

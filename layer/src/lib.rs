@@ -18,7 +18,21 @@
 // Hooks are Vulkan entry points: their safety contract is the Vulkan valid-usage rules.
 #![allow(clippy::missing_safety_doc)]
 
+/// Casts a hook to `PFN_vkVoidFunction`.
+#[macro_export]
+macro_rules! pfn {
+    ($f:expr) => {
+        {
+            let f = $f as *const ();
+            // SAFETY: a function pointer cast to the generic PFN type the loader hands out.
+            Some(unsafe { std::mem::transmute::<*const (), unsafe extern "system" fn()>(f) })
+        }
+    };
+}
+
 pub mod log;
+pub mod messages;
+pub mod messengers;
 
 pub mod component;
 pub mod device;
@@ -31,9 +45,11 @@ pub mod instance;
 pub mod loader_interface;
 pub mod module_rewrite;
 pub mod pnext;
+pub mod quirks;
 pub mod settings;
 pub mod shader_hooks;
 pub mod struct_sizes;
 pub mod subgroup_stages;
 pub mod tables;
+pub mod tooling;
 pub mod vk_layer;

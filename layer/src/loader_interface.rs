@@ -12,27 +12,36 @@ use crate::ext;
 use crate::ffi_guard::guard;
 use crate::settings::LAYER_NAME;
 use crate::vk_layer::{VkNegotiateLayerInterface, INTERFACE_VERSION, LAYER_NEGOTIATE_INTERFACE_STRUCT};
-use crate::{device, instance, shader_hooks};
+use crate::{device, instance, messengers, shader_hooks, tooling};
 use ash::vk;
 use std::ffi::{c_char, CStr};
 
-/// Casts a hook to `PFN_vkVoidFunction`.
-macro_rules! pfn {
-    ($f:expr) => {
-        Some(unsafe { std::mem::transmute::<*const (), unsafe extern "system" fn()>($f as *const ()) })
-    };
-}
-
 /// Vulkan header version the layer is written against (ash 0.38 = 1.3.281).
 pub const LAYER_SPEC_VERSION: u32 = vk::make_api_version(0, 1, 3, 281);
-pub const IMPLEMENTATION_VERSION: u32 = 1;
-pub const LAYER_DESCRIPTION: &str = "Emulates shader extensions the driver lacks (VK_NV_raw_access_chains)";
+/// The crate's version as one number: major * 10000 + minor * 100 + patch (0.1.0 → 100), the
+/// manifests' `implementation_version` (generated from the same crate version).
+pub const IMPLEMENTATION_VERSION: u32 = version_number(env!("CARGO_PKG_VERSION_MAJOR"), env!("CARGO_PKG_VERSION_MINOR"), env!("CARGO_PKG_VERSION_PATCH"));
+pub const LAYER_DESCRIPTION: &str =
+    "Emulates shader extensions the driver lacks (raw access chains, 8/16-bit storage, bindless textures, buffer device addresses)";
+/// The manifests' `introduction`.
+pub const LAYER_INTRODUCTION: &str = "Advertises VK_NV_raw_access_chains, the 8/16-bit storage features (storageInputOutput16 and the others), VK_NVX_image_view_handle with SPV_NV_bindless_texture, and VK_KHR_buffer_device_address on drivers that lack them, and rewrites the SPIR-V that uses them into core-equivalent code before the driver sees it. Everything else goes to the driver untouched.";
+
+const fn parse_u32(s: &str) -> u32 {
+    let b = s.as_bytes();
+    let (mut i, mut n) = (0, 0u32);
+    while i < b.len() {
+        n = n * 10 + (b[i] - b'0') as u32;
+        i += 1;
+    }
+    n
+}
+
+pub const fn version_number(major: &str, minor: &str, patch: &str) -> u32 {
+    parse_u32(major) * 10000 + parse_u32(minor) * 100 + parse_u32(patch)
+}
 
 fn copy_str(dst: &mut [c_char], s: &str) {
-    let max = dst.len() - 1; // keep the terminating NUL
-    for (d, b) in dst.iter_mut().zip(s.bytes().take(max)) {
-        *d = b as c_char;
-    }
+    crate::vk_layer::copy_c_str(dst, s.as_bytes());
 }
 
 pub fn layer_properties() -> vk::LayerProperties {
@@ -104,6 +113,9 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
     // Physical-device queries are hooked only when some emulation may be active.
     let may_emulate = ext::ALL.iter().any(|e| e.may_emulate(&inst.settings));
     let may_adjust_properties = ext::ALL.iter().any(|e| e.reports_properties(&inst.settings));
+    if let Some(f) = messengers::instance_hook(&inst, name.to_bytes()) {
+        return Some(f);
+    }
     match name.to_bytes() {
         b"vkGetDeviceProcAddr" => pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr),
         b"vkDestroyInstance" => pfn!(instance::destroy_instance as vk::PFN_vkDestroyInstance),
@@ -117,6 +129,8 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
         b"vkGetPhysicalDeviceFeatures2KHR" if may_emulate && next.is_some() => {
             pfn!(instance::get_physical_device_features2_khr as vk::PFN_vkGetPhysicalDeviceFeatures2)
         }
+        b"vkGetPhysicalDeviceToolProperties" => pfn!(tooling::get_physical_device_tool_properties as vk::PFN_vkGetPhysicalDeviceToolProperties),
+        b"vkGetPhysicalDeviceToolPropertiesEXT" => pfn!(tooling::get_physical_device_tool_properties_ext as vk::PFN_vkGetPhysicalDeviceToolProperties),
         b"vkGetPhysicalDeviceProperties2" if may_adjust_properties && next.is_some() => {
             pfn!(instance::get_physical_device_properties2 as vk::PFN_vkGetPhysicalDeviceProperties2)
         }
@@ -150,6 +164,11 @@ unsafe fn get_device_proc_addr(device: vk::Device, name: &CStr) -> vk::PFN_vkVoi
     // devices where they are active.
     if let Some(f) = dev.components.iter().find_map(|c| c.device_hook(name.to_bytes(), next.is_some())) {
         return Some(f);
+    }
+    // Debug names for the layer's messages, where it does something and the application
+    // may name objects (VK_EXT_debug_utils enabled on the instance).
+    if name.to_bytes() == b"vkSetDebugUtilsObjectNameEXT" && next.is_some() && (dev.options.is_some() || !dev.components.is_empty()) {
+        return pfn!(messengers::set_debug_utils_object_name as vk::PFN_vkSetDebugUtilsObjectNameEXT);
     }
     // Shader hooks only where something is emulated, and only where the command exists below.
     if dev.options.is_none() || next.is_none() {
@@ -259,7 +278,7 @@ mod tests {
                 vkEnumerateDeviceExtensionProperties(vk::PhysicalDevice::null(), name.as_ptr(), &mut count, null_mut()),
                 vk::Result::SUCCESS
             );
-            assert_eq!(count, 3);
+            assert_eq!(count, 4);
             let mut d = vk::ExtensionProperties::default();
             count = 1;
             assert_eq!(

@@ -1,4 +1,5 @@
 //! One-line log messages: `[polyfill] LEVEL: message`, to stderr or (appended) to `log_file`.
+//! The `log_*!` macros (crate::messages) write here and to the application's messengers.
 //!
 //! The configuration lives in drop-free statics (a `RwLock` and a `Mutex<Option<File>>` in a
 //! `static` are never dropped), so nothing runs when the library is unloaded.
@@ -82,15 +83,6 @@ fn write_line(level: Level, message: &str) {
         }
     }
 }
-
-#[macro_export]
-macro_rules! log_error { ($($a:tt)*) => { $crate::log::log($crate::log::Level::Error, &format!($($a)*)) } }
-#[macro_export]
-macro_rules! log_warn { ($($a:tt)*) => { $crate::log::log($crate::log::Level::Warn, &format!($($a)*)) } }
-#[macro_export]
-macro_rules! log_info { ($($a:tt)*) => { if $crate::log::enabled($crate::log::Level::Info) { $crate::log::log($crate::log::Level::Info, &format!($($a)*)) } } }
-#[macro_export]
-macro_rules! log_debug { ($($a:tt)*) => { if $crate::log::enabled($crate::log::Level::Debug) { $crate::log::log($crate::log::Level::Debug, &format!($($a)*)) } } }
 
 #[cfg(test)]
 mod tests {

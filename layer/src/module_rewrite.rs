@@ -3,6 +3,7 @@
 //! (`dump_shaders_dir`) and logged; failures are logged with the reason and reported so the
 //! hook returns an error instead of handing the driver a module it cannot compile.
 use crate::dispatch::DeviceData;
+use crate::messages::{self, Object};
 use crate::{log_debug, log_error, log_info};
 use ash::vk;
 use std::borrow::Cow;
@@ -41,7 +42,7 @@ fn dump(dir: &Path, hash: &str, suffix: &str, words: &[u32]) {
     let path = dir.join(format!("{hash}.{suffix}.spv"));
     let r = std::fs::create_dir_all(dir).and_then(|_| write_words(&path, words));
     if let Err(e) = r {
-        log_error!("dump_shaders_dir: cannot write {}: {e}", path.display());
+        log_error!(DUMP_FAILED, "dump_shaders_dir: cannot write {}: {e}", path.display());
     }
 }
 
@@ -98,6 +99,7 @@ fn without_unsupported_quirk(
         return None;
     }
     log_debug!(
+        TRACE,
         "{hook}: device '{}': module {hash} has entry points in {stages:?}, where the device has no subgroup ballot ({:?}): rewritten without the array-length workaround",
         dev.name,
         dev.subgroup_ballot_stages
@@ -114,21 +116,24 @@ fn without_unsupported_quirk(
 pub unsafe fn prepare(dev: &DeviceData, hook: &str, code: *const c_void, size: usize) -> Prepared {
     let Some(options) = dev.options.as_ref() else { return Prepared::PassThrough };
     let Some(words) = words(code, size) else {
-        log_debug!("{hook}: code size {size} / pointer {code:?} is not a SPIR-V word stream; passed down untouched");
+        log_debug!(SHADER_PASSED, "{hook}: code size {size} / pointer {code:?} is not a SPIR-V word stream; passed down untouched");
         return Prepared::PassThrough;
     };
     match shader_rewrite::scan(&words) {
         Err(e) => {
-            log_debug!("{hook}: scan cannot read the module ({e}); passed down untouched");
+            log_debug!(TRACE, "{hook}: scan cannot read the module ({e}); passed down untouched");
             return Prepared::PassThrough;
         }
         Ok(found) if !found.any(options) => {
-            log_debug!("{hook}: module needs no emulation; passed down untouched");
+            log_debug!(SHADER_PASSED, "{hook}: module needs no emulation; passed down untouched");
             return Prepared::PassThrough;
         }
         Ok(_) => {}
     }
     let hash = module_hash(&words);
+    // Messages about this module name it by its hash (it has no handle yet).
+    let module = Object { ty: vk::ObjectType::SHADER_MODULE, handle: 0, module_hash: u64::from_str_radix(&hash, 16).unwrap_or(0) };
+    let _in_scope = messages::with_object(module);
     let dump_dir = dev.settings.dump_shaders_dir.as_deref();
     if let Some(dir) = dump_dir {
         dump(dir, &hash, "before", &words);
@@ -143,6 +148,7 @@ pub unsafe fn prepare(dev: &DeviceData, hook: &str, code: *const c_void, size: u
                 dump(dir, &hash, "after", &out.words);
             }
             log_info!(
+                SHADER_REWRITTEN,
                 "{hook}: device '{}': rewrote module {hash} ({} -> {} words) in {us} us: {}",
                 dev.name,
                 words.len(),
@@ -153,6 +159,7 @@ pub unsafe fn prepare(dev: &DeviceData, hook: &str, code: *const c_void, size: u
         }
         Err(e) => {
             log_error!(
+                SHADER_REFUSED,
                 "{hook}: device '{}': module {hash} cannot be emulated: {e}; returning {REWRITE_FAILED:?}",
                 dev.name
             );

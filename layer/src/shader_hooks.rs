@@ -29,7 +29,7 @@ const PANIC_RESULT: vk::Result = vk::Result::ERROR_UNKNOWN;
 unsafe fn device(device: vk::Device, hook: &str) -> Option<Arc<DeviceData>> {
     let d = device_data(device);
     if d.is_none() {
-        log_error!("{hook}: unknown device {device:?}");
+        log_error!(LOADER_INTERFACE, "{hook}: unknown device {device:?}");
     }
     d
 }
@@ -125,7 +125,7 @@ unsafe fn rewrite_stage<'a>(dev: &DeviceData, hook: &str, stage: &vk::PipelineSh
         Prepared::Rewritten(words) => {
             let mut chain = Chain::copy(stage.p_next);
             let Some(m) = chain.find_mut::<vk::ShaderModuleCreateInfo>(S::SHADER_MODULE_CREATE_INFO) else {
-                log_error!("{hook}: the stage's VkShaderModuleCreateInfo sits behind an unknown structure; cannot replace its code; returning {REWRITE_FAILED:?}");
+                log_error!(SHADER_REFUSED, "{hook}: the stage's VkShaderModuleCreateInfo sits behind an unknown structure; cannot replace its code; returning {REWRITE_FAILED:?}");
                 return Stage::Failed;
             };
             m.p_code = words.as_ptr();

@@ -69,3 +69,12 @@ pub unsafe fn find_link_info<T>(head: *const c_void, s_type: vk::StructureType) 
         })
         .map(|n| n as *mut T)
 }
+
+/// Copies `s` into a fixed-size C string array (`VkLayerProperties::layerName` and the like),
+/// truncated to keep the terminating NUL.
+pub fn copy_c_str(dst: &mut [std::ffi::c_char], s: &[u8]) {
+    let n = s.len().min(dst.len().saturating_sub(1));
+    for (d, b) in dst.iter_mut().zip(&s[..n]) {
+        *d = *b as std::ffi::c_char;
+    }
+}

@@ -52,6 +52,9 @@ pub struct ContextOptions {
     pub shader_object: bool,
     /// `VkApplicationInfo::pEngineName` (default "polyfill-e2e"; vkd3d-proton's is "vkd3d").
     pub engine_name: String,
+    /// Register a debug-utils messenger for every severity and type (the validation layer's
+    /// messenger takes errors and warnings only).
+    pub messenger: bool,
 }
 
 /// The extension through which applications get bindless texture handles.
@@ -72,6 +75,7 @@ impl Default for ContextOptions {
             bindless_features: false,
             shader_object: false,
             engine_name: "polyfill-e2e".to_string(),
+            messenger: false,
         }
     }
 }
@@ -119,6 +123,10 @@ impl ContextOptions {
         self
     }
     /// Builder: set `VkApplicationInfo::pEngineName`.
+    pub fn messenger(mut self, on: bool) -> Self {
+        self.messenger = on;
+        self
+    }
     pub fn engine_name(mut self, name: &str) -> Self {
         self.engine_name = name.to_string();
         self
@@ -234,7 +242,21 @@ impl Default for ComputeJob {
 #[derive(Debug, Clone)]
 pub struct ValidationMessage {
     pub severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    pub types: vk::DebugUtilsMessageTypeFlagsEXT,
+    /// `pMessageIdName` (empty when null).
+    pub id: String,
+    pub id_number: i32,
+    /// `[id] message`.
     pub text: String,
+    /// `pObjects`: type, handle, debug name.
+    pub objects: Vec<(vk::ObjectType, u64, Option<String>)>,
+}
+
+impl ValidationMessage {
+    /// From the polyfill layer itself (not the validation layer or the loader).
+    pub fn from_layer(&self) -> bool {
+        self.id.starts_with("POLYFILL-")
+    }
 }
 
 /// Instance + lavapipe device + one compute queue. `Send + Sync`; `run_compute` may be called
@@ -264,7 +286,7 @@ unsafe impl Sync for Context {}
 
 unsafe extern "system" fn debug_callback(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
-    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    types: vk::DebugUtilsMessageTypeFlagsEXT,
     data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
     user: *mut c_void,
 ) -> vk::Bool32 {
@@ -276,9 +298,17 @@ unsafe extern "system" fn debug_callback(
         let id = data.message_id_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let msg = data.message_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let text = if id.is_empty() { msg } else { format!("[{id}] {msg}") };
+        let objects = if data.p_objects.is_null() {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(data.p_objects, data.object_count as usize)
+                .iter()
+                .map(|o| (o.object_type, o.object_handle, o.object_name_as_c_str().map(|n| n.to_string_lossy().into_owned())))
+                .collect()
+        };
         let sink = &*(user as *const Mutex<Vec<ValidationMessage>>);
         if let Ok(mut v) = sink.lock() {
-            v.push(ValidationMessage { severity, text });
+            v.push(ValidationMessage { severity, types, id, id_number: data.message_id_number, text, objects });
         }
     });
     vk::FALSE
@@ -345,7 +375,7 @@ impl Context {
         let layer_c = cstrings(&layers)?;
         let layer_p: Vec<*const i8> = layer_c.iter().map(|c| c.as_ptr()).collect();
         let mut inst_exts: Vec<CString> = Vec::new();
-        if options.validation {
+        if options.validation || options.messenger {
             inst_exts.push(CString::from(ash::ext::debug_utils::NAME));
         }
         let inst_ext_p: Vec<*const i8> = inst_exts.iter().map(|c| c.as_ptr()).collect();
@@ -392,12 +422,12 @@ impl Context {
         // From here on, destroy the instance on error.
         let messages: Arc<Mutex<Vec<ValidationMessage>>> = Arc::new(Mutex::new(Vec::new()));
         let mut debug_utils = None;
-        if options.validation {
+        if options.validation || options.messenger {
+            type Sev = vk::DebugUtilsMessageSeverityFlagsEXT;
+            let severities = if options.messenger { Sev::ERROR | Sev::WARNING | Sev::INFO | Sev::VERBOSE } else { Sev::ERROR | Sev::WARNING };
             let du = ash::ext::debug_utils::Instance::new(&entry, &instance);
             let ci = vk::DebugUtilsMessengerCreateInfoEXT::default()
-                .message_severity(
-                    vk::DebugUtilsMessageSeverityFlagsEXT::ERROR | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING,
-                )
+                .message_severity(severities)
                 .message_type(
                     vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
                         | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
@@ -629,13 +659,18 @@ impl Context {
     pub fn validation_messages(&self) -> Vec<ValidationMessage> {
         self.messages.lock().map(|v| v.clone()).unwrap_or_default()
     }
-    /// ERROR-severity validation messages so far.
+    /// ERROR-severity messages so far from the validation layer and the loader (the polyfill
+    /// layer's own messages reach the messenger too: [`Self::layer_messages`]).
     pub fn validation_errors(&self) -> Vec<String> {
         self.validation_messages()
             .into_iter()
-            .filter(|m| m.severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR))
+            .filter(|m| m.severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) && !m.from_layer())
             .map(|m| m.text)
             .collect()
+    }
+    /// The polyfill layer's messages so far (`POLYFILL-*` IDs).
+    pub fn layer_messages(&self) -> Vec<ValidationMessage> {
+        self.validation_messages().into_iter().filter(|m| m.from_layer()).collect()
     }
     /// Forgets collected messages.
     pub fn clear_validation_messages(&self) {

@@ -13,9 +13,7 @@
 //!   (a 999 999-descriptor update-after-bind sampled-image binding; all maxBoundDescriptorSets
 //!   sets) are valid and serve plain pipelines; bindless pipelines with them are refused with
 //!   the limit named in the log; a bindless pipeline with room works. Zero validation errors.
-//! - `vkd3d_offset_buffer_warning`: engine "vkd3d" (vkd3d-proton) on a device where the layer
-//!   provides VK_NV_raw_access_chains and minStorageBufferOffsetAlignment > 4 gets exactly one
-//!   warning at vkCreateDevice; another engine gets none.
+//!   (vkd3d-proton's raw-chain quirk: tests/tests/client_quirks.rs.)
 
 use ash::vk;
 use polyfill_e2e::bindless::shaders;
@@ -218,37 +216,4 @@ fn full_layouts_stay_valid_bindless_pipelines_without_room_are_refused() {
     assert_eq!(text.lines().filter(|l| l.contains("ERROR")).count(), 2, "no other errors:\n{text}");
     println!("{}", out.stdout.lines().find(|l| l.contains("LAYOUT-IMAGES")).unwrap_or("(child printed no LAYOUT-IMAGES line)"));
     refusals.iter().for_each(|l| println!("{l}"));
-}
-
-const WARNING: &str = "vkd3d-proton's raw-access-chain shaders ignore its SSBO offset buffer";
-
-#[test]
-fn vkd3d_offset_buffer_warning() {
-    const NAME: &str = "vkd3d_offset_buffer_warning";
-    const ENGINE_VAR: &str = "POLYFILL_E2E_ENGINE";
-    if child::is_child(NAME) {
-        let engine = std::env::var(ENGINE_VAR).unwrap();
-        Context::new(&ContextOptions::raw_access_chains().engine_name(&engine)).unwrap_or_else(|e| panic!("{e}"));
-        return;
-    }
-    let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
-    if native.has_device_extension("VK_NV_raw_access_chains") {
-        eprintln!("the driver has VK_NV_raw_access_chains; nothing to emulate");
-        return;
-    }
-    let alignment = native.limits().min_storage_buffer_offset_alignment;
-    drop(native);
-    let dir = child::temp_dir("vkd3d_warning");
-    for (engine, want) in [("vkd3d", usize::from(alignment > 4)), ("polyfill-e2e", 0)] {
-        let log = dir.join(format!("{engine}.log"));
-        let env = [(env_var_name("log_file"), log.to_str().unwrap().to_string()), (env_var_name("log_level"), "warn".into()), (ENGINE_VAR.into(), engine.into())];
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let out = child::spawn(NAME, &env, None);
-        let text = read_log(&log);
-        assert!(out.success(), "child ({engine}) failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
-        let lines: Vec<&str> = text.lines().filter(|l| l.contains(WARNING)).collect();
-        assert_eq!(lines.len(), want, "engine {engine}, minStorageBufferOffsetAlignment {alignment}: log:\n{text}");
-        assert!(lines.iter().all(|l| l.contains("WARN") && l.contains(&format!("minStorageBufferOffsetAlignment {alignment}"))), "{lines:?}");
-        lines.iter().for_each(|l| println!("{engine}: {l}"));
-    }
 }

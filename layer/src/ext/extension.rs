@@ -29,8 +29,8 @@ pub trait Activated {
 
 pub trait ExtensionEmulation: Sync {
     fn extension(&self) -> &'static LayerExtension;
-    /// Its mode setting (before `force_enable`).
-    fn mode(&self, settings: &Settings) -> Mode;
+    /// The key of its mode setting.
+    fn setting(&self) -> &'static str;
     /// Feature structures of the extension alone: hidden from the driver in queries and removed
     /// from vkCreateDevice (VUID-VkDeviceCreateInfo-pNext-pNext).
     fn feature_structs(&self) -> &'static [vk::StructureType] {
@@ -86,12 +86,23 @@ pub trait ExtensionEmulation: Sync {
     unsafe fn activate(&self, pd: &PhysDev, services: &mut Services) -> Result<Box<dyn Activated>, String>;
 }
 
-/// Its status on `pd`: the mode, driver support, and whether the device can host it.
+/// Its mode setting (before `force_enable`).
+fn mode<E: ExtensionEmulation + ?Sized>(e: &E, settings: &Settings) -> Mode {
+    settings.mode(e.setting()).unwrap_or(Mode::Auto)
+}
+
+/// Its status on `pd`: the mode (with `auto` as the client quirks make it for this client and
+/// device), driver support, and whether the device can host it.
 ///
 /// # Safety
 /// `pd` is live.
 pub unsafe fn status_on<E: ExtensionEmulation + ?Sized>(e: &E, pd: &PhysDev) -> Status {
-    let s = status_for(e.mode(&pd.inst.settings), pd.inst.settings.force_enable, e.driver_has(pd));
+    let settings = &pd.inst.settings;
+    let mut m = crate::emulation::effective(mode(e, settings), settings.force_enable);
+    if m == Mode::Auto {
+        m = crate::quirks::auto_mode(e.setting(), pd);
+    }
+    let s = status_for(m, false, e.driver_has(pd));
     if matches!(s, Status::Emulated { .. }) && e.unavailable(pd).is_some() {
         Status::Unavailable
     } else {
@@ -107,7 +118,7 @@ impl<E: ExtensionEmulation> Emulation for E {
         std::slice::from_ref(self.extension())
     }
     fn may_emulate(&self, settings: &Settings) -> bool {
-        crate::emulation::effective(self.mode(settings), settings.force_enable) != Mode::Off
+        crate::emulation::effective(mode(self, settings), settings.force_enable) != Mode::Off
     }
     fn reports_properties(&self, settings: &Settings) -> bool {
         self.adjusts_properties() && self.may_emulate(settings)
@@ -143,6 +154,7 @@ impl<E: ExtensionEmulation> Emulation for E {
         if decision.requested && decision.status == Status::Unavailable {
             if let Some(why) = self.unavailable(pd) {
                 log_error!(
+                    DEVICE_EMULATION,
                     "vkCreateDevice: device '{}': the application enabled {} but it cannot be emulated: {why}",
                     pd.info.name,
                     decision.name
@@ -153,7 +165,7 @@ impl<E: ExtensionEmulation> Emulation for E {
             match self.activate(pd, services) {
                 Ok(a) => Some(a),
                 Err(why) => {
-                    log_error!("vkCreateDevice: device '{}': {} cannot be emulated: {why}", pd.info.name, decision.name);
+                    log_error!(DEVICE_REFUSED, "vkCreateDevice: device '{}': {} cannot be emulated: {why}", pd.info.name, decision.name);
                     None
                 }
             }

@@ -47,7 +47,6 @@
 //!    tests (feature reporting, stripping), and e2e tests on lavapipe native vs `force`
 //!    (tests/tests/buffer_device_address.rs).
 use crate::emulation::Emulation;
-use ash::vk;
 
 pub mod bda;
 pub mod bindless;
@@ -59,19 +58,14 @@ pub mod small_storage;
 pub static ALL: &[&dyn Emulation] =
     &[&raw_access_chains::RawAccessChains, &bindless::ImageViewHandle, &bda::BufferDeviceAddress, &small_storage::SmallStorageFeatures];
 
-/// The device extensions this layer implements (the answer for `pLayerName == our name`).
-pub fn layer_device_extensions() -> Vec<vk::ExtensionProperties> {
-    ALL.iter().flat_map(|e| e.extensions()).map(|e| e.properties()).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn layer_extensions() {
-        let names: Vec<_> = layer_device_extensions().iter().map(|e| e.extension_name_as_c_str().unwrap().to_owned()).collect();
+        let names: Vec<_> = ALL.iter().flat_map(|e| e.extensions()).map(|e| e.name).collect();
         assert_eq!(names, [c"VK_NV_raw_access_chains", c"VK_NVX_image_view_handle", c"VK_KHR_buffer_device_address"]);
-        assert!(layer_device_extensions().iter().all(|e| e.spec_version == 1));
+        assert!(ALL.iter().flat_map(|e| e.extensions()).all(|e| e.spec_version == 1));
     }
 }

@@ -5,7 +5,7 @@
 use super::extension::{Activated, ExtensionEmulation};
 use crate::emulation::{LayerExtension, PhysDev, Services};
 use crate::pnext;
-use crate::settings::{Mode, Settings};
+
 use ash::vk;
 use std::ffi::{c_void, CStr};
 
@@ -21,8 +21,8 @@ impl ExtensionEmulation for RawAccessChains {
     fn extension(&self) -> &'static LayerExtension {
         &EXTENSION
     }
-    fn mode(&self, settings: &Settings) -> Mode {
-        settings.raw_access_chains
+    fn setting(&self) -> &'static str {
+        "raw_access_chains"
     }
     fn feature_structs(&self) -> &'static [vk::StructureType] {
         &[FEATURES]
@@ -53,37 +53,27 @@ impl Activated for Lowering {
     }
 }
 
-/// vkd3d-proton's `VkApplicationInfo::pEngineName` (libs/vkd3d/device.c).
-pub const VKD3D_ENGINE: &str = "vkd3d";
-
-/// The warning for vkd3d-proton on a device where the layer provides raw access chains, if it
-/// applies: vkd3d-proton's raw-chain path (dxil-spirv `emit_raw_access_chain`) ignores its SSBO
-/// offset buffer, which vkd3d-proton uses only where `minStorageBufferOffsetAlignment` > 4 (it
-/// forces 4 on NVIDIA's driver, the one driver with the extension). Elsewhere a structured or
-/// byte-address view whose offset is not a multiple of the alignment is bound at the aligned-down
-/// offset, and its raw-chain accesses land up to `alignment - 4` bytes early.
-fn vkd3d_warning(engine: &str, emulated: bool, alignment: u64) -> Option<String> {
-    (engine == VKD3D_ENGINE && emulated && alignment > 4).then(|| {
-        format!(
-            "engine '{VKD3D_ENGINE}' (vkd3d-proton) with VK_NV_raw_access_chains provided by the layer and minStorageBufferOffsetAlignment {alignment}: vkd3d-proton's raw-access-chain shaders ignore its SSBO offset buffer (used only where the alignment is above 4), so structured/byte-address buffer views at offsets that are not multiples of {alignment} read and write up to {} bytes before the view. This is vkd3d-proton's limitation, not the layer's; to avoid it, set raw_access_chains=off (vkd3d-proton then uses its offset-buffer path)",
-            alignment - 4
-        )
-    })
+/// The warning for vkd3d-proton where the layer provides raw access chains although its client
+/// quirk says not to (`raw_access_chains=force`): vkd3d-proton's raw-chain path (dxil-spirv
+/// `emit_raw_access_chain`) ignores its SSBO offset buffer, so a structured or byte-address view
+/// whose offset is not a multiple of the alignment is bound at the aligned-down offset, and its
+/// raw-chain accesses land up to `alignment - 4` bytes early.
+fn vkd3d_warning(fact: &str) -> String {
+    format!(
+        "engine 'vkd3d' (vkd3d-proton) with VK_NV_raw_access_chains provided by the layer (raw_access_chains=force) and {fact}: vkd3d-proton's raw-access-chain shaders ignore its SSBO offset buffer, so structured/byte-address buffer views at offsets that are not multiples of the alignment read and write up to alignment - 4 bytes before the view. This is vkd3d-proton's limitation, not the layer's; the default (raw_access_chains=auto) does not offer the extension to vkd3d-proton here"
+    )
 }
 
-/// At vkCreateDevice, where the layer provides the extension: logs [`vkd3d_warning`] once for
-/// the device when it applies.
+/// At vkCreateDevice, where the layer provides the extension: logs [`vkd3d_warning`] once per
+/// instance when it applies.
 ///
 /// # Safety
 /// `pd` is live.
 unsafe fn warn_vkd3d_offset_buffer(pd: &PhysDev) {
-    if pd.inst.engine_name != VKD3D_ENGINE {
-        return;
-    }
-    let mut props = vk::PhysicalDeviceProperties::default();
-    (pd.inst.get_physical_device_properties)(pd.pd, &mut props);
-    if let Some(w) = vkd3d_warning(&pd.inst.engine_name, true, props.limits.min_storage_buffer_offset_alignment) {
-        crate::log_warn!("vkCreateDevice: device '{}': {w}", pd.info.name);
+    if let Some(fact) = crate::quirks::VKD3D_RAW_ACCESS_CHAINS.applies_to(pd) {
+        if crate::messages::first_time("vkd3d-offset-buffer") {
+            crate::log_warn!(VKD3D_OFFSET_BUFFER, "vkCreateDevice: device '{}': {}", pd.info.name, vkd3d_warning(&fact));
+        }
     }
 }
 
@@ -110,11 +100,8 @@ mod tests {
     }
 
     #[test]
-    fn vkd3d_warning_only_where_it_applies() {
-        let w = vkd3d_warning("vkd3d", true, 16).unwrap();
-        assert!(w.contains("minStorageBufferOffsetAlignment 16") && w.contains("up to 12 bytes"), "{w}");
-        assert!(vkd3d_warning("vkd3d", true, 4).is_none(), "NVIDIA-like alignment: the offset buffer is not needed");
-        assert!(vkd3d_warning("vkd3d", false, 16).is_none(), "native or off: not the layer's chains");
-        assert!(vkd3d_warning("DXVK", true, 16).is_none());
+    fn vkd3d_warning_names_the_fact() {
+        let w = vkd3d_warning("minStorageBufferOffsetAlignment 16");
+        assert!(w.contains("minStorageBufferOffsetAlignment 16") && w.contains("raw_access_chains=force"), "{w}");
     }
 }

@@ -179,7 +179,7 @@ macro_rules! work_hooks {
             pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer, $($arg: $ty),*) {
                 guard($vkname, (), || unsafe {
                     let Some(b) = table_device_of_cb(cb) else {
-                        log_error!("{}: command buffer {cb:?} of an unknown device", $vkname);
+                        log_error!(LOADER_INTERFACE, "{}: command buffer {cb:?} of an unknown device", $vkname);
                         return;
                     };
                     b.before_work(cb, $bp);
@@ -242,7 +242,7 @@ work_hooks! {
 unsafe fn device_for(cb: vk::CommandBuffer, hook: &str) -> Option<std::sync::Arc<TableDevice>> {
     let b = table_device_of_cb(cb);
     if b.is_none() {
-        log_error!("{hook}: command buffer {cb:?} of an unknown device");
+        log_error!(LOADER_INTERFACE, "{hook}: command buffer {cb:?} of an unknown device");
     }
     b
 }

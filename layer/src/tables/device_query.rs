@@ -55,8 +55,8 @@ pub unsafe fn caps_once<C: Clone + Send + Sync + 'static>(
     pd.info.slots.get_or_init::<Result<C, String>>(|| {
         let r = query(pd.inst, pd.pd, pd.info).and_then(|d| caps(&d));
         match &r {
-            Ok(c) => log_info!("{user}: device '{}': {extension} can be emulated: {}", pd.info.name, describe(c)),
-            Err(why) => log_info!("{user}: device '{}': {extension} cannot be emulated: {why}", pd.info.name),
+            Ok(c) => log_info!(DEVICE_EMULATION, "{user}: device '{}': {extension} can be emulated: {}", pd.info.name, describe(c)),
+            Err(why) => log_info!(DEVICE_EMULATION, "{user}: device '{}': {extension} cannot be emulated: {why}", pd.info.name),
         }
         r
     })

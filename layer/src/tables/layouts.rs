@@ -70,7 +70,7 @@ pub unsafe extern "system" fn create_descriptor_set_layout(
     const HOOK: &str = "vkCreateDescriptorSetLayout";
     guard(HOOK, vk::Result::ERROR_UNKNOWN, || unsafe {
         let Some(b) = table_device(device) else {
-            log_error!("{HOOK}: device {device:?} has no descriptor table");
+            log_error!(LOADER_INTERFACE, "{HOOK}: device {device:?} has no descriptor table");
             return vk::Result::ERROR_INITIALIZATION_FAILED;
         };
         let Some(next) = b.next.create_descriptor_set_layout else { return vk::Result::ERROR_INITIALIZATION_FAILED };
@@ -105,7 +105,7 @@ pub unsafe extern "system" fn create_pipeline_layout(
     const HOOK: &str = "vkCreatePipelineLayout";
     guard(HOOK, vk::Result::ERROR_UNKNOWN, || unsafe {
         let Some(b) = table_device(device) else {
-            log_error!("{HOOK}: device {device:?} has no descriptor table");
+            log_error!(LOADER_INTERFACE, "{HOOK}: device {device:?} has no descriptor table");
             return vk::Result::ERROR_INITIALIZATION_FAILED;
         };
         let Some(next) = b.next.create_pipeline_layout else { return vk::Result::ERROR_INITIALIZATION_FAILED };
@@ -120,7 +120,7 @@ pub unsafe extern "system" fn create_pipeline_layout(
             Err(why) => {
                 // Normal for clients that use the limits (vkd3d-proton's heaps): only an error
                 // if a pipeline using the table is created with the layout (pipelines.rs).
-                log_debug!("{HOOK}: no descriptor table in this layout: {why}");
+                log_debug!(TRACE, "{HOOK}: no descriptor table in this layout: {why}");
                 (next(device, p_create_info, p_allocator, p_layout), Some(why))
             }
         };
@@ -149,7 +149,7 @@ pub unsafe extern "system" fn destroy_pipeline_layout(device: vk::Device, layout
             _ => false,
         };
         if keep {
-            log_debug!("{HOOK}: layout {layout:?} still serves pipelines using the table; destroyed with the last of them");
+            log_debug!(TRACE, "{HOOK}: layout {layout:?} still serves pipelines using the table; destroyed with the last of them");
             return;
         }
         b.layouts.remove(&layout.as_raw());

@@ -26,13 +26,6 @@ use ash::vk;
 use dashmap::DashMap;
 use std::sync::{Arc, Mutex};
 
-/// Casts a hook to `PFN_vkVoidFunction` (as in loader_interface.rs).
-macro_rules! pfn {
-    ($f:expr) => {
-        Some(unsafe { std::mem::transmute::<*const (), unsafe extern "system" fn()>($f as *const ()) })
-    };
-}
-pub(crate) use pfn;
 
 pub mod budget;
 pub mod commands;

@@ -54,12 +54,14 @@ impl TableDevice {
     /// layout without it lacks (VUID-VkComputePipelineCreateInfo-layout-07988 and the graphics
     /// and ray-tracing equivalents).
     pub fn layout_ready(&self, hook: &str, layout: vk::PipelineLayout) -> bool {
+        let _in_scope = crate::messages::with_object(crate::messages::Object { ty: vk::ObjectType::PIPELINE_LAYOUT, handle: layout.as_raw(), module_hash: 0 });
         let why = match self.layout_table(layout) {
             Ok(()) => return true,
             Err(Some(refusal)) => refusal.to_string(),
             Err(None) => "the layout was not created through the layer".to_string(),
         };
         log_error!(
+            PIPELINE_REFUSED,
             "{hook}: device '{}': a pipeline uses the descriptor table (bindless textures or buffer device addresses) but its layout {layout:?} has no room for the descriptor table at set {}: {why}; refusing the pipeline",
             self.name,
             self.table.config.set
@@ -74,7 +76,7 @@ impl TableDevice {
         }
         self.retain_layout(layout);
         self.pipelines.insert(pipeline.as_raw(), layout);
-        log_debug!("{hook}: device '{}': pipeline {pipeline:?} (layout {layout:?}) uses the descriptor table", self.name);
+        log_debug!(TRACE, "{hook}: device '{}': pipeline {pipeline:?} (layout {layout:?}) uses the descriptor table", self.name);
     }
 }
 
@@ -95,7 +97,7 @@ impl ShaderObserver for TableDevice {
     unsafe fn pipelines_allowed(&self, hook: &str, pipelines: &[PipelineDesc], deferred: bool) -> bool {
         let using: Vec<&PipelineDesc> = pipelines.iter().filter(|p| self.pipeline_uses_table(p)).collect();
         if deferred && !using.is_empty() {
-            log_error!("{hook}: deferred creation of ray-tracing pipelines using the descriptor table is not tracked; the descriptor table will not be bound for them");
+            log_error!(DEFERRED_OPERATION, "{hook}: deferred creation of ray-tracing pipelines using the descriptor table is not tracked; the descriptor table will not be bound for them");
         }
         using.iter().all(|p| self.layout_ready(hook, p.layout))
     }

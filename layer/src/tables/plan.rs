@@ -41,7 +41,7 @@ impl DevicePlan for Plan {
             let added = features::enable(&mut edit.chain, &mut edit.enabled_features, &edit.extensions, edit.version, u.indexing, &u.core)
                 .map_err(|why| format!("{} cannot be emulated: {why}", u.name))?;
             if !added.is_empty() {
-                log_info!("vkCreateDevice: device '{name}': enabling driver features for the descriptor table ({}): {}", u.name, added.join(", "));
+                log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': enabling driver features for the descriptor table ({}): {}", u.name, added.join(", "));
             }
         }
         // Null descriptors for the table's free slots (a garbage handle or address then reads
@@ -51,9 +51,10 @@ impl DevicePlan for Plan {
             Ok(added) => {
                 self.null_descriptor = true;
                 let how = added.map_or(String::new(), |e| format!("{} ", e.to_str().unwrap_or("?")));
-                log_info!("vkCreateDevice: device '{name}': enabling {how}(nullDescriptor) for the descriptor table's free slots");
+                log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': enabling {how}(nullDescriptor) for the descriptor table's free slots");
             }
             Err(why) => log_warn!(
+                NO_NULL_DESCRIPTOR,
                 "vkCreateDevice: device '{name}': no null descriptors for the descriptor table ({why}): free slots stay unwritten, and a garbage handle or address naming one is undefined behaviour (may crash)"
             ),
         }
@@ -64,6 +65,7 @@ impl DevicePlan for Plan {
         let t = TableDevice::create(dev.device, dev.gdpa, dev.name, config.clone(), self.limits, self.null_descriptor, self.users)
             .map_err(|why| format!("cannot create the descriptor table: {why}"))?;
         log_info!(
+            DESCRIPTOR_TABLE,
             "vkCreateDevice: device '{}': descriptor table ({}) appended to every pipeline layout it fits beside at set {} and bound before work that uses it",
             dev.name,
             config.describe(),

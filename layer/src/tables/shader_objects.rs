@@ -74,7 +74,7 @@ impl TableDevice {
                 Ok(l) => layouts[i] = l,
                 Err(e) => {
                     if e != REWRITE_FAILED {
-                        log_error!("{hook}: device '{}': cannot create the pipeline layout for shader object {i} (it uses the descriptor table): {e:?}", self.name);
+                        log_error!(PIPELINE_REFUSED, "{hook}: device '{}': cannot create the pipeline layout for shader object {i} (it uses the descriptor table): {e:?}", self.name);
                     }
                     layouts.iter().for_each(|&l| self.destroy_shader_layout(l));
                     return Err(e);
@@ -100,7 +100,7 @@ impl TableDevice {
                     out.no_table.push(None);
                 }
                 Err(why) => {
-                    log_debug!("{hook}: shader {i}: no descriptor table in its set layouts: {why}");
+                    log_debug!(TRACE, "{hook}: shader {i}: no descriptor table in its set layouts: {why}");
                     out.no_table.push(Some(why));
                 }
             }
@@ -113,6 +113,7 @@ impl TableDevice {
     pub fn shader_ready(&self, hook: &str, i: usize, padded: &Padded) -> bool {
         let Some(why) = padded.no_table[i] else { return true };
         log_error!(
+            PIPELINE_REFUSED,
             "{hook}: device '{}': shader object {i} uses the descriptor table (bindless textures or buffer device addresses) but its set layouts have no room for the descriptor table at set {}: {why}; refusing the shaders",
             self.name,
             self.table.config.set
@@ -162,7 +163,7 @@ impl TableDevice {
             if s == vk::ShaderEXT::null() {
                 self.destroy_shader_layout(l);
             } else {
-                log_debug!("{hook}: device '{}': shader object {s:?} uses the descriptor table (layout {l:?})", self.name);
+                log_debug!(TRACE, "{hook}: device '{}': shader object {s:?} uses the descriptor table (layout {l:?})", self.name);
                 if let Some(old) = self.shaders.insert(s.as_raw(), l) {
                     self.destroy_shader_layout(old); // a stale entry for a reused handle value
                 }
@@ -192,7 +193,7 @@ pub unsafe extern "system" fn destroy_shader_ext(device: vk::Device, shader: vk:
     const HOOK: &str = "vkDestroyShaderEXT";
     guard(HOOK, (), || unsafe {
         let Some(b) = table_device(device) else {
-            log_error!("{HOOK}: device {device:?} has no descriptor table");
+            log_error!(LOADER_INTERFACE, "{HOOK}: device {device:?} has no descriptor table");
             return;
         };
         let layout = b.shaders.remove(&shader.as_raw()).map(|(_, l)| l);

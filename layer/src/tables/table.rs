@@ -221,6 +221,7 @@ impl Table {
             table.filler_write(b.binding, b.descriptor_type, 0, b.descriptor_count, |w| update(device, 1, w, 0, std::ptr::null()));
         }
         log_info!(
+            DESCRIPTOR_TABLE,
             "tables: device '{name}': descriptor table at set {}: {}; free slots hold {}",
             config.set,
             config.describe(),
@@ -289,7 +290,7 @@ impl Table {
                     ds(device, self.default_sampler, std::ptr::null());
                 }
             }
-            _ => log_error!("tables: cannot destroy the descriptor table (next layer lacks the commands)"),
+            _ => log_error!(LOADER_INTERFACE, "tables: cannot destroy the descriptor table (next layer lacks the commands)"),
         }
     }
 }

@@ -117,7 +117,7 @@ impl Buffers {
 unsafe fn device_with_buffers(device: vk::Device, hook: &str) -> Option<std::sync::Arc<BdaDevice>> {
     let t = component::<BdaDevice>(device);
     if t.is_none() {
-        log_error!("{hook}: device {device:?} has no buffer-device-address emulation");
+        log_error!(LOADER_INTERFACE, "{hook}: device {device:?} has no buffer-device-address emulation");
     }
     t
 }
@@ -136,6 +136,7 @@ unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer) {
         drop(state);
         if !b.exhausted_logged.swap(true, Ordering::Relaxed) {
             log_error!(
+                TABLE_FULL,
                 "{hook}: device '{}': the storage-buffer array of the descriptor table is full ({in_use} buffers of {}); buffer {buffer:?} gets address 0 (destroy unused device-address buffers to free slots). Logged once per device.",
                 t.table.name,
                 array.count - 1
@@ -146,6 +147,7 @@ unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer) {
     let range = tracked.size.min(u64::from(b.max_range));
     if range < tracked.size {
         log_error!(
+            API_MISUSE,
             "{hook}: device '{}': buffer {buffer:?} is {} bytes; its address reaches only the first {range} (maxStorageBufferRange)",
             t.table.name,
             tracked.size
@@ -165,7 +167,7 @@ unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer) {
     if let Some(e) = state.buffers.get_mut(&buffer.as_raw()) {
         e.slot = Some(slot);
     }
-    log_debug!("{hook}: device '{}': buffer {buffer:?} ({} bytes) -> slot {slot}", t.table.name, tracked.size);
+    log_debug!(TRACE, "{hook}: device '{}': buffer {buffer:?} ({} bytes) -> slot {slot}", t.table.name, tracked.size);
 }
 
 /// A copied `VkBufferCreateInfo` for the driver: STORAGE_BUFFER instead of SHADER_DEVICE_ADDRESS
@@ -191,7 +193,7 @@ pub unsafe fn edit_buffer_info<'a>(ci: &vk::BufferCreateInfo<'a>) -> Option<Edit
     if let Some(u) = chain.find_mut::<vk::BufferUsageFlags2CreateInfoKHR>(S::BUFFER_USAGE_FLAGS_2_CREATE_INFO_KHR) {
         u.usage = (u.usage & !vk::BufferUsageFlags2KHR::SHADER_DEVICE_ADDRESS) | vk::BufferUsageFlags2KHR::STORAGE_BUFFER;
     } else if usage2.is_some() {
-        log_error!("vkCreateBuffer: VkBufferUsageFlags2CreateInfoKHR sits behind an unknown structure; the driver sees its usage unchanged");
+        log_error!(API_MISUSE, "vkCreateBuffer: VkBufferUsageFlags2CreateInfoKHR sits behind an unknown structure; the driver sees its usage unchanged");
     }
     chain.remove(S::BUFFER_OPAQUE_CAPTURE_ADDRESS_CREATE_INFO);
     chain.remove(S::BUFFER_DEVICE_ADDRESS_CREATE_INFO_EXT);
@@ -238,7 +240,7 @@ pub unsafe extern "system" fn destroy_buffer(device: vk::Device, buffer: vk::Buf
                 // The filler back before the slot is free (and before the buffer dies).
                 t.table.refill(array.binding, vk::DescriptorType::STORAGE_BUFFER, slot, 1);
                 state.slots.release(slot);
-                log_debug!("{HOOK}: device '{}': buffer {buffer:?}: slot {slot} released", t.table.name);
+                log_debug!(TRACE, "{HOOK}: device '{}': buffer {buffer:?}: slot {slot} released", t.table.name);
             }
         }
         if let Some(f) = t.next.destroy_buffer {
@@ -297,13 +299,14 @@ pub unsafe extern "system" fn get_buffer_device_address(device: vk::Device, p_in
     guard(HOOK, 0, || unsafe {
         let Some(t) = device_with_buffers(device, HOOK) else { return 0 };
         let Some(info) = p_info.as_ref() else {
-            log_error!("{HOOK}: pInfo is NULL; returning 0");
+            log_error!(API_MISUSE, "{HOOK}: pInfo is NULL; returning 0");
             return 0;
         };
         match t.buffers.slot(info.buffer) {
             Some(slot) => shader_rewrite::bda::encode_address(slot, 0),
             None => {
                 log_error!(
+                    TABLE_FULL,
                     "{HOOK}: device '{}': buffer {:?} has no address (not created with VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT, not bound to memory, or the table is full); returning 0",
                     t.table.name,
                     info.buffer
@@ -316,14 +319,14 @@ pub unsafe extern "system" fn get_buffer_device_address(device: vk::Device, p_in
 
 pub unsafe extern "system" fn get_buffer_opaque_capture_address(_device: vk::Device, _info: *const vk::BufferDeviceAddressInfo) -> u64 {
     guard("vkGetBufferOpaqueCaptureAddress", 0, || {
-        log_error!("vkGetBufferOpaqueCaptureAddress: bufferDeviceAddressCaptureReplay is not supported where the layer provides buffer device addresses; returning 0");
+        log_error!(API_MISUSE, "vkGetBufferOpaqueCaptureAddress: bufferDeviceAddressCaptureReplay is not supported where the layer provides buffer device addresses; returning 0");
         0
     })
 }
 
 pub unsafe extern "system" fn get_device_memory_opaque_capture_address(_device: vk::Device, _info: *const vk::DeviceMemoryOpaqueCaptureAddressInfo) -> u64 {
     guard("vkGetDeviceMemoryOpaqueCaptureAddress", 0, || {
-        log_error!("vkGetDeviceMemoryOpaqueCaptureAddress: bufferDeviceAddressCaptureReplay is not supported where the layer provides buffer device addresses; returning 0");
+        log_error!(API_MISUSE, "vkGetDeviceMemoryOpaqueCaptureAddress: bufferDeviceAddressCaptureReplay is not supported where the layer provides buffer device addresses; returning 0");
         0
     })
 }

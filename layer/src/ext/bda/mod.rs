@@ -15,9 +15,9 @@ use super::extension::{Activated, ExtensionEmulation};
 use crate::component::{Components, DeviceComponent};
 use crate::emulation::{LayerExtension, NewDevice, PhysDev, Services};
 use crate::pnext::{self, Chain};
-use crate::settings::{Mode, Settings};
+
 use crate::tables::features::{self, Core, Indexing};
-use crate::tables::{budget, device_query, pfn, table, TableArray, TableDevice, TableUser};
+use crate::tables::{budget, device_query, table, TableArray, TableDevice, TableUser};
 use crate::into_any;
 use ash::vk;
 use shader_rewrite::BdaTable;
@@ -48,8 +48,8 @@ impl ExtensionEmulation for BufferDeviceAddress {
     fn extension(&self) -> &'static LayerExtension {
         &EXTENSION
     }
-    fn mode(&self, settings: &Settings) -> Mode {
-        settings.buffer_device_address
+    fn setting(&self) -> &'static str {
+        "buffer_device_address"
     }
     /// The dedicated structure holds nothing but the three address bits: removed.
     fn feature_structs(&self) -> &'static [vk::StructureType] {

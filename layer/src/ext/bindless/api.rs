@@ -23,12 +23,12 @@ pub unsafe extern "system" fn get_image_view_handle64_nvx(device: vk::Device, p_
 
 unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, hook: &str) -> u32 {
     let Some(b) = component::<BindlessDevice>(device) else {
-        log_error!("{hook}: device {device:?} has no bindless emulation; returning 0");
+        log_error!(LOADER_INTERFACE, "{hook}: device {device:?} has no bindless emulation; returning 0");
         return 0;
     };
     let images = &b.images;
     let Some(info) = p_info.as_ref() else {
-        log_error!("{hook}: pInfo is NULL; returning 0");
+        log_error!(API_MISUSE, "{hook}: pInfo is NULL; returning 0");
         return 0;
     };
     let kind = match info.descriptor_type {
@@ -36,16 +36,16 @@ unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, 
         vk::DescriptorType::STORAGE_IMAGE => KeyKind::StorageImage,
         vk::DescriptorType::COMBINED_IMAGE_SAMPLER => KeyKind::CombinedImageSampler,
         t => {
-            log_error!("{hook}: descriptorType {t:?} is not SAMPLED_IMAGE, STORAGE_IMAGE or COMBINED_IMAGE_SAMPLER; returning 0");
+            log_error!(API_MISUSE, "{hook}: descriptorType {t:?} is not SAMPLED_IMAGE, STORAGE_IMAGE or COMBINED_IMAGE_SAMPLER; returning 0");
             return 0;
         }
     };
     if info.image_view == vk::ImageView::null() {
-        log_error!("{hook}: imageView is VK_NULL_HANDLE; returning 0");
+        log_error!(API_MISUSE, "{hook}: imageView is VK_NULL_HANDLE; returning 0");
         return 0;
     }
     if kind == KeyKind::CombinedImageSampler && info.sampler == vk::Sampler::null() {
-        log_error!("{hook}: COMBINED_IMAGE_SAMPLER without a sampler; returning 0");
+        log_error!(API_MISUSE, "{hook}: COMBINED_IMAGE_SAMPLER without a sampler; returning 0");
         return 0;
     }
     let sampler = if kind == KeyKind::CombinedImageSampler { info.sampler.as_raw() } else { 0 };
@@ -58,6 +58,7 @@ unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, 
         Ok(Acquired::New { handle, writes }) => {
             write_descriptors(&b, &writes);
             log_debug!(
+                TRACE,
                 "{hook}: device '{}': view {:?} as {:?}{} -> handle {handle:#010x} (image slot {}, sampler slot {})",
                 b.table.name,
                 info.image_view,
@@ -74,6 +75,7 @@ unsafe fn handle(device: vk::Device, p_info: *const vk::ImageViewHandleInfoNVX, 
             let t = b.arrays;
             if !images.exhausted_logged.swap(true, Ordering::Relaxed) {
                 log_error!(
+                    TABLE_FULL,
                     "{hook}: device '{}': the bindless {array} array is full (in use: {s} sampled images of {}, {st} storage images of {}, {sm} samplers of {}); returning handle 0 (destroy unused image views / samplers to free slots). Logged once per device.",
                     b.table.name,
                     t.sampled_images_count - 1,
@@ -160,7 +162,7 @@ pub unsafe extern "system" fn destroy_image_view(device: vk::Device, view: vk::I
             // other thread can take them meanwhile, and no descriptor names a dead view.
             let n = release(&b, |s| s.release_view(view.as_raw()));
             if n > 0 {
-                log_debug!("vkDestroyImageView: device '{}': view {view:?}: released {n} bindless handle(s)", b.table.name);
+                log_debug!(TRACE, "vkDestroyImageView: device '{}': view {view:?}: released {n} bindless handle(s)", b.table.name);
             }
         }
         if let Some(f) = b.destroy_image_view {
@@ -175,7 +177,7 @@ pub unsafe extern "system" fn destroy_sampler(device: vk::Device, sampler: vk::S
         if sampler != vk::Sampler::null() {
             let n = release(&b, |s| s.release_sampler(sampler.as_raw()));
             if n > 0 {
-                log_debug!("vkDestroySampler: device '{}': sampler {sampler:?}: released {n} bindless handle(s)", b.table.name);
+                log_debug!(TRACE, "vkDestroySampler: device '{}': sampler {sampler:?}: released {n} bindless handle(s)", b.table.name);
             }
         }
         if let Some(f) = b.destroy_sampler {

@@ -16,9 +16,9 @@ use super::extension::{Activated, ExtensionEmulation};
 use crate::component::{Components, DeviceComponent};
 use crate::dispatch::load_device;
 use crate::emulation::{LayerExtension, NewDevice, PhysDev, Services};
-use crate::settings::{Mode, Settings};
+
 use crate::tables::features::Core;
-use crate::tables::{device_query, pfn, TableArray, TableDevice, TableUser};
+use crate::tables::{device_query, TableArray, TableDevice, TableUser};
 use crate::into_any;
 use ash::vk;
 use shader_rewrite::BindlessTable;
@@ -52,8 +52,8 @@ impl ExtensionEmulation for ImageViewHandle {
     fn extension(&self) -> &'static LayerExtension {
         &EXTENSION
     }
-    fn mode(&self, settings: &Settings) -> Mode {
-        settings.image_view_handle
+    fn setting(&self) -> &'static str {
+        "image_view_handle"
     }
     unsafe fn unavailable(&self, pd: &PhysDev) -> Option<String> {
         caps_for(pd).err()
@@ -199,10 +199,7 @@ mod tests {
     fn extension_identity() {
         assert_eq!(EXTENSION.name, c"VK_NVX_image_view_handle");
         assert_eq!(EXTENSION.spec_version, 1);
-        let mut s = Settings::default();
-        assert_eq!(ImageViewHandle.mode(&s), Mode::Auto);
-        s.image_view_handle = Mode::Off;
-        assert_eq!(ImageViewHandle.mode(&s), Mode::Off);
+        assert_eq!(ImageViewHandle.setting(), "image_view_handle");
         assert!(ImageViewHandle.feature_structs().is_empty());
     }
 

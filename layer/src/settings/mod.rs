@@ -23,26 +23,13 @@ pub const ENV_PREFIX: &str = "VK_POLYFILL_EXTENSIONS_";
 pub const FILE_PREFIX: &str = "polyfill_extensions.";
 pub const SETTINGS_FILE_NAME: &str = "vk_layer_settings.txt";
 
-/// Every key we understand (the manifest's `features.settings` lists the same ones).
-pub const KEYS: &[&str] = &[
-    "force_enable",
-    "raw_access_chains",
-    "image_view_handle",
-    "buffer_device_address",
-    "storage_buffer_16bit_access",
-    "uniform_and_storage_buffer_16bit_access",
-    "storage_push_constant_16",
-    "storage_input_output_16",
-    "storage_buffer_8bit_access",
-    "uniform_and_storage_buffer_8bit_access",
-    "storage_push_constant_8",
-    "log_level",
-    "log_file",
-    "dump_shaders_dir",
-    "debug_oob_poison",
-    "debug_inject_panic",
-    "debug_target",
-];
+pub mod spec;
+
+/// Every key we understand (the manifests' `features.settings` and the README list the same
+/// ones, generated from [`spec::SPECS`]).
+pub fn keys() -> impl Iterator<Item = &'static str> {
+    spec::SPECS.iter().map(|s| s.key)
+}
 
 /// Environment names with our prefix that are not settings: the implicit manifest's
 /// enable/disable switches (read by the loader).
@@ -111,6 +98,8 @@ pub struct Settings {
     pub log_level: Level,
     /// `None` = stderr.
     pub log_file: Option<PathBuf>,
+    /// Messages of one kind each debug messenger gets (0: unlimited).
+    pub duplicate_message_limit: u32,
     pub dump_shaders_dir: Option<PathBuf>,
     pub debug_oob_poison: Option<u8>,
     /// Name of a hook (e.g. `vkCreateShaderModule`) that panics on purpose.
@@ -135,6 +124,7 @@ impl Default for Settings {
             storage_push_constant_8: Mode::Auto,
             log_level: Level::Warn,
             log_file: None,
+            duplicate_message_limit: 10,
             dump_shaders_dir: None,
             debug_oob_poison: None,
             debug_inject_panic: None,
@@ -172,7 +162,12 @@ fn optional_path(value: &str) -> Option<PathBuf> {
 }
 
 impl Settings {
-    /// The mode setting named `key` (`raw_access_chains` and the 8/16-bit storage features).
+    /// The mode setting named `key` (the extensions and the 8/16-bit storage features).
+    pub fn mode(&self, key: &str) -> Option<Mode> {
+        self.clone().mode_mut(key).copied()
+    }
+
+    /// The mode setting named `key` (the extensions and the 8/16-bit storage features).
     pub fn mode_mut(&mut self, key: &str) -> Option<&mut Mode> {
         Some(match key {
             "raw_access_chains" => &mut self.raw_access_chains,
@@ -210,6 +205,10 @@ impl Settings {
                 None => return bad("error/warn/info/debug"),
             },
             "log_file" => self.log_file = optional_path(value),
+            "duplicate_message_limit" => match value.trim().parse::<u32>() {
+                Ok(n) => self.duplicate_message_limit = n,
+                Err(_) => return bad("a count, 0 for unlimited"),
+            },
             "dump_shaders_dir" => self.dump_shaders_dir = optional_path(value),
             "debug_oob_poison" => {
                 if value.trim().is_empty() {
@@ -232,6 +231,38 @@ impl Settings {
             _ => return Err(format!("{source}: unknown setting `{key}`; ignored")),
         }
         Ok(())
+    }
+
+    /// The value of `key` as a settings file would write it (None: unknown key).
+    pub fn value_of(&self, key: &str) -> Option<String> {
+        let path = |p: &Option<PathBuf>| p.as_ref().map_or(String::new(), |p| p.display().to_string());
+        if let Some(m) = self.clone().mode_mut(key) {
+            return Some(format!("{m:?}").to_ascii_lowercase());
+        }
+        Some(match key {
+            "force_enable" => self.force_enable.to_string(),
+            "log_level" => format!("{:?}", self.log_level).to_ascii_lowercase(),
+            "log_file" => path(&self.log_file),
+            "duplicate_message_limit" => self.duplicate_message_limit.to_string(),
+            "dump_shaders_dir" => path(&self.dump_shaders_dir),
+            "debug_oob_poison" => self.debug_oob_poison.map_or(String::new(), |b| format!("{b:#04x}")),
+            "debug_inject_panic" => self.debug_inject_panic.clone().unwrap_or_default(),
+            "debug_target" => format!("{:?}", self.debug_target).to_ascii_lowercase(),
+            _ => return None,
+        })
+    }
+
+    /// The settings that differ from their defaults, `key=value` (or "all defaults").
+    pub fn describe(&self) -> String {
+        let changed: Vec<String> = spec::SPECS
+            .iter()
+            .filter_map(|s| self.value_of(s.key).filter(|v| v != s.default).map(|v| format!("{}={v}", s.key)))
+            .collect();
+        if changed.is_empty() {
+            "all defaults".into()
+        } else {
+            changed.join(", ")
+        }
     }
 
     /// Applies settings in precedence order (lowest first) and returns the warnings.
@@ -410,7 +441,7 @@ pub fn current() -> Arc<Settings> {
 pub fn install(s: Arc<Settings>, warnings: &[String]) {
     crate::log::configure(s.log_level, s.log_file.as_deref());
     for w in warnings {
-        crate::log_warn!("{w}");
+        crate::log_warn!(SETTING_INVALID, "{w}");
     }
     PANIC_INJECTION.store(s.debug_inject_panic.is_some(), Ordering::Relaxed);
     *CURRENT.write().unwrap_or_else(|e| e.into_inner()) = Some(s);
@@ -421,6 +452,31 @@ pub fn install(s: Arc<Settings>, warnings: &[String]) {
 mod tests {
     use super::*;
     use std::ffi::CString;
+
+    /// The description table and the parser agree: every key parses its default, the defaults
+    /// give `Settings::default()`, every enum value parses, and `value_of` writes them back.
+    #[test]
+    fn specs_match_the_parser() {
+        let mut s = Settings::default();
+        for spec in spec::SPECS {
+            assert_eq!(s.set(spec.key, spec.default, "spec"), Ok(()), "{}", spec.key);
+            assert_eq!(s.value_of(spec.key).as_deref(), Some(spec.default), "{}", spec.key);
+            if let spec::Value::Enum(flags) = &spec.value {
+                for f in *flags {
+                    let mut t = Settings::default();
+                    assert_eq!(t.set(spec.key, f.key, "spec"), Ok(()), "{}={}", spec.key, f.key);
+                    assert_eq!(t.value_of(spec.key).as_deref(), Some(f.key));
+                }
+            }
+        }
+        assert_eq!(s, Settings::default());
+        assert_eq!(Settings::default().describe(), "all defaults");
+        let mut t = Settings::default();
+        t.set("raw_access_chains", "force", "x").unwrap();
+        t.set("duplicate_message_limit", "3", "x").unwrap();
+        assert_eq!(t.describe(), "raw_access_chains=force, duplicate_message_limit=3");
+        assert!(t.set("duplicate_message_limit", "-1", "x").is_err());
+    }
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
@@ -512,7 +568,7 @@ mod tests {
         assert_eq!(s.debug_inject_panic.as_deref(), Some("vkCreateShaderModule"));
         assert_eq!(s.debug_target, DebugTarget::Core);
         assert_eq!(s.buffer_device_address, Mode::Force);
-        assert_eq!(KEYS.len(), 17);
+        assert_eq!(keys().count(), 18);
     }
 
     /// The seven 8/16-bit storage feature modes: every source, precedence env > file > API,
@@ -530,7 +586,7 @@ mod tests {
         ];
         let d = Settings::default();
         for k in STORAGE_KEYS {
-            assert!(KEYS.contains(&k), "{k} missing from KEYS");
+            assert!(keys().any(|x| x == k), "{k} missing from the settings");
             assert_eq!(d.clone().mode_mut(k).copied(), Some(Mode::Auto), "{k} default");
             for (v, m) in [("auto", Mode::Auto), ("FORCE", Mode::Force), (" off ", Mode::Off)] {
                 let mut s = Settings::default();
