@@ -38,6 +38,7 @@ impl Slots {
 
 /// How a [`ShaderObserver`] sees one pipeline about to be created (or just created).
 pub struct PipelineDesc<'a> {
+    pub bind_point: vk::PipelineBindPoint,
     pub layout: vk::PipelineLayout,
     /// The application's stages (before the layer rewrote any code); empty when the create
     /// info's stages are ignored (graphics pipeline libraries without shader state).

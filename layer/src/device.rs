@@ -25,7 +25,7 @@ use crate::vk_layer::{find_link_info, VkLayerDeviceCreateInfo};
 use crate::{log_debug, log_error, log_info, log_warn};
 use ash::vk;
 use std::ffi::c_char;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub unsafe extern "system" fn create_device(
     pd: vk::PhysicalDevice,
@@ -280,6 +280,15 @@ unsafe fn record(pd: &PhysDev, new: NewDevice, destroy_device: vk::PFN_vkDestroy
         create_shaders_ext: load_device(gdpa, device, c"vkCreateShadersEXT"),
         get_shader_module_create_info_identifier_ext: load_device(gdpa, device, c"vkGetShaderModuleCreateInfoIdentifierEXT"),
         set_debug_utils_object_name: load_device(gdpa, device, c"vkSetDebugUtilsObjectNameEXT"),
+        create_ray_tracing_pipelines_nv: load_device(gdpa, device, c"vkCreateRayTracingPipelinesNV"),
+        create_execution_graph_pipelines_amdx: load_device(gdpa, device, c"vkCreateExecutionGraphPipelinesAMDX"),
+        get_pipeline_key_khr: load_device(gdpa, device, c"vkGetPipelineKeyKHR"),
+        create_pipeline_binaries_khr: load_device(gdpa, device, c"vkCreatePipelineBinariesKHR"),
+        get_pipeline_indirect_memory_requirements_nv: load_device(gdpa, device, c"vkGetPipelineIndirectMemoryRequirementsNV"),
+        create_data_graph_pipelines_arm: load_device(gdpa, device, c"vkCreateDataGraphPipelinesARM"),
+        deferred_operation_join: load_device(gdpa, device, c"vkDeferredOperationJoinKHR"),
+        get_deferred_operation_result: load_device(gdpa, device, c"vkGetDeferredOperationResultKHR"),
+        destroy_deferred_operation: load_device(gdpa, device, c"vkDestroyDeferredOperationKHR"),
     };
     let data = DeviceData {
         device,
@@ -290,7 +299,7 @@ unsafe fn record(pd: &PhysDev, new: NewDevice, destroy_device: vk::PFN_vkDestroy
         options,
         destroy_device,
         next,
-        keep_alive: Mutex::new(Vec::new()),
+        deferred: Default::default(),
         components,
         subgroup_ballot_stages: crate::subgroup_stages::ballot_stages(pd.inst, pd.pd, pd.info),
     };

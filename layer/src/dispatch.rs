@@ -11,9 +11,8 @@ use crate::settings::Settings;
 use ash::vk::{self, Handle};
 use dashmap::DashMap;
 use once_cell::sync::Lazy;
-use std::any::Any;
 use std::ffi::{c_char, CStr};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub type DispatchKey = usize;
 
@@ -174,11 +173,6 @@ pub unsafe fn next_device_extensions(
     }
 }
 
-/// Keeps rewritten create-info copies alive for deferred ray-tracing pipeline creation
-/// (VK_KHR_deferred_host_operations: parameters must outlive the deferred operation).
-pub struct KeepAlive(pub Box<dyn Any>);
-// SAFETY: only raw pointers into owned heap data; never dereferenced through this wrapper.
-unsafe impl Send for KeepAlive {}
 
 /// Next-layer device commands the shader hooks call.
 #[derive(Default, Clone, Copy)]
@@ -190,6 +184,15 @@ pub struct DeviceNext {
     pub create_shaders_ext: Option<vk::PFN_vkCreateShadersEXT>,
     pub get_shader_module_create_info_identifier_ext: Option<vk::PFN_vkGetShaderModuleCreateInfoIdentifierEXT>,
     pub set_debug_utils_object_name: Option<vk::PFN_vkSetDebugUtilsObjectNameEXT>,
+    pub create_ray_tracing_pipelines_nv: Option<vk::PFN_vkCreateRayTracingPipelinesNV>,
+    pub create_execution_graph_pipelines_amdx: Option<vk::PFN_vkCreateExecutionGraphPipelinesAMDX>,
+    pub get_pipeline_key_khr: Option<crate::vk_layer::PfnGetPipelineKeyKHR>,
+    pub create_pipeline_binaries_khr: Option<crate::vk_layer::PfnCreatePipelineBinariesKHR>,
+    pub get_pipeline_indirect_memory_requirements_nv: Option<vk::PFN_vkGetPipelineIndirectMemoryRequirementsNV>,
+    pub create_data_graph_pipelines_arm: Option<crate::vk_layer::PfnCreateDataGraphPipelinesARM>,
+    pub deferred_operation_join: Option<vk::PFN_vkDeferredOperationJoinKHR>,
+    pub get_deferred_operation_result: Option<vk::PFN_vkGetDeferredOperationResultKHR>,
+    pub destroy_deferred_operation: Option<vk::PFN_vkDestroyDeferredOperationKHR>,
 }
 
 pub struct DeviceData {
@@ -207,7 +210,8 @@ pub struct DeviceData {
     pub subgroup_ballot_stages: vk::ShaderStageFlags,
     pub destroy_device: vk::PFN_vkDestroyDevice,
     pub next: DeviceNext,
-    pub keep_alive: Mutex<Vec<KeepAlive>>,
+    /// Deferred pipeline creations not yet completed, by operation (shader_hooks::deferred).
+    pub deferred: crate::deferred_copies::Pending,
     /// The per-device state of the emulations (and services) active on this device.
     pub components: Components,
 }

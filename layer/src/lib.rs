@@ -35,6 +35,7 @@ pub mod messages;
 pub mod messengers;
 
 pub mod component;
+pub mod deferred_copies;
 pub mod device;
 pub mod device_features;
 pub mod dispatch;

@@ -174,19 +174,7 @@ unsafe fn get_device_proc_addr(device: vk::Device, name: &CStr) -> vk::PFN_vkVoi
     if dev.options.is_none() || next.is_none() {
         return next;
     }
-    match name.to_bytes() {
-        b"vkCreateShaderModule" => pfn!(shader_hooks::create_shader_module as vk::PFN_vkCreateShaderModule),
-        b"vkCreateComputePipelines" => pfn!(shader_hooks::create_compute_pipelines as vk::PFN_vkCreateComputePipelines),
-        b"vkCreateGraphicsPipelines" => pfn!(shader_hooks::create_graphics_pipelines as vk::PFN_vkCreateGraphicsPipelines),
-        b"vkCreateRayTracingPipelinesKHR" => {
-            pfn!(shader_hooks::create_ray_tracing_pipelines_khr as vk::PFN_vkCreateRayTracingPipelinesKHR)
-        }
-        b"vkCreateShadersEXT" => pfn!(shader_hooks::create_shaders_ext as vk::PFN_vkCreateShadersEXT),
-        b"vkGetShaderModuleCreateInfoIdentifierEXT" => pfn!(
-            shader_hooks::get_shader_module_create_info_identifier_ext as vk::PFN_vkGetShaderModuleCreateInfoIdentifierEXT
-        ),
-        _ => next,
-    }
+    shader_hooks::device_hook(name.to_bytes()).or(next)
 }
 
 #[no_mangle]

@@ -78,3 +78,40 @@ pub fn copy_c_str(dst: &mut [std::ffi::c_char], s: &[u8]) {
         *d = *b as std::ffi::c_char;
     }
 }
+
+// ---- types of commands newer than ash 0.38 (Vulkan headers 1.3.281) ----
+
+/// VkPipelineCreateInfoKHR (VK_KHR_pipeline_binary; not in ash 0.38): a pNext chain holding
+/// one Vk*PipelineCreateInfo.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct PipelineCreateInfoKHR {
+    pub s_type: vk::StructureType,
+    pub p_next: *const std::ffi::c_void,
+}
+
+/// VkPipelineBinaryCreateInfoKHR.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct PipelineBinaryCreateInfoKHR {
+    pub s_type: vk::StructureType,
+    pub p_next: *const std::ffi::c_void,
+    pub p_keys_and_data_info: *const std::ffi::c_void,
+    pub pipeline: vk::Pipeline,
+    pub p_pipeline_create_info: *const PipelineCreateInfoKHR,
+}
+
+pub type PfnGetPipelineKeyKHR = unsafe extern "system" fn(vk::Device, *const PipelineCreateInfoKHR, *mut std::ffi::c_void) -> vk::Result;
+pub type PfnCreatePipelineBinariesKHR =
+    unsafe extern "system" fn(vk::Device, *const PipelineBinaryCreateInfoKHR, *const vk::AllocationCallbacks, *mut std::ffi::c_void) -> vk::Result;
+/// vkCreateDataGraphPipelinesARM (VK_ARM_data_graph; not in ash 0.38).
+pub type PfnCreateDataGraphPipelinesARM = unsafe extern "system" fn(
+    vk::Device,
+    vk::DeferredOperationKHR,
+    vk::PipelineCache,
+    u32,
+    *const std::ffi::c_void,
+    *const vk::AllocationCallbacks,
+    *mut vk::Pipeline,
+) -> vk::Result;
+

@@ -235,6 +235,9 @@ work_hooks! {
         a: *const vk::StridedDeviceAddressRegionKHR, b: *const vk::StridedDeviceAddressRegionKHR,
         c: *const vk::StridedDeviceAddressRegionKHR, d: *const vk::StridedDeviceAddressRegionKHR, e: vk::DeviceAddress);
     cmd_trace_rays_indirect2_khr = "vkCmdTraceRaysIndirect2KHR": PFN_vkCmdTraceRaysIndirect2KHR @ 2 (a: vk::DeviceAddress);
+    cmd_trace_rays_nv = "vkCmdTraceRaysNV": PFN_vkCmdTraceRaysNV @ 2 (
+        a: vk::Buffer, b: vk::DeviceSize, c: vk::Buffer, d: vk::DeviceSize, e: vk::DeviceSize, f: vk::Buffer, g: vk::DeviceSize,
+        h: vk::DeviceSize, i: vk::Buffer, j: vk::DeviceSize, k: vk::DeviceSize, l: u32, m: u32, n: u32);
 }
 
 // ---- state-changing commands -------------------------------------------------------------

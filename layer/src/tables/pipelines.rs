@@ -69,6 +69,20 @@ impl TableDevice {
         false
     }
 
+    /// Can the table be bound for work at `bp`? If not, logs why (the pipeline must be refused:
+    /// its rewritten shaders would read an unbound set).
+    fn bind_point_ready(&self, hook: &str, bp: vk::PipelineBindPoint) -> bool {
+        if super::commands::bind_point_index(bp).is_some() {
+            return true;
+        }
+        log_error!(
+            PIPELINE_REFUSED,
+            "{hook}: device '{}': a pipeline at bind point {bp:?} uses the descriptor table (bindless textures or buffer device addresses), which the layer binds only for graphics, compute and ray-tracing work; refusing the pipeline",
+            self.name
+        );
+        false
+    }
+
     /// Records one created pipeline (its layout passed [`Self::layout_ready`]).
     pub fn record_pipeline(&self, hook: &str, pipeline: vk::Pipeline, layout: vk::PipelineLayout, uses_table: bool) {
         if !uses_table || pipeline == vk::Pipeline::null() || self.layout_table(layout).is_err() {
@@ -99,7 +113,7 @@ impl ShaderObserver for TableDevice {
         if deferred && !using.is_empty() {
             log_error!(DEFERRED_OPERATION, "{hook}: deferred creation of ray-tracing pipelines using the descriptor table is not tracked; the descriptor table will not be bound for them");
         }
-        using.iter().all(|p| self.layout_ready(hook, p.layout))
+        using.iter().all(|p| self.bind_point_ready(hook, p.bind_point) && self.layout_ready(hook, p.layout))
     }
     unsafe fn pipelines_created(&self, hook: &str, pipelines: &[PipelineDesc], created: &[vk::Pipeline]) {
         for (p, &pipeline) in pipelines.iter().zip(created) {
