@@ -9,7 +9,8 @@
 #   --prefix DIR  install under DIR (default /usr/local); DESTDIR=... is put in front of it
 #   --libdir DIR  libraries and pkgconfig/ there instead of PREFIX/lib
 #   --built DIR   install the libspirv_polyfill.{so,a} already built in DIR instead of building
-# Usage: [DESTDIR=...] packaging/install-capi.sh [--prefix DIR] [--libdir DIR] [--built DIR]
+#   --no-strip    keep the debug information (stripped by default)
+# Usage: [DESTDIR=...] packaging/install-capi.sh [--prefix DIR] [--libdir DIR] [--built DIR] [--no-strip]
 # The Debian package libspirv-polyfill-dev (packaging/deb.sh) installs the same files.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,12 +18,14 @@ repo="$(dirname "$here")"
 prefix=/usr/local
 libdir=""
 built=""
+strip=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --prefix) prefix="${2:?--prefix needs a directory}"; shift ;;
         --libdir) libdir="${2:?--libdir needs a directory}"; shift ;;
         --built) built="${2:?--built needs a directory}"; shift ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        --no-strip) strip=0 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
@@ -49,6 +52,10 @@ install -m 0644 "$built/libspirv_polyfill.so" "$dest$libdir/libspirv_polyfill.so
 ln -sfn "libspirv_polyfill.so.$version" "$dest$libdir/$soname"
 ln -sfn "$soname" "$dest$libdir/libspirv_polyfill.so"
 install -m 0644 "$built/libspirv_polyfill.a" "$dest$libdir/libspirv_polyfill.a"
+if [[ $strip == 1 ]]; then
+    strip --strip-unneeded --remove-section=.comment "$dest$libdir/libspirv_polyfill.so.$version"
+    strip --strip-debug --enable-deterministic-archives "$dest$libdir/libspirv_polyfill.a"
+fi
 install -m 0644 "$repo/capi/include/spirv_polyfill.h" "$dest$prefix/include/spirv_polyfill.h"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$libdir|" -e "s|@VERSION@|$version|" "$repo/capi/spirv_polyfill.pc.in" > "$dest$libdir/pkgconfig/spirv_polyfill.pc"
 chmod 0644 "$dest$libdir/pkgconfig/spirv_polyfill.pc"
