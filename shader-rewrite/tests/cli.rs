@@ -187,10 +187,12 @@ fn physical_storage_buffer_modules_lowered_with_the_bda_options() {
             assert_eq!(words_of(&std::fs::read(&file_out).unwrap()), expected.words);
         }
         // Without a table the module is left alone (byte-identical), as the layer does where
-        // the device has buffer device addresses.
+        // the device has buffer device addresses, and a note says how to lower it.
         let out = cli(&["rewrite", input.to_str().unwrap(), "-o", "-"], None);
         assert_exit(&out, 0, "rewrite without a table");
         assert_eq!(out.stdout, bytes_of(&words));
+        assert!(text(&out.stderr).starts_with(&format!("spirv-polyfill: note: {}: PhysicalStorageBuffer pointers kept", input.display())), "{}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("--bda-set"), "{}", text(&out.stderr));
     }
 }
 
@@ -315,5 +317,10 @@ fn full_closed_or_broken_standard_output_is_no_panic() {
         let broken = child.wait_with_output().unwrap();
         assert!(matches!(broken.status.code(), Some(0 | 1)), "{args:?} | (closed): {:?}", broken.status);
         assert!(broken.stderr.is_empty(), "{args:?} | (closed): {}", text(&broken.stderr));
+    }
+    // Standard error full: help and version still work; errors keep their exit status.
+    for (args, code) in [(&["--help"][..], 0), (&["--version"], 0), (&["rewrite", "--bogus"], 2), (&["scan", "/nonexistent.spv"], 1)] {
+        let out = Command::new(BIN).args(args).stdout(Stdio::null()).stderr(std::fs::File::create("/dev/full").unwrap()).status().unwrap();
+        assert_eq!(out.code(), Some(code), "{args:?} 2> /dev/full");
     }
 }

@@ -24,12 +24,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--help`, `--version` (standard output, exit 0) and usage errors (standard error, exit 2).
+/// `--help`, `--version` (standard output, exit 0) and usage errors (standard error, exit 2,
+/// also when standard error cannot take the message).
 fn clap_exit(e: &clap::Error) -> ExitCode {
     use std::io::Write;
     match e.print().and_then(|()| std::io::stdout().flush()) {
-        Ok(()) => ExitCode::from(e.exit_code() as u8),
-        Err(err) => Failure::stdout(err).exit(),
+        Err(err) if !e.use_stderr() => Failure::stdout(err).exit(),
+        _ => ExitCode::from(e.exit_code() as u8),
     }
 }
 
@@ -68,6 +69,9 @@ fn rewrite(args: &RewriteArgs) -> Result<(), Failure> {
     let elapsed = start.elapsed();
     let bytes: Vec<u8> = out.words.iter().flat_map(|w| w.to_le_bytes()).collect();
     io::write_binary(&args.output, &bytes)?;
+    for note in report::left_alone(&words, &options) {
+        io::error(&format!("note: {name}: {note}"));
+    }
     if args.stats {
         use std::io::Write;
         let line = format!("{name}: {} ({} → {} words, {:.1} µs)", out.stats, words.len(), out.words.len(), elapsed.as_secs_f64() * 1e6);

@@ -96,6 +96,20 @@ fn plan(found: &ScanResult, options: &Options) -> (Vec<String>, Vec<String>) {
     (lowered, kept)
 }
 
+/// What a rewrite under `options` leaves in the module for want of a table (the layer lowers it
+/// where it emulates the feature): said on standard error by `rewrite`, which exits 0.
+pub fn left_alone(words: &[u32], options: &Options) -> Vec<&'static str> {
+    let Ok(found) = scan_module(words) else { return Vec::new() };
+    let mut notes = Vec::new();
+    if found.bindless_texture && options.bindless.is_none() {
+        notes.push("BindlessTextureNV kept: give --bindless-set to lower it onto a descriptor table");
+    }
+    if found.physical_storage_buffer && options.bda.is_none() {
+        notes.push("PhysicalStorageBuffer pointers kept (the output needs bufferDeviceAddress): give --bda-set to lower them onto a table of storage buffers");
+    }
+    notes
+}
+
 fn single(cap: u32) -> SmallStorage {
     let mut s = SmallStorage::default();
     s.set(cap, true);
