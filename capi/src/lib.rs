@@ -21,9 +21,7 @@
 #![warn(unsafe_op_in_unsafe_fn)]
 
 mod boundary;
-mod location;
 mod options;
-mod requirements;
 mod result;
 mod stats;
 

@@ -30,8 +30,8 @@ impl spvpf_options {
 }
 
 /// Creates options for `target` (`SPVPF_TARGET_ALL` or `SPVPF_TARGET_CORE`; other values are
-/// `SPVPF_ERROR_INVALID_ARGUMENT`) with raw access chains emulated, no OOB poison and no
-/// bindless lowering. Release with `spvpf_options_free`.
+/// `SPVPF_ERROR_INVALID_ARGUMENT`) with raw access chains emulated, no OOB poison, no
+/// bindless and no buffer-device-address lowering. Release with `spvpf_options_free`.
 #[no_mangle]
 pub unsafe extern "C" fn spvpf_options_create(target: u32, out_options: *mut *mut spvpf_options) -> spvpf_status {
     guard(|| {
@@ -110,7 +110,12 @@ pub unsafe extern "C" fn spvpf_options_set_bool(options: *mut spvpf_options, nam
 /// Sets an integer option: `oob_poison` (0..255, or `SPVPF_OOB_POISON_OFF`), `bindless_set`,
 /// `bindless_{sampled_images,storage_images,samplers}_{binding,count}` (counts at least 1;
 /// setting any `bindless_*` option turns the bindless lowering on, with set 0, bindings 0/1/2
-/// and counts 65536/65536/4096 for what is not set).
+/// and counts 65536/65536/4096 for what is not set), and `bda_set`, `bda_binding`, `bda_count`
+/// (1..2^24): setting any of them turns the lowering of PhysicalStorageBuffer pointers
+/// (buffer device addresses) on, onto an array of `bda_count` storage buffers at `bda_set` /
+/// `bda_binding` (set 0, binding 3, 65536 for what is not set), with addresses
+/// `0xD3 << 56 | slot << 32 | offset` carried as 64-bit integers where `int64` is 1, else as
+/// two 32-bit words.
 #[no_mangle]
 pub unsafe extern "C" fn spvpf_options_set_uint(options: *mut spvpf_options, name: *const c_char, value: u32) -> spvpf_status {
     set(options, name, Kind::Uint, value)

@@ -1,13 +1,13 @@
 //! `spvpf_scan`, `spvpf_needs_rewrite`, `spvpf_rewrite` and the `spvpf_result` they hand back.
 use std::ffi::{c_char, CString};
 
-use shader_rewrite::{needs_rewrite, rewrite, scan, RewriteError, Rewritten, ScanResult, SmallStorage};
+use shader_rewrite::location::{describe, Location};
+use shader_rewrite::{needs_rewrite, requirements, rewrite, scan, RewriteError, Rewritten, ScanResult, SmallStorage};
 
 use crate::boundary::{caught, guard, put, str_arg, words_arg};
-use crate::location::{locate, Location};
 use crate::options::spvpf_options;
 use crate::spvpf_status::{self, *};
-use crate::{requirements, stats};
+use crate::stats;
 
 /// `spvpf_result_declared` bit: capability RawAccessChainsNV.
 pub const SPVPF_DECLARES_RAW_ACCESS_CHAINS: u32 = 1 << 0;
@@ -85,11 +85,7 @@ impl spvpf_result {
             RewriteError::Malformed { .. } => SPVPF_ERROR_MALFORMED,
             RewriteError::Unsupported { .. } => SPVPF_ERROR_UNSUPPORTED,
         };
-        let location = locate(words, e);
-        let message = match &location {
-            Some(l) => format!("{e} ({l})"),
-            None => e.to_string(),
-        };
+        let (message, location) = describe(words, e);
         (status, spvpf_result { location, ..Self::failed(message) })
     }
 }

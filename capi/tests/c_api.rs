@@ -1,6 +1,7 @@
 //! The C tests (tests/c/test_capi.c), compiled with `cc` against the built libspirv_polyfill.so
-//! and .a and the committed header, and run: the API's contract, and the dxil-spirv, 8/16-bit
-//! storage and bindless corpora rewritten through the C API byte-identical to the Rust API;
+//! and .a and the committed header, and run: the API's contract, the buffer-device-address
+//! options and results, and the dxil-spirv, 8/16-bit storage, bindless and physical-storage-buffer
+//! corpora rewritten through the C API byte-identical to the Rust API;
 //! then again under valgrind and with AddressSanitizer, which must report no leak and no
 //! invalid access.
 use std::path::{Path, PathBuf};
@@ -60,11 +61,37 @@ fn compile(name: &str, extra: &[&str], link: &[String]) -> PathBuf {
     exe
 }
 
+/// The SONAME build.rs gives the library.
+const SONAME: &str = "libspirv_polyfill.so.0";
+
+/// The built library laid out as installed: `libspirv_polyfill.so.0` (a copy of cargo's
+/// `libspirv_polyfill.so`, whose SONAME is that name) and the `libspirv_polyfill.so` link.
+fn installed_layout() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = scratch().join("lib");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(lib_dir().join("libspirv_polyfill.so"), dir.join(SONAME)).unwrap();
+        std::os::unix::fs::symlink(SONAME, dir.join("libspirv_polyfill.so")).unwrap();
+        dir
+    })
+}
+
 fn shared_link() -> Vec<String> {
-    let dir = lib_dir().display().to_string();
+    let dir = installed_layout().display().to_string();
     // DT_RPATH, not DT_RUNPATH: cargo's LD_LIBRARY_PATH names the profile directory, whose copy
     // of the library may be older, and LD_LIBRARY_PATH goes before DT_RUNPATH.
     vec![format!("-L{dir}"), "-lspirv_polyfill".into(), format!("-Wl,--disable-new-dtags,-rpath,{dir}")]
+}
+
+/// The library's SONAME is `libspirv_polyfill.so.0`, and a program linked with
+/// `-lspirv_polyfill` records that name (not the bare development name).
+#[test]
+fn shared_library_has_a_versioned_soname() {
+    let dynamic = run(Command::new("readelf").arg("-dW").arg(lib_dir().join("libspirv_polyfill.so")));
+    assert!(dynamic.contains(&format!("Library soname: [{SONAME}]")), "{dynamic}");
+    let needed = run(Command::new("readelf").arg("-dW").arg(shared_build()));
+    assert!(needed.contains(&format!("Shared library: [{SONAME}]")) && !needed.contains("[libspirv_polyfill.so]"), "{needed}");
 }
 
 fn shared_build() -> &'static Path {
@@ -88,6 +115,11 @@ const CORPORA: &[(&str, &str, &[Config])] = &[
         ],
     ),
     ("bindless", "vulkan1.3", &[("all", &["bindless_set=7"]), ("core", &["bindless_set=3", "bindless_samplers_count=16", "int64=1"])]),
+    (
+        "physical-storage-buffer",
+        "vulkan1.1",
+        &[("all", &["bda_set=5", "bda_binding=2"]), ("all", &["int64=0", "bda_set=7", "bda_count=1024"]), ("core", &["bda_set=0", "quirk_nonuniform_array_length=1"])],
+    ),
 ];
 
 /// Rewrites every corpus module in every configuration with the Rust API and writes the
@@ -162,6 +194,27 @@ fn c_api_contract() {
     assert_all_passed(&out);
 }
 
+/// `test_capi bda` on mixed.spvasm (PhysicalStorageBuffer pointers, no Int64): the bda_* options,
+/// the declared bit, the module unchanged without a table and lowered onto the named one with it,
+/// and the features each output needs.
+fn bda_module() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let src = Path::new(CRATE).join("../tests/corpus/physical-storage-buffer/mixed.spvasm");
+        let words = spirv_as(&std::fs::read_to_string(&src).unwrap(), "vulkan1.1").unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        let path = scratch().join("bda-mixed.spv");
+        std::fs::write(&path, bytes(&words)).unwrap();
+        path
+    })
+}
+
+#[test]
+fn c_buffer_device_address_options_and_results() {
+    let out = run(Command::new(shared_build()).arg("bda").arg(bda_module()));
+    println!("{out}");
+    assert_all_passed(&out);
+}
+
 #[test]
 fn c_corpus_matches_rust_api_shared_library() {
     let (manifest, cases) = corpus_manifest();
@@ -169,7 +222,7 @@ fn c_corpus_matches_rust_api_shared_library() {
     println!("{out}");
     assert_all_passed(&out);
     assert!(out.contains(&format!("corpus: {cases}/{cases} cases identical")), "{out}");
-    assert!(*cases >= 23 * 2 + 5 * 3 + 7 * 2, "{cases} cases");
+    assert!(*cases >= 23 * 2 + 5 * 3 + 7 * 2 + 2 * 3, "{cases} cases");
     // The bindless lowering refuses mixed-phi.spvasm naming the OpPhi; the C API finds it in the
     // input and says where.
     let refused = out.lines().find(|l| l.starts_with("error case") && l.contains("mixed-phi")).unwrap_or_else(|| panic!("{out}"));
@@ -200,7 +253,7 @@ fn header_compiles_as_cpp() {
 #[test]
 fn c_tests_under_valgrind() {
     let (manifest, _) = corpus_manifest();
-    for args in [vec!["api".to_string()], vec!["corpus".into(), manifest.display().to_string()]] {
+    for args in [vec!["api".to_string()], vec!["corpus".into(), manifest.display().to_string()], vec!["bda".into(), bda_module().display().to_string()]] {
         let out = run(Command::new("valgrind")
             .args(["--error-exitcode=99", "--leak-check=full", "--show-leak-kinds=definite,indirect,possible"])
             .args(["--errors-for-leak-kinds=definite,indirect,possible"])
@@ -218,7 +271,7 @@ fn c_tests_under_valgrind() {
 fn c_tests_under_asan() {
     let exe = compile("test_capi_asan", &["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"], &shared_link());
     let (manifest, _) = corpus_manifest();
-    for args in [vec!["api".to_string()], vec!["corpus".into(), manifest.display().to_string()]] {
+    for args in [vec!["api".to_string()], vec!["corpus".into(), manifest.display().to_string()], vec!["bda".into(), bda_module().display().to_string()]] {
         let out = run(Command::new(&exe).args(&args).env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1"));
         assert_all_passed(&out);
     }

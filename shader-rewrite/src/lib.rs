@@ -9,8 +9,10 @@
 
 pub mod bda;
 pub mod error;
+pub mod location;
 pub mod module;
 pub mod named_options;
+pub mod requirements;
 pub mod scan;
 pub mod target;
 pub mod stats;

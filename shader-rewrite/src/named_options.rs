@@ -1,5 +1,8 @@
-//! [`Options`] fields by name: one table for the CLI's `--set NAME=VALUE` and the C API's
-//! `spvpf_options_set_bool` / `spvpf_options_set_uint`, so both accept the same names and values.
+//! [`Options`] fields by name: one table for the CLI's `--set NAME=VALUE` (and its flags such as
+//! `--bda-set`, which set these same options) and the C API's `spvpf_options_set_bool` /
+//! `spvpf_options_set_uint`, so both accept the same names and values. `spirv-polyfill targets`
+//! prints every option's value from it.
+use crate::bda::{BdaTable, SLOT_BITS};
 use crate::target::{BindlessTable, Options};
 
 /// The type of value a named option takes.
@@ -20,6 +23,7 @@ pub struct NamedOption {
     pub kind: Kind,
     pub help: &'static str,
     apply: fn(&mut Options, u32) -> Result<(), String>,
+    read: fn(&Options) -> Option<u32>,
 }
 
 impl NamedOption {
@@ -30,6 +34,11 @@ impl NamedOption {
         }
         (self.apply)(options, value).map_err(|e| format!("{}: {e}", self.name))
     }
+    /// The option's value in `options`; `None` where it is off (no `oob_poison`, no bindless or
+    /// buffer-device-address table).
+    pub fn get(&self, options: &Options) -> Option<u32> {
+        (self.read)(options)
+    }
 }
 
 /// The option called `name`, if there is one.
@@ -37,10 +46,8 @@ pub fn find(name: &str) -> Option<&'static NamedOption> {
     NAMED_OPTIONS.iter().find(|o| o.name == name)
 }
 
-/// Parses `NAME=VALUE` (bools: 0/1/true/false; numbers: decimal or 0x hex) and sets it.
-pub fn set_from_str(options: &mut Options, assignment: &str) -> Result<(), String> {
-    let (name, value) = assignment.split_once('=').ok_or_else(|| format!("`{assignment}` is not NAME=VALUE"))?;
-    let option = find(name).ok_or_else(|| format!("unknown option `{name}`"))?;
+/// Parses a value for `option`: bools 0/1/true/false; numbers decimal or 0x hex.
+pub fn parse_value(option: &NamedOption, value: &str) -> Result<u32, String> {
     let number = match (option.kind, value) {
         (Kind::Bool, "true") => Ok(1),
         (Kind::Bool, "false") => Ok(0),
@@ -49,11 +56,28 @@ pub fn set_from_str(options: &mut Options, assignment: &str) -> Result<(), Strin
             None => v.parse(),
         },
     };
-    option.set(options, number.map_err(|_| format!("{name}: `{value}` is not a value"))?)
+    number.map_err(|_| format!("{}: `{value}` is not a value", option.name))
+}
+
+/// Parses `NAME=VALUE` (see [`parse_value`]) and sets it.
+pub fn set_from_str(options: &mut Options, assignment: &str) -> Result<(), String> {
+    let (name, value) = assignment.split_once('=').ok_or_else(|| format!("`{assignment}` is not NAME=VALUE"))?;
+    let option = find(name).ok_or_else(|| format!("unknown option `{name}`"))?;
+    option.set(options, parse_value(option, value)?)
 }
 
 fn bindless(o: &mut Options) -> &mut BindlessTable {
     o.bindless.get_or_insert(BindlessTable::with_defaults(0))
+}
+
+/// The buffer-device-address table where no `bda_*` option says otherwise: the layer's layout
+/// (binding 3, after the bindless arrays at 0/1/2, 65536 slots) at `set`.
+pub const fn bda_with_defaults(set: u32) -> BdaTable {
+    BdaTable { set, binding: 3, count: 65536 }
+}
+
+fn bda(o: &mut Options) -> &mut BdaTable {
+    o.bda.get_or_insert(bda_with_defaults(0))
 }
 
 fn count(v: u32) -> Result<u32, String> {
@@ -66,16 +90,51 @@ fn count(v: u32) -> Result<u32, String> {
 
 macro_rules! target_bool {
     ($name:literal, $field:ident, $help:literal) => {
-        NamedOption { name: $name, kind: Kind::Bool, help: $help, apply: |o, v| {
-            o.target.$field = v != 0;
-            Ok(())
-        } }
+        NamedOption {
+            name: $name,
+            kind: Kind::Bool,
+            help: $help,
+            apply: |o, v| {
+                o.target.$field = v != 0;
+                Ok(())
+            },
+            read: |o| Some(o.target.$field as u32),
+        }
     };
+}
+
+/// A `u32` field of an optional table (`bindless` or `bda`); `$check` vets the value.
+macro_rules! table_uint {
+    ($name:literal, $table:ident, $field:ident, $check:expr, $help:literal) => {
+        NamedOption {
+            name: $name,
+            kind: Kind::Uint,
+            help: $help,
+            apply: |o, v| {
+                $table(o).$field = $check(v)?;
+                Ok(())
+            },
+            read: |o| o.$table.map(|t| t.$field),
+        }
+    };
+}
+
+fn any(v: u32) -> Result<u32, String> {
+    Ok(v)
+}
+
+fn slots(v: u32) -> Result<u32, String> {
+    if v > 1 << SLOT_BITS {
+        return Err(format!("{v} slots do not fit the address's {SLOT_BITS}-bit slot field"));
+    }
+    count(v)
 }
 
 /// Every named option. Target features default to what [`Options::default`] has (all of them);
 /// setting any `bindless_*` option turns the bindless lowering on (table at set 0, bindings
-/// 0/1/2, counts 65536/65536/4096 until set).
+/// 0/1/2, counts 65536/65536/4096 until set); setting any `bda_*` option turns the lowering of
+/// PhysicalStorageBuffer pointers on (table at set 0, binding 3, 65536 slots until set).
+/// The lowering carries addresses as `u64` where the target has `int64`, else as `uvec2`.
 pub const NAMED_OPTIONS: &[NamedOption] = &[
     target_bool!("storage_buffer_8bit", storage_buffer_8bit, "target has storageBuffer8BitAccess"),
     target_bool!("uniform_and_storage_buffer_8bit", uniform_and_storage_buffer_8bit, "target has uniformAndStorageBuffer8BitAccess"),
@@ -86,7 +145,7 @@ pub const NAMED_OPTIONS: &[NamedOption] = &[
     target_bool!("storage_input_output_16", storage_input_output_16, "target has storageInputOutput16"),
     target_bool!("int8", int8, "target has shaderInt8"),
     target_bool!("int16", int16, "target has shaderInt16"),
-    target_bool!("int64", int64, "target has shaderInt64"),
+    target_bool!("int64", int64, "target has shaderInt64 (buffer device addresses are then carried as u64, else as uvec2)"),
     target_bool!(
         "quirk_nonuniform_array_length",
         nonuniform_array_length_broken,
@@ -100,6 +159,7 @@ pub const NAMED_OPTIONS: &[NamedOption] = &[
             o.emulate_raw_access_chains = v != 0;
             Ok(())
         },
+        read: |o| Some(o.emulate_raw_access_chains as u32),
     },
     NamedOption {
         name: "oob_poison",
@@ -112,65 +172,18 @@ pub const NAMED_OPTIONS: &[NamedOption] = &[
             };
             Ok(())
         },
+        read: |o| o.oob_poison.map(u32::from),
     },
-    NamedOption { name: "bindless_set", kind: Kind::Uint, help: "descriptor set of the bindless table", apply: |o, v| {
-            bindless(o).set = v;
-            Ok(())
-        } },
-    NamedOption {
-        name: "bindless_sampled_images_binding",
-        kind: Kind::Uint,
-        help: "binding of the table's sampled-image array",
-        apply: |o, v| {
-            bindless(o).sampled_images_binding = v;
-            Ok(())
-        },
-    },
-    NamedOption {
-        name: "bindless_sampled_images_count",
-        kind: Kind::Uint,
-        help: "descriptor count of the sampled-image array",
-        apply: |o, v| {
-            bindless(o).sampled_images_count = count(v)?;
-            Ok(())
-        },
-    },
-    NamedOption {
-        name: "bindless_storage_images_binding",
-        kind: Kind::Uint,
-        help: "binding of the table's storage-image array",
-        apply: |o, v| {
-            bindless(o).storage_images_binding = v;
-            Ok(())
-        },
-    },
-    NamedOption {
-        name: "bindless_storage_images_count",
-        kind: Kind::Uint,
-        help: "descriptor count of the storage-image array",
-        apply: |o, v| {
-            bindless(o).storage_images_count = count(v)?;
-            Ok(())
-        },
-    },
-    NamedOption {
-        name: "bindless_samplers_binding",
-        kind: Kind::Uint,
-        help: "binding of the table's sampler array",
-        apply: |o, v| {
-            bindless(o).samplers_binding = v;
-            Ok(())
-        },
-    },
-    NamedOption {
-        name: "bindless_samplers_count",
-        kind: Kind::Uint,
-        help: "descriptor count of the sampler array",
-        apply: |o, v| {
-            bindless(o).samplers_count = count(v)?;
-            Ok(())
-        },
-    },
+    table_uint!("bindless_set", bindless, set, any, "descriptor set of the bindless table (lowers SPV_NV_bindless_texture onto it)"),
+    table_uint!("bindless_sampled_images_binding", bindless, sampled_images_binding, any, "binding of the table's sampled-image array (default 0)"),
+    table_uint!("bindless_sampled_images_count", bindless, sampled_images_count, count, "descriptor count of the sampled-image array (default 65536)"),
+    table_uint!("bindless_storage_images_binding", bindless, storage_images_binding, any, "binding of the table's storage-image array (default 1)"),
+    table_uint!("bindless_storage_images_count", bindless, storage_images_count, count, "descriptor count of the storage-image array (default 65536)"),
+    table_uint!("bindless_samplers_binding", bindless, samplers_binding, any, "binding of the table's sampler array (default 2)"),
+    table_uint!("bindless_samplers_count", bindless, samplers_count, count, "descriptor count of the sampler array (default 4096)"),
+    table_uint!("bda_set", bda, set, any, "descriptor set of the buffer-device-address table (lowers PhysicalStorageBuffer pointers onto it)"),
+    table_uint!("bda_binding", bda, binding, any, "binding of the table's storage-buffer array (default 3)"),
+    table_uint!("bda_count", bda, count, slots, "descriptor count of the storage-buffer array: the slots addresses can name (default 65536)"),
 ];
 
 #[cfg(test)]
@@ -189,10 +202,34 @@ mod tests {
         assert!(!o.target.int64);
         assert_eq!(o.oob_poison, Some(0xAB));
         assert_eq!(o.bindless, Some(BindlessTable { samplers_count: 7, ..BindlessTable::with_defaults(0) }));
-        for bad in ["int64=2", "oob_poison=256", "bindless_set=x", "nope=1", "int8", "bindless_samplers_count=0"] {
+        assert_eq!(o.bda, None);
+        set_from_str(&mut o, "bda_binding=5").unwrap();
+        assert_eq!(o.bda, Some(BdaTable { set: 0, binding: 5, count: 65536 }));
+        set_from_str(&mut o, "bda_set=7").unwrap();
+        set_from_str(&mut o, "bda_count=0x1000000").unwrap();
+        assert_eq!(o.bda, Some(BdaTable { set: 7, binding: 5, count: 1 << 24 }));
+        for bad in ["int64=2", "oob_poison=256", "bindless_set=x", "nope=1", "int8", "bindless_samplers_count=0", "bda_count=0", "bda_count=16777217"] {
             assert!(set_from_str(&mut o, bad).is_err(), "{bad}");
         }
         set_from_str(&mut o, &format!("oob_poison={OOB_POISON_OFF}")).unwrap();
         assert_eq!(o.oob_poison, None);
+    }
+
+    /// Every option reads back what was set, and setting it changes no other option (a `read`
+    /// or `apply` wired to the wrong field fails here).
+    #[test]
+    fn every_option_reads_back_what_was_set() {
+        for option in NAMED_OPTIONS {
+            let (a, b) = if option.kind == Kind::Bool { (0, 1) } else { (5, 200) };
+            let (mut x, mut y) = (Options::default(), Options::default());
+            option.set(&mut x, a).unwrap();
+            option.set(&mut y, b).unwrap();
+            assert_eq!((option.get(&x), option.get(&y)), (Some(a), Some(b)), "{}", option.name);
+            for other in NAMED_OPTIONS.iter().filter(|p| p.name != option.name) {
+                assert_eq!(other.get(&x), other.get(&y), "setting {} changed {}", option.name, other.name);
+            }
+        }
+        assert_eq!(find("oob_poison").unwrap().get(&Options::default()), None);
+        assert_eq!(find("bda_set").unwrap().get(&Options::default()), None);
     }
 }

@@ -5,6 +5,10 @@
  *   test_capi corpus MANIFEST     rewrite every case MANIFEST lists and compare with the Rust
  *                                 API's output, byte for byte; then all of them again from 4
  *                                 threads at once with shared options objects
+ *   test_capi bda MODULE          a module using PhysicalStorageBuffer pointers (and no Int64):
+ *                                 declared, left alone without the bda_* options, lowered onto
+ *                                 the table they name with them, and the features each output
+ *                                 needs
  *
  * MANIFEST lines: TARGET OPTIONS INPUT STATUS EXPECTED TEXT
  *   TARGET    all | core
@@ -104,6 +108,15 @@ static void test_options(void) {
     CHECK(spvpf_options_set_uint(o, "oob_poison", SPVPF_OOB_POISON_OFF) == SPVPF_SUCCESS, "poison off");
     CHECK(spvpf_options_set_uint(o, "bindless_samplers_count", 0) == SPVPF_ERROR_INVALID_ARGUMENT, "count 0");
     CHECK(spvpf_options_set_uint(o, "bindless_set", 3) == SPVPF_SUCCESS, "bindless set");
+    CHECK(spvpf_option_is_known("bda_set") == SPVPF_SUCCESS && spvpf_option_is_known("bda_binding") == SPVPF_SUCCESS &&
+              spvpf_option_is_known("bda_count") == SPVPF_SUCCESS, "buffer-device-address options");
+    CHECK(spvpf_options_set_bool(o, "bda_set", 1) == SPVPF_ERROR_INVALID_ARGUMENT, "bda_set is a uint");
+    CHECK(spvpf_options_set_uint(o, "bda_count", 0) == SPVPF_ERROR_INVALID_ARGUMENT, "bda_count 0");
+    CHECK(spvpf_options_set_uint(o, "bda_count", (1u << 24) + 1) == SPVPF_ERROR_INVALID_ARGUMENT,
+          "more slots than the address holds");
+    CHECK(strstr(spvpf_options_last_error(o), "bda_count") != NULL, "message: %s", spvpf_options_last_error(o));
+    CHECK(spvpf_options_set_uint(o, "bda_count", 1u << 24) == SPVPF_SUCCESS, "2^24 slots");
+    CHECK(spvpf_options_set_uint(o, "bda_set", 3) == SPVPF_SUCCESS, "bda set");
     CHECK(spvpf_options_set_bool(NULL, "int8", 1) == SPVPF_ERROR_INVALID_ARGUMENT, "NULL options");
     CHECK(spvpf_options_set_bool(o, NULL, 1) == SPVPF_ERROR_INVALID_ARGUMENT, "NULL name");
     CHECK(spvpf_options_set_uint(o, "\xff\xfe", 1) == SPVPF_ERROR_INVALID_ARGUMENT, "not UTF-8");
@@ -230,6 +243,84 @@ static void test_rewrite_report(void) {
               "the output needs no raw access chains");
     spvpf_result_free(r);
     spvpf_options_free(o);
+}
+
+/* ------------------------------------------------------------------ buffer device addresses */
+
+/* Does the module declare OpCapability `cap`? Does it decorate anything with DescriptorSet
+ * `set` and with Binding `binding`? */
+static int declares(const uint32_t *w, size_t n, uint32_t cap) {
+    for (size_t i = 5; i + 1 < n && (w[i] >> 16); i += w[i] >> 16)
+        if ((w[i] & 0xffff) == 17 && w[i + 1] == cap) return 1;
+    return 0;
+}
+
+static int decorated(const uint32_t *w, size_t n, uint32_t decoration, uint32_t value) {
+    for (size_t i = 5; i + 3 < n && (w[i] >> 16); i += w[i] >> 16)
+        if ((w[i] & 0xffff) == 71 && (w[i] >> 16) == 4 && w[i + 2] == decoration && w[i + 3] == value) return 1;
+    return 0;
+}
+
+/* Is `feature` among the result's required features? */
+static int requires(const spvpf_result *r, const char *feature) {
+    size_t n = 0;
+    const char *name = NULL;
+    if (spvpf_result_required_feature_count(r, &n) != SPVPF_SUCCESS) return -1;
+    for (size_t i = 0; i < n; i++)
+        if (spvpf_result_required_feature(r, i, &name) == SPVPF_SUCCESS && strcmp(name, feature) == 0) return 1;
+    return 0;
+}
+
+static void test_bda(const char *path) {
+    size_t size = 0;
+    uint32_t *module = read_file(path, &size);
+    CHECK(module != NULL && size > 20, "cannot read %s", path);
+    if (!module) return;
+    size_t n = size / 4;
+    spvpf_result *r = NULL;
+    uint32_t mask = 0, needed = 9, v = 0;
+    CHECK(spvpf_scan(module, n, &r) == SPVPF_SUCCESS, "scan: %s", spvpf_result_message(r));
+    CHECK(spvpf_result_declared(r, &mask) == SPVPF_SUCCESS && mask == SPVPF_DECLARES_PHYSICAL_STORAGE_BUFFER,
+          "declared %#x", mask);
+    spvpf_result_free(r);
+
+    /* No table: the module needs nothing and comes back unchanged, needing bufferDeviceAddress. */
+    spvpf_options *o = NULL;
+    spvpf_options_create(SPVPF_TARGET_ALL, &o);
+    CHECK(spvpf_needs_rewrite(o, module, n, &needed) == SPVPF_SUCCESS && needed == 0, "needed %u without a table", needed);
+    r = NULL;
+    CHECK(spvpf_rewrite(o, module, n, &r) == SPVPF_SUCCESS, "%s", spvpf_result_message(r));
+    const uint32_t *out = NULL;
+    size_t count = 0;
+    CHECK(spvpf_result_words(r, &out, &count) == SPVPF_SUCCESS && count == n && memcmp(out, module, size) == 0,
+          "unchanged without a table");
+    CHECK(requires(r, "bufferDeviceAddress") == 1, "the input needs bufferDeviceAddress");
+    CHECK(spvpf_result_declared(r, &mask) == SPVPF_SUCCESS && mask == SPVPF_DECLARES_PHYSICAL_STORAGE_BUFFER,
+          "declared %#x", mask);
+    spvpf_result_free(r);
+
+    /* With the table, on both address types (u64 with int64, uvec2 without). */
+    for (uint32_t int64 = 0; int64 < 2; int64++) {
+        CHECK(spvpf_options_set_bool(o, "int64", int64) == SPVPF_SUCCESS, "int64");
+        CHECK(spvpf_options_set_uint(o, "bda_set", 5) == SPVPF_SUCCESS, "bda_set");
+        CHECK(spvpf_options_set_uint(o, "bda_binding", 2) == SPVPF_SUCCESS, "bda_binding");
+        CHECK(spvpf_options_set_uint(o, "bda_count", 1024) == SPVPF_SUCCESS, "bda_count");
+        CHECK(spvpf_needs_rewrite(o, module, n, &needed) == SPVPF_SUCCESS && needed == 1, "needed %u with a table", needed);
+        r = NULL;
+        CHECK(spvpf_rewrite(o, module, n, &r) == SPVPF_SUCCESS, "int64=%u: %s", int64, spvpf_result_message(r));
+        CHECK(spvpf_result_words(r, &out, &count) == SPVPF_SUCCESS, "words");
+        CHECK(!declares(out, count, 5347), "PhysicalStorageBufferAddresses left in the output");
+        CHECK(decorated(out, count, 34, 5) && decorated(out, count, 33, 2), "the table is not at set 5, binding 2");
+        CHECK(declares(out, count, 11) == (int)int64, "Int64 declared iff the target has it (int64=%u)", int64);
+        CHECK(spvpf_result_stat(r, "physical_loads", &v) == SPVPF_SUCCESS && v > 0, "physical_loads %u", v);
+        CHECK(spvpf_result_stat(r, "physical_stores", &v) == SPVPF_SUCCESS && v > 0, "physical_stores %u", v);
+        CHECK(requires(r, "bufferDeviceAddress") == 0, "the output needs no bufferDeviceAddress");
+        CHECK(requires(r, "shaderStorageBufferArrayNonUniformIndexing") == 1, "the output indexes the table non-uniformly");
+        CHECK(requires(r, "shaderInt64") == (int)int64, "shaderInt64 required iff int64=%u", int64);
+        spvpf_result_free(r);
+    }
+    spvpf_options_free(o);
+    free(module);
 }
 
 /* ------------------------------------------------------------------ corpus */
@@ -365,8 +456,10 @@ int main(int argc, char **argv) {
         test_rewrite_report();
     } else if (argc >= 3 && strcmp(argv[1], "corpus") == 0) {
         test_corpus(argv[2]);
+    } else if (argc >= 3 && strcmp(argv[1], "bda") == 0) {
+        test_bda(argv[2]);
     } else {
-        fprintf(stderr, "usage: test_capi api | test_capi corpus MANIFEST\n");
+        fprintf(stderr, "usage: test_capi api | test_capi corpus MANIFEST | test_capi bda MODULE\n");
         return 2;
     }
     printf("%d checks, %d failures\n", checks, failures);

@@ -1,7 +1,8 @@
 //! Which device features a module needs: its capabilities mapped through the Vulkan
 //! specification's "SPIR-V Environment" table (the rows of the capabilities the lowering adds
-//! or keeps, and of the common optional ones).
-use shader_rewrite::module::{op, HEADER_WORDS};
+//! or keeps, and of the common optional ones). Used by the C API
+//! (`spvpf_result_required_feature`) and `spirv-polyfill scan`.
+use crate::module::{op, HEADER_WORDS};
 
 /// (capability, Vulkan name of what the device must have).
 const FEATURES: &[(u32, &str)] = &[
@@ -47,7 +48,7 @@ fn capabilities(words: &[u32]) -> impl Iterator<Item = u32> + '_ {
 }
 
 /// The features `words` needs, in the order of its OpCapability instructions.
-pub(crate) fn of(words: &[u32]) -> Vec<&'static str> {
+pub fn of(words: &[u32]) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for cap in capabilities(words) {
         if let Some(&(_, name)) = FEATURES.iter().find(|&&(c, _)| c == cap) {

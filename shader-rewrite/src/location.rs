@@ -1,11 +1,12 @@
 //! Where in the input an error is. `RewriteError` says it in words (a word offset, or the
 //! instruction as `%12 = OpLoad`, `OpStore %7`, `opcode 4 %9`); this finds that instruction in
-//! the input and reports its index, first word and opcode, only when exactly one matches.
+//! the input and reports its index, first word and opcode, only when exactly one matches. The C
+//! API (`spvpf_result_error_location`) and the `spirv-polyfill` CLI both report errors this way.
 use std::fmt;
 
 use rspirv::grammar::{OperandKind, INSTRUCTION_TABLE};
-use shader_rewrite::module::{opcode_name, HEADER_WORDS};
-use shader_rewrite::RewriteError;
+use crate::module::{opcode_name, HEADER_WORDS};
+use crate::RewriteError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Location {
@@ -78,6 +79,8 @@ fn parse(text: &str) -> Option<Named> {
     Some(Named { result, opcode, first })
 }
 
+/// The instruction of `words` (the module `e` came from) that `e` is about, if exactly one
+/// instruction matches.
 pub fn locate(words: &[u32], e: &RewriteError) -> Option<Location> {
     let mut matches: Vec<Location> = match e {
         RewriteError::Malformed { word_offset, .. } => {
@@ -105,6 +108,17 @@ pub fn locate(words: &[u32], e: &RewriteError) -> Option<Location> {
     (matches.len() == 1).then(|| matches.remove(0))
 }
 
+/// `e` as text, followed by its location in `words` where [`locate`] finds one:
+/// `... (instruction 12 at word 345, OpLoad)`.
+pub fn describe(words: &[u32], e: &RewriteError) -> (String, Option<Location>) {
+    let location = locate(words, e);
+    let text = match &location {
+        Some(l) => format!("{e} ({l})"),
+        None => e.to_string(),
+    };
+    (text, location)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +141,8 @@ mod tests {
         assert_eq!(at("module"), None);
         assert_eq!(locate(&w, &RewriteError::malformed(7, "bad")), at("%5 = OpTypeInt"));
         assert_eq!(locate(&w, &RewriteError::malformed(0, "bad header")), None);
+        let (text, at) = describe(&w, &RewriteError::unsupported("OpStore %7", "why"));
+        assert!(text.ends_with(" (instruction 2 at word 11, OpStore)"), "{text}");
+        assert_eq!(at.map(|l| l.opcode), Some(62));
     }
 }
