@@ -4,8 +4,8 @@
 //! through [`Emulation`] (registered in `ext::ALL`) and the plans and components they create:
 //!
 //! - physical-device queries: which device extensions it adds ([`Emulation::added_extensions`]),
-//!   which feature bits it reports ([`Emulation::features`]) and which properties it adjusts
-//!   ([`Emulation::report_properties`]);
+//!   which feature bits it reports ([`Emulation::features`]) and which descriptors it reserves
+//!   in the reported limits ([`Emulation::descriptor_reservation`]);
 //! - `vkCreateDevice`, as a sequence of steps over the [`DevicePlan`]s the emulations return from
 //!   [`Emulation::plan`] (device.rs): decide → strip what the driver must not see → enable the
 //!   driver features the lowering needs → call down → set up per-device state
@@ -71,8 +71,8 @@ pub trait Emulation: Sync {
     /// Might it emulate anything under these settings? Physical-device queries are intercepted
     /// only when one emulation might.
     fn may_emulate(&self, settings: &Settings) -> bool;
-    /// Does it adjust physical-device properties under these settings?
-    fn reports_properties(&self, _settings: &Settings) -> bool {
+    /// May it reserve descriptors in the limits the application sees (under these settings)?
+    fn may_reserve_descriptors(&self, _settings: &Settings) -> bool {
         false
     }
     /// The extensions it adds to the driver's list on `pd` (emulated, and not listed below).
@@ -87,11 +87,14 @@ pub trait Emulation: Sync {
     /// # Safety
     /// As for [`Self::added_extensions`].
     unsafe fn features(&'static self, pd: &PhysDev) -> Option<FeatureReport>;
-    /// Adjusts the properties the driver wrote (`props` is the filled VkPhysicalDeviceProperties2).
+    /// The descriptors it adds to the device's pipeline layouts, to be reserved in the limits
+    /// the application sees (crate::descriptor_limits). None: nothing there.
     ///
     /// # Safety
-    /// As for [`Self::added_extensions`]; `props` valid and writable.
-    unsafe fn report_properties(&self, _pd: &PhysDev, _props: *mut vk::PhysicalDeviceProperties2<'static>) {}
+    /// As for [`Self::added_extensions`].
+    unsafe fn descriptor_reservation(&'static self, _pd: &PhysDev) -> Option<crate::descriptor_limits::Reservation> {
+        None
+    }
     /// vkCreateDevice: what it does on the device being created (None: nothing, not even a log
     /// line). May join services (`services`).
     ///

@@ -3,6 +3,7 @@
 //! vkGetPhysicalDeviceFeatures2 + its KHR alias).
 use crate::dispatch::{self, dispatch_key, load_instance, InstanceData, InstanceNext, INSTANCES};
 use crate::messages::{self, Channel, Messenger, Object};
+use crate::descriptor_limits::Reservation;
 use crate::emulation::{merge_extensions, write_enumeration, PhysDev};
 use crate::ext;
 use crate::ffi_guard::guard;
@@ -296,7 +297,27 @@ pub unsafe extern "system" fn get_physical_device_properties2_khr(pd: vk::Physic
     guard("vkGetPhysicalDeviceProperties2KHR", (), || unsafe { properties2(pd, p, true) })
 }
 
-/// Calls down, then lets every emulation adjust the properties it changes.
+/// The descriptors the emulations reserve on `pd`, together (they share the table's set).
+unsafe fn reservation(inst: &InstanceData, pd: vk::PhysicalDevice) -> Option<Reservation> {
+    let phys = inst.physical_device(pd);
+    let pdev = PhysDev { inst, pd, info: &phys };
+    ext::ALL.iter().filter_map(|e| e.descriptor_reservation(&pdev)).reduce(|a, b| a.and(&b))
+}
+
+pub unsafe extern "system" fn get_physical_device_properties(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties) {
+    guard("vkGetPhysicalDeviceProperties", (), || unsafe {
+        let Some(inst) = dispatch::instance_of(pd) else {
+            log_error!(LOADER_INTERFACE, "vkGetPhysicalDeviceProperties: unknown physical device {pd:?}");
+            return;
+        };
+        (inst.get_physical_device_properties)(pd, p);
+        if let (Some(r), Some(props)) = (reservation(&inst, pd), p.as_mut()) {
+            r.apply_to_limits(&mut props.limits);
+        }
+    })
+}
+
+/// Calls down, then applies the descriptors the emulations reserve.
 unsafe fn properties2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties2, khr: bool) {
     let Some(inst) = dispatch::instance_of(pd) else {
         log_error!(LOADER_INTERFACE, "vkGetPhysicalDeviceProperties2: unknown physical device {pd:?}");
@@ -311,7 +332,7 @@ unsafe fn properties2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperti
     if p.is_null() {
         return;
     }
-    let phys = inst.physical_device(pd);
-    let pdev = PhysDev { inst: &inst, pd, info: &phys };
-    ext::ALL.iter().for_each(|e| e.report_properties(&pdev, p.cast::<vk::PhysicalDeviceProperties2<'static>>()));
+    if let Some(r) = reservation(&inst, pd) {
+        r.apply(p.cast::<vk::PhysicalDeviceProperties2<'static>>());
+    }
 }

@@ -36,6 +36,7 @@ pub mod messengers;
 
 pub mod component;
 pub mod deferred_copies;
+pub mod descriptor_limits;
 pub mod device;
 pub mod device_features;
 pub mod dispatch;

@@ -112,7 +112,7 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
     let next = (inst.next_gipa)(instance, name.as_ptr());
     // Physical-device queries are hooked only when some emulation may be active.
     let may_emulate = ext::ALL.iter().any(|e| e.may_emulate(&inst.settings));
-    let may_adjust_properties = ext::ALL.iter().any(|e| e.reports_properties(&inst.settings));
+    let may_adjust_properties = ext::ALL.iter().any(|e| e.may_reserve_descriptors(&inst.settings));
     if let Some(f) = messengers::instance_hook(&inst, name.to_bytes()) {
         return Some(f);
     }
@@ -131,6 +131,9 @@ unsafe fn get_instance_proc_addr(instance: vk::Instance, name: &CStr) -> vk::PFN
         }
         b"vkGetPhysicalDeviceToolProperties" => pfn!(tooling::get_physical_device_tool_properties as vk::PFN_vkGetPhysicalDeviceToolProperties),
         b"vkGetPhysicalDeviceToolPropertiesEXT" => pfn!(tooling::get_physical_device_tool_properties_ext as vk::PFN_vkGetPhysicalDeviceToolProperties),
+        b"vkGetPhysicalDeviceProperties" if may_adjust_properties => {
+            pfn!(instance::get_physical_device_properties as vk::PFN_vkGetPhysicalDeviceProperties)
+        }
         b"vkGetPhysicalDeviceProperties2" if may_adjust_properties && next.is_some() => {
             pfn!(instance::get_physical_device_properties2 as vk::PFN_vkGetPhysicalDeviceProperties2)
         }

@@ -62,7 +62,23 @@ unsafe fn vkd3d_offset_buffer_window(pd: &PhysDev) -> Option<String> {
 }
 
 /// Every quirk.
-pub static QUIRKS: &[&Quirk] = &[&VKD3D_RAW_ACCESS_CHAINS];
+pub static QUIRKS: &[&Quirk] = &[&VKD3D_RAW_ACCESS_CHAINS, &VKD3D_IMAGE_VIEW_HANDLE];
+
+/// Wherever the layer would emulate VK_NVX_image_view_handle.
+unsafe fn anywhere(_pd: &PhysDev) -> Option<String> {
+    Some("a device without VK_NVX_image_view_handle".into())
+}
+
+pub static VKD3D_IMAGE_VIEW_HANDLE: Quirk = Quirk {
+    name: "vkd3d-proton image view handles",
+    client: Client::Engine("vkd3d"),
+    setting: "image_view_handle",
+    condition: "any device the layer would emulate VK_NVX_image_view_handle on",
+    applies: anywhere,
+    becomes: Mode::Off,
+    why: "vkd3d-proton enables VK_NVX_image_view_handle when offered but uses its handles only for CUDA/NVAPI interop (never from shaders), which cannot work on other drivers; emulating it reserves the descriptor table in the reported limits, and with the table's arrays taken from lavapipe's 1 000 000 update-after-bind sampled and storage images per stage vkd3d-proton (which requires 1 000 000) refuses the device",
+    reference: "vkd3d-proton libs/vkd3d/device.c (VK_NVX_image_view_handle in the optional extensions; vkd3d_get_image_view_handle for ID3D12DeviceExt CUDA interop) and its VKD3D_MIN_VIEW_DESCRIPTOR_COUNT (1000000) check",
+};
 
 pub static VKD3D_RAW_ACCESS_CHAINS: Quirk = Quirk {
     name: "vkd3d-proton raw access chains",

@@ -226,6 +226,10 @@ impl BufferSpec {
 /// A compute dispatch.
 #[derive(Debug, Clone)]
 pub struct ComputeJob {
+    /// Pads the pipeline layout to `Heap::sets` set layouts, the sets the shader does not use
+    /// empty but the last one: an update-after-bind, partially bound heap (never bound: the
+    /// shader does not use it). For layouts at the reported descriptor limits.
+    pub heap: Option<Heap>,
     pub buffers: Vec<BufferSpec>,
     pub push_constants: Vec<u8>,
     pub groups: [u32; 3],
@@ -234,8 +238,16 @@ pub struct ComputeJob {
 
 impl Default for ComputeJob {
     fn default() -> Self {
-        ComputeJob { buffers: Vec::new(), push_constants: Vec::new(), groups: [1, 1, 1], entry: "main" }
+        ComputeJob { heap: None, buffers: Vec::new(), push_constants: Vec::new(), groups: [1, 1, 1], entry: "main" }
     }
+}
+
+/// See [`ComputeJob::heap`].
+#[derive(Debug, Clone, Copy)]
+pub struct Heap {
+    pub sets: u32,
+    pub ty: vk::DescriptorType,
+    pub count: u32,
 }
 
 /// A collected debug-utils message.
@@ -903,6 +915,21 @@ impl Context {
                     .unwrap_or_default();
                 let ci = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
                 let l = unsafe { d.create_descriptor_set_layout(&ci, None) }.map_err(|e| format!("vkCreateDescriptorSetLayout: {e:?}"))?;
+                res.set_layouts.push(l);
+                set_layouts.push(l);
+            }
+        }
+        if let Some(h) = job.heap {
+            while (set_layouts.len() as u32) < h.sets {
+                let last = set_layouts.len() as u32 + 1 == h.sets;
+                let binding = [vk::DescriptorSetLayoutBinding::default().binding(0).descriptor_type(h.ty).descriptor_count(h.count).stage_flags(vk::ShaderStageFlags::ALL)];
+                let flags = [vk::DescriptorBindingFlags::UPDATE_AFTER_BIND | vk::DescriptorBindingFlags::PARTIALLY_BOUND];
+                let mut flags_info = vk::DescriptorSetLayoutBindingFlagsCreateInfo::default().binding_flags(&flags);
+                let mut ci = vk::DescriptorSetLayoutCreateInfo::default();
+                if last {
+                    ci = ci.flags(vk::DescriptorSetLayoutCreateFlags::UPDATE_AFTER_BIND_POOL).bindings(&binding).push_next(&mut flags_info);
+                }
+                let l = unsafe { d.create_descriptor_set_layout(&ci, None) }.map_err(|e| format!("vkCreateDescriptorSetLayout (heap): {e:?}"))?;
                 res.set_layouts.push(l);
                 set_layouts.push(l);
             }

@@ -543,44 +543,73 @@ fn concurrent_buffers_and_bindless_handles_share_the_table() {
     assert_eq!(ctx.validation_errors(), Vec::<String>::new());
 }
 
-/// The descriptor limits stay the driver's but for the all-pools budget, lower by the table's
-/// storage-buffer array (65536 on lavapipe) beside the bindless arrays.
-#[test]
-fn limits_are_the_drivers_but_the_pool_budget() {
-    let props = |ctx: &Context| {
-        let mut v12 = vk::PhysicalDeviceVulkan12Properties::default();
-        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v12);
-        unsafe { ctx.instance().get_physical_device_properties2(ctx.physical_device(), &mut p2) };
-        (
-            p2.properties.limits.max_bound_descriptor_sets,
-            v12.max_per_stage_descriptor_update_after_bind_storage_buffers,
-            v12.max_descriptor_set_update_after_bind_storage_buffers,
-            v12.max_update_after_bind_descriptors_in_all_pools,
-        )
-    };
-    let native = props(&Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}")));
-    // `auto`: only the bindless arrays (VK_NVX_image_view_handle is emulated on lavapipe) are
-    // taken from the budget; `force` takes the storage-buffer array too.
-    let auto = props(&context("auto"));
-    let forced = props(&context("force"));
-    assert_eq!((forced.0, forced.1, forced.2), (native.0, native.1, native.2));
-    assert_eq!((auto.0, auto.1, auto.2), (native.0, native.1, native.2));
-    assert_eq!(auto.3 - forced.3, 65536, "{auto:?} vs {forced:?}");
+/// `(maxBoundDescriptorSets, per-stage and per-set update-after-bind storage buffers,
+/// all-pools budget)` as the application sees them.
+fn descriptor_limits(ctx: &Context) -> (u32, u32, u32, u32) {
+    let mut v12 = vk::PhysicalDeviceVulkan12Properties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v12);
+    unsafe { ctx.instance().get_physical_device_properties2(ctx.physical_device(), &mut p2) };
+    (
+        p2.properties.limits.max_bound_descriptor_sets,
+        v12.max_per_stage_descriptor_update_after_bind_storage_buffers,
+        v12.max_descriptor_set_update_after_bind_storage_buffers,
+        v12.max_update_after_bind_descriptors_in_all_pools,
+    )
 }
 
-/// A pipeline layout using every update-after-bind storage buffer a stage may have (as
-/// vkd3d-proton's heaps do) leaves no room for the table: it stays as created (valid below the
-/// layer), and a pipeline using pointers with it is refused, the log naming the limit.
+/// Issue 25: where the emulation is active the reported limits leave room for the table — the
+/// table's set (one set less than the driver's) and its storage-buffer array (65536 on
+/// lavapipe) in every storage-buffer limit and the all-pools budget — so that no layout valid
+/// under the reported limits is refused. `auto` on lavapipe (native addresses) reserves only
+/// the bindless arrays (VK_NVX_image_view_handle is emulated there).
 #[test]
-fn pipelines_using_pointers_without_room_are_refused() {
-    const NAME: &str = "pipelines_using_pointers_without_room_are_refused";
+fn limits_reserve_the_table() {
+    let native = descriptor_limits(&Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}")));
+    let auto = descriptor_limits(&context("auto"));
+    let forced = descriptor_limits(&context("force"));
+    assert_eq!(auto.0, native.0 - 1, "the table's set (bindless)");
+    assert_eq!((auto.1, auto.2), (native.1, native.2), "no storage-buffer array with native addresses");
+    assert_eq!(forced.0, native.0 - 1, "one set for both users");
+    let array = native.1 - forced.1;
+    assert!(array > 0 && native.2 - forced.2 == array, "{native:?} -> {forced:?}");
+    assert_eq!(auto.3 - forced.3, array, "the array comes out of the all-pools budget too: {auto:?} vs {forced:?}");
+    println!("storage-buffer array: {array} slots; maxBoundDescriptorSets {} -> {}", native.0, forced.0);
+}
+
+/// A pipeline using pointers whose layout sits exactly at the reported limits — every set
+/// (`maxBoundDescriptorSets`) and the last one an update-after-bind heap of as many storage
+/// buffers as a stage and a layout may have — is created and runs (the copy through
+/// push-constant pointers), the validation layer below reporting nothing.
+#[test]
+fn pipelines_using_pointers_at_the_reported_limits_work() {
+    let ctx = context("force");
+    let (sets, per_stage, per_set, _) = descriptor_limits(&ctx);
+    let input: Vec<u32> = (0..64).map(|i| i * 3 + 1).collect();
+    let mut job = ComputeJob {
+        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
+        groups: [1, 1, 1],
+        ..Default::default()
+    };
+    job.heap = Some(polyfill_e2e::vk::Heap { sets, ty: vk::DescriptorType::STORAGE_BUFFER, count: per_stage.min(per_set) });
+    let out = ctx.run_compute(&copy_scale(), &job).unwrap_or_else(|e| panic!("{sets} sets, {} storage buffers: {e}", per_stage.min(per_set)));
+    let want: Vec<u32> = input.iter().map(|v| v * 2 + 1).collect();
+    assert_eq!(bytes::to_u32s(&out[1]), want);
+    assert_eq!(ctx.validation_errors(), Vec::<String>::new());
+}
+
+/// Beyond the reported limits (the driver's: valid for the validation layer below, which sees
+/// the driver's limits, but not for the limits the layer reports) a layout has no room for the
+/// table: a pipeline using pointers with it is refused, the log naming the limit.
+#[test]
+fn pipelines_using_pointers_beyond_the_reported_limits_are_refused() {
+    const NAME: &str = "pipelines_using_pointers_beyond_the_reported_limits_are_refused";
     if child::is_child(NAME) {
         let ctx = context("force");
         let d = ctx.device();
-        let mut v12 = vk::PhysicalDeviceVulkan12Properties::default();
-        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v12);
-        unsafe { ctx.instance().get_physical_device_properties2(ctx.physical_device(), &mut p2) };
-        let n = v12.max_per_stage_descriptor_update_after_bind_storage_buffers.min(v12.max_descriptor_set_update_after_bind_storage_buffers);
+        let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
+        let (_, per_stage, per_set, _) = descriptor_limits(&native);
+        drop(native);
+        let n = per_stage.min(per_set);
         let binding = [vk::DescriptorSetLayoutBinding::default()
             .binding(0)
             .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)

@@ -301,6 +301,7 @@ OpFunctionEnd
         .collect();
     buffers.push(polyfill_e2e::BufferSpec::storage(2, vec![0; 128 * 4]));
     let job = polyfill_e2e::ComputeJob {
+        heap: None,
         buffers,
         push_constants: vec![],
         groups: [4, 1, 1],

@@ -7,6 +7,7 @@ use crate::component::Components;
 use crate::emulation::{
     status_for, Decision, DeviceEdit, DevicePlan, DeviceRequest, Emulation, FeatureReport, LayerExtension, NewDevice, PhysDev, Services, Status,
 };
+use crate::descriptor_limits::Reservation;
 use crate::log_error;
 use crate::pnext::Chain;
 use crate::settings::{Mode, Settings};
@@ -70,14 +71,17 @@ pub trait ExtensionEmulation: Sync {
     unsafe fn clear_features(&self, _chain: &mut Chain) -> Result<(), String> {
         Ok(())
     }
-    /// Properties it adjusts where it is emulated (see [`Emulation::report_properties`]).
+    /// Does it reserve descriptors where it is emulated?
+    fn reserves_descriptors(&self) -> bool {
+        false
+    }
+    /// The descriptors it reserves on `pd` where it is emulated (see
+    /// [`Emulation::descriptor_reservation`]).
     ///
     /// # Safety
-    /// `pd` is live; `props` valid and writable.
-    unsafe fn adjust_properties(&self, _pd: &PhysDev, _props: *mut vk::PhysicalDeviceProperties2<'static>) {}
-    /// Does it adjust properties at all?
-    fn adjusts_properties(&self) -> bool {
-        false
+    /// `pd` is live.
+    unsafe fn reservation(&self, _pd: &PhysDev) -> Option<Reservation> {
+        None
     }
     /// It is active on the device being created: join services, prepare per-device state.
     ///
@@ -120,8 +124,8 @@ impl<E: ExtensionEmulation> Emulation for E {
     fn may_emulate(&self, settings: &Settings) -> bool {
         crate::emulation::effective(mode(self, settings), settings.force_enable) != Mode::Off
     }
-    fn reports_properties(&self, settings: &Settings) -> bool {
-        self.adjusts_properties() && self.may_emulate(settings)
+    fn may_reserve_descriptors(&self, settings: &Settings) -> bool {
+        self.reserves_descriptors() && self.may_emulate(settings)
     }
     unsafe fn added_extensions(&self, pd: &PhysDev) -> Vec<vk::ExtensionProperties> {
         let ext = self.extension();
@@ -138,9 +142,11 @@ impl<E: ExtensionEmulation> Emulation for E {
         // SAFETY (closure): called on valid, writable nodes of the filled chain.
         Some(FeatureReport { hidden: self.feature_structs(), report: Box::new(move |node| unsafe { self.report_feature(node) }) })
     }
-    unsafe fn report_properties(&self, pd: &PhysDev, props: *mut vk::PhysicalDeviceProperties2<'static>) {
-        if self.adjusts_properties() && matches!(status_on(self, pd), Status::Emulated { .. }) {
-            self.adjust_properties(pd, props);
+    unsafe fn descriptor_reservation(&'static self, pd: &PhysDev) -> Option<Reservation> {
+        if self.reserves_descriptors() && matches!(status_on(self, pd), Status::Emulated { .. }) {
+            self.reservation(pd)
+        } else {
+            None
         }
     }
     unsafe fn plan(&'static self, pd: &PhysDev, request: &DeviceRequest, services: &mut Services) -> Option<Box<dyn DevicePlan>> {

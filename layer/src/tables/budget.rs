@@ -1,12 +1,11 @@
 //! Whether the descriptor table fits beside an application's set layouts.
 //!
-//! The layer reports the driver's descriptor limits unchanged (maxBoundDescriptorSets and every
-//! per-stage / per-layout update-after-bind limit), so an application may build pipeline layouts
-//! that use all of them; clients such as vkd3d-proton require ≥ 1 000 000 update-after-bind
-//! sampled images, storage images and storage buffers per stage and refuse the device below
-//! that. The table is appended only to layouts it fits beside: appending it elsewhere would
-//! exceed a driver limit the application respected. A bindless pipeline whose layout has no
-//! room is refused with the limit named ([`Refusal`]).
+//! Where a user of the table is emulated, the limits the application sees are the driver's less
+//! the table (crate::descriptor_limits: one set, and the table's descriptors in every per-stage and
+//! per-layout limit they count against), so every layout valid under the reported limits has room
+//! and gets the table. The check stays for layouts beyond the reported limits (invalid usage the
+//! driver may still accept): a pipeline using the table with such a layout is refused with the
+//! limit named ([`Refusal`]).
 //!
 //! The limits the table counts against (VkPipelineLayoutCreateInfo's valid usage):
 //! `setLayoutCount` ≤ maxBoundDescriptorSets (VUID-VkPipelineLayoutCreateInfo-setLayoutCount-
@@ -19,64 +18,8 @@
 //! layout is an update-after-bind one, so it never counts against the plain limits.
 use ash::vk;
 use super::table::TableConfig;
+pub use crate::descriptor_limits::{Counts, Limits, PER_LAYOUT_NAMES, PER_STAGE_NAMES};
 use std::fmt;
-
-/// Descriptor counts in the five classes the table takes from: samplers, sampled images,
-/// storage images, storage buffers, resources.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts([u64; 5]);
-
-/// Limit names per class: per stage, then per pipeline layout (resources have no per-layout
-/// limit).
-const PER_STAGE_NAMES: [&str; 5] = [
-    "maxPerStageDescriptorUpdateAfterBindSamplers",
-    "maxPerStageDescriptorUpdateAfterBindSampledImages",
-    "maxPerStageDescriptorUpdateAfterBindStorageImages",
-    "maxPerStageDescriptorUpdateAfterBindStorageBuffers",
-    "maxPerStageUpdateAfterBindResources",
-];
-const PER_LAYOUT_NAMES: [&str; 4] = [
-    "maxDescriptorSetUpdateAfterBindSamplers",
-    "maxDescriptorSetUpdateAfterBindSampledImages",
-    "maxDescriptorSetUpdateAfterBindStorageImages",
-    "maxDescriptorSetUpdateAfterBindStorageBuffers",
-];
-
-impl Counts {
-    fn add(&mut self, o: &Counts) {
-        for (a, b) in self.0.iter_mut().zip(o.0) {
-            *a += b;
-        }
-    }
-
-    /// What `count` descriptors of `ty` count towards, per the spec's limit definitions:
-    /// samplers = SAMPLER + COMBINED_IMAGE_SAMPLER; sampled images = SAMPLED_IMAGE +
-    /// COMBINED_IMAGE_SAMPLER + UNIFORM_TEXEL_BUFFER; storage images = STORAGE_IMAGE +
-    /// STORAGE_TEXEL_BUFFER; storage buffers = STORAGE_BUFFER + STORAGE_BUFFER_DYNAMIC;
-    /// resources = buffers, images, texel buffers, input attachments.
-    /// A MUTABLE_EXT binding counts as each type of its list (`mutable`; an empty list: as
-    /// any image or buffer).
-    fn of(ty: vk::DescriptorType, count: u32, mutable: &[vk::DescriptorType]) -> Counts {
-        type T = vk::DescriptorType;
-        let c = u64::from(count);
-        let class = |s: u64, si: u64, st: u64, sb: u64, r: u64| Counts([s * c, si * c, st * c, sb * c, r * c]);
-        match ty {
-            T::SAMPLER => class(1, 0, 0, 0, 0),
-            T::COMBINED_IMAGE_SAMPLER => class(1, 1, 0, 0, 1),
-            T::SAMPLED_IMAGE | T::UNIFORM_TEXEL_BUFFER => class(0, 1, 0, 0, 1),
-            T::STORAGE_IMAGE | T::STORAGE_TEXEL_BUFFER => class(0, 0, 1, 0, 1),
-            T::STORAGE_BUFFER | T::STORAGE_BUFFER_DYNAMIC => class(0, 0, 0, 1, 1),
-            T::UNIFORM_BUFFER | T::UNIFORM_BUFFER_DYNAMIC | T::INPUT_ATTACHMENT => class(0, 0, 0, 0, 1),
-            T::MUTABLE_EXT if mutable.is_empty() => class(0, 1, 1, 1, 1),
-            T::MUTABLE_EXT => {
-                let mut sum = Counts::default();
-                mutable.iter().filter(|t| **t != T::MUTABLE_EXT).for_each(|t| sum.add(&Counts::of(*t, count, &[])));
-                sum
-            }
-            _ => Counts::default(),
-        }
-    }
-}
 
 /// A descriptor set layout's counts: per binding stage mask (bindings with the same stages
 /// merged), recorded at vkCreateDescriptorSetLayout.
@@ -126,37 +69,6 @@ impl SetLayoutCounts {
         let mut t = Counts::default();
         self.0.iter().filter(|(s, _)| s.as_raw() & (1 << bit) != 0).for_each(|(_, c)| t.add(c));
         t
-    }
-}
-
-/// The driver's limits the table counts against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub max_bound_descriptor_sets: u32,
-    /// Per stage: UAB samplers, sampled images, storage images, storage buffers, resources.
-    pub per_stage: [u32; 5],
-    /// Per pipeline layout: UAB samplers, sampled images, storage images, storage buffers.
-    pub per_layout: [u32; 4],
-}
-
-impl Limits {
-    pub fn new(limits: &vk::PhysicalDeviceLimits, di: &vk::PhysicalDeviceDescriptorIndexingProperties) -> Limits {
-        Limits {
-            max_bound_descriptor_sets: limits.max_bound_descriptor_sets,
-            per_stage: [
-                di.max_per_stage_descriptor_update_after_bind_samplers,
-                di.max_per_stage_descriptor_update_after_bind_sampled_images,
-                di.max_per_stage_descriptor_update_after_bind_storage_images,
-                di.max_per_stage_descriptor_update_after_bind_storage_buffers,
-                di.max_per_stage_update_after_bind_resources,
-            ],
-            per_layout: [
-                di.max_descriptor_set_update_after_bind_samplers,
-                di.max_descriptor_set_update_after_bind_sampled_images,
-                di.max_descriptor_set_update_after_bind_storage_images,
-                di.max_descriptor_set_update_after_bind_storage_buffers,
-            ],
-        }
     }
 }
 

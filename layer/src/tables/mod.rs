@@ -10,7 +10,8 @@
 //!
 //! - [`table`]: the set (layout, pool, set, fillers) holding the users' arrays;
 //! - [`layouts`], [`budget`]: every pipeline layout with room for the table (a free last set and
-//!   room under the driver's update-after-bind limits, which are reported unchanged) gets it
+//!   room under the driver's limits, which the users reserve in the limits the application sees:
+//!   crate::descriptor_limits, so every layout valid under the reported limits has room) gets it
 //!   appended at the reserved index;
 //! - [`pipelines`], [`commands`]: pipelines whose shaders use the table are recorded, and the
 //!   table is bound before each draw / dispatch / trace with them; such a pipeline whose layout has
@@ -38,7 +39,7 @@ pub mod shader_objects;
 pub mod slot_space;
 pub mod table;
 
-pub use table::{reserve_in_properties, TableArray, TableConfig};
+pub use table::{TableArray, TableConfig};
 pub use user::TableUser;
 
 mod plan;

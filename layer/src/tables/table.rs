@@ -73,39 +73,6 @@ impl TableConfig {
     }
 }
 
-/// The one limit the layer lowers: the table's pool takes its descriptors from
-/// `maxUpdateAfterBindDescriptorsInAllPools`, a device-wide budget of every update-after-bind
-/// pool (vkCreateDescriptorPool may fail with VK_ERROR_FRAGMENTATION beyond it). Every other
-/// limit is the driver's: the table only counts against the layouts it is appended to, and it
-/// is appended only where it fits (budget.rs).
-pub fn reserve_pool_descriptors(table_descriptors: u32, all_pools: u32) -> u32 {
-    all_pools.saturating_sub(table_descriptors)
-}
-
-/// Takes a user's `descriptors` from `maxUpdateAfterBindDescriptorsInAllPools` in a filled
-/// properties chain (each user of the table on the device subtracts its own arrays).
-///
-/// # Safety
-/// `props` is a valid, writable VkPhysicalDeviceProperties2 chain.
-pub unsafe fn reserve_in_properties(props: *mut vk::PhysicalDeviceProperties2<'static>, descriptors: u32) {
-    let Some(props) = props.as_ref() else { return };
-    let mut at = props.p_next as *mut vk::BaseOutStructure;
-    while let Some(node) = at.as_mut() {
-        match node.s_type {
-            vk::StructureType::PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_PROPERTIES => {
-                let di = &mut *(at as *mut vk::PhysicalDeviceDescriptorIndexingProperties);
-                di.max_update_after_bind_descriptors_in_all_pools = reserve_pool_descriptors(descriptors, di.max_update_after_bind_descriptors_in_all_pools);
-            }
-            vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES => {
-                let v12 = &mut *(at as *mut vk::PhysicalDeviceVulkan12Properties);
-                v12.max_update_after_bind_descriptors_in_all_pools = reserve_pool_descriptors(descriptors, v12.max_update_after_bind_descriptors_in_all_pools);
-            }
-            _ => {}
-        }
-        at = node.p_next;
-    }
-}
-
 /// The Vulkan objects of one device's table.
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -330,8 +297,6 @@ mod tests {
         assert_eq!(both.descriptor_count(), 65536 + 65536 + 4096 + 1000);
         let buffers = TableConfig { set: 7, arrays: vec![a(3, T::STORAGE_BUFFER, 1000)] };
         assert_eq!(buffers.bindings().len(), 1);
-        assert_eq!(reserve_pool_descriptors(buffers.descriptor_count(), 1_000_000), 999_000);
-        assert_eq!(reserve_pool_descriptors(both.descriptor_count(), 1000), 0);
         assert!(both.describe().contains("1000 storage buffers (binding 3)"), "{}", both.describe());
         assert!(both.describe().starts_with("65536 sampled images (binding 0)"), "{}", both.describe());
     }

@@ -613,12 +613,12 @@ pub fn lifetime(ctx: &Context, threads: usize, rounds: usize) -> Result<String, 
 
 /// Case 8: the application binds its own sets at various indices (and with incompatible
 /// layouts) between dispatches; the layer's table must stay bound. Also checks that
-/// `maxBoundDescriptorSets` through the layer is the driver's, and that a bindless pipeline may
-/// use every set but the last (the table's).
+/// `maxBoundDescriptorSets` through the layer is the driver's less the table's set, and that a
+/// bindless pipeline may use every set it reports.
 pub fn rebinding(ctx: &Context, native_max_sets: u32) -> Result<(), String> {
     let max_sets = ctx.limits().max_bound_descriptor_sets;
-    if max_sets != native_max_sets {
-        return Err(format!("maxBoundDescriptorSets through the layer is {max_sets}, the driver's is {native_max_sets} (want the driver's)"));
+    if max_sets != native_max_sets - 1 {
+        return Err(format!("maxBoundDescriptorSets through the layer is {max_sets}, the driver's is {native_max_sets} (want one less: the table's set)"));
     }
     let api = HandleApi::new(ctx);
     let mut scope = Scope::new(ctx)?;
@@ -630,7 +630,7 @@ pub fn rebinding(ctx: &Context, native_max_sets: u32) -> Result<(), String> {
     let sl_out = scope.set_layout(&[(0, SSBO, 1)])?;
     let sl_empty = scope.set_layout(&[])?;
     let sl_other = scope.set_layout(&[(0, SSBO, 1), (1, vk::DescriptorType::UNIFORM_BUFFER, 1)])?;
-    let last = max_sets - 2;
+    let last = max_sets - 1;
     let pl_a = scope.pipeline_layout(&[sl_out], 8)?;
     let pl_b = scope.pipeline_layout(&[sl_other, sl_out], 8)?;
     let mut c_sets = vec![sl_empty; last as usize];
@@ -668,7 +668,7 @@ pub fn rebinding(ctx: &Context, native_max_sets: u32) -> Result<(), String> {
         // 2: rebind set 1 only.
         d.cmd_bind_descriptor_sets(cmd, cp, pl_b, 1, &[s_b2], &[]);
         go(pl_b, Some(2));
-        // 3: the highest set a bindless pipeline may use (sets below: empty layouts, some bound).
+        // 3: the highest set the reported limit allows (sets below: empty layouts, some bound).
         d.cmd_bind_pipeline(cmd, cp, p_c);
         d.cmd_bind_descriptor_sets(cmd, cp, pl_c, 0, &[s_empty, s_empty], &[]);
         d.cmd_bind_descriptor_sets(cmd, cp, pl_c, last, &[s_c], &[]);

@@ -263,6 +263,7 @@ pub fn plan(text: &str, config: Config, seed: u64) -> Result<CorpusPlan, String>
 impl CorpusPlan {
     pub fn job(&self) -> ComputeJob {
         ComputeJob {
+            heap: None,
             buffers: self
                 .keys
                 .iter()

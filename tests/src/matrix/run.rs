@@ -112,6 +112,7 @@ pub fn context_options_for(poison: bool, target: RewriteTarget) -> ContextOption
 /// The compute job of a plan.
 pub fn job(plan: &Plan) -> ComputeJob {
     ComputeJob {
+        heap: None,
         buffers: plan
             .buffers
             .iter()

@@ -979,7 +979,7 @@ fn plan_slots(case: &Case, rng: &mut Rng) -> (String, Vec<Run>) {
         }
         _ => unreachable!(),
     }
-    let job = ComputeJob { buffers, push_constants, groups: [sh.groups, 1, 1], entry: "main" };
+    let job = ComputeJob { heap: None, buffers, push_constants, groups: [sh.groups, 1, 1], entry: "main" };
     (asm, vec![Run { label: "dispatch".into(), job, expected, regions, needs_exact_range: false }])
 }
 
@@ -1064,6 +1064,7 @@ fn plan_array_length(case: &Case, rng: &mut Rng) -> (String, Vec<Run>) {
                 }
             }
             let job = ComputeJob {
+                heap: None,
                 buffers: vec![BufferSpec::storage(B_SMALL, src.clone()).window(0, Some(range as u64)), BufferSpec::storage(B_IO, out.clone())],
                 push_constants: Vec::new(),
                 groups: [1, 1, 1],
@@ -1201,7 +1202,7 @@ fn plan_concurrent(case: &Case, rng: &mut Rng) -> (String, Vec<Run>) {
         }
         regions.push((0, el * stride, stride, format!("data[{el}] (store #{ei}; element {} of every 4 is never written)", 3)));
     }
-    let job = ComputeJob { buffers: vec![BufferSpec::storage(B_SMALL, blk_data)], push_constants: Vec::new(), groups: [CONC_GROUPS, 1, 1], entry: "main" };
+    let job = ComputeJob { heap: None, buffers: vec![BufferSpec::storage(B_SMALL, blk_data)], push_constants: Vec::new(), groups: [CONC_GROUPS, 1, 1], entry: "main" };
     (asm, vec![Run { label: format!("{n_inv} invocations × {CONC_ROUNDS} rounds"), job, expected: vec![want], regions, needs_exact_range: false }])
 }
 

@@ -13,6 +13,7 @@
 //!   rewritten by shader-rewrite's physical_storage_buffer pass onto the table.
 use super::extension::{Activated, ExtensionEmulation};
 use crate::component::{Components, DeviceComponent};
+use crate::descriptor_limits::Reservation;
 use crate::emulation::{LayerExtension, NewDevice, PhysDev, Services};
 use crate::pnext::{self, Chain};
 
@@ -108,14 +109,13 @@ impl ExtensionEmulation for BufferDeviceAddress {
         }
         Ok(())
     }
-    fn adjusts_properties(&self) -> bool {
+    fn reserves_descriptors(&self) -> bool {
         true
     }
-    /// The table's pool takes the storage-buffer array from `maxUpdateAfterBindDescriptorsInAllPools`.
-    unsafe fn adjust_properties(&self, pd: &PhysDev, props: *mut vk::PhysicalDeviceProperties2<'static>) {
-        if let Ok(c) = caps_for(pd) {
-            crate::tables::reserve_in_properties(props, c.table.count);
-        }
+    /// The table's storage-buffer array, in every layout (descriptor_limits).
+    unsafe fn reservation(&self, pd: &PhysDev) -> Option<Reservation> {
+        let c = caps_for(pd).ok()?;
+        Some(Reservation::of(c.limits, &[(vk::DescriptorType::STORAGE_BUFFER, c.table.count)]))
     }
     unsafe fn activate(&self, pd: &PhysDev, services: &mut Services) -> Result<Box<dyn Activated>, String> {
         let caps = caps_for(pd)?;
@@ -166,8 +166,8 @@ impl DeviceComponent for BdaDevice {
     into_any!();
 }
 
-/// Default size of the storage-buffer array; capped like the image arrays (half of the
-/// device's update-after-bind limits, so layouts using up to half of them still get the table).
+/// Default size of the storage-buffer array; capped like the image arrays (at most half of the
+/// device's update-after-bind limits, which are reported less the array).
 pub const DEFAULT_BUFFERS: u32 = 65536;
 
 /// The descriptor-indexing bits the storage-buffer array and the lowered shaders need.

@@ -8,7 +8,7 @@ use shader_rewrite::BindlessTable;
 
 /// Default array sizes; each is further capped by half of the device's update-after-bind limits
 /// so that layouts with up to half of them still get the table beside their own descriptors
-/// (the limits are reported unchanged: see budget.rs).
+/// (the reported limits leave room for them: crate::descriptor_limits).
 pub const DEFAULT_SAMPLED_IMAGES: u32 = 65536;
 pub const DEFAULT_STORAGE_IMAGES: u32 = 65536;
 pub const DEFAULT_SAMPLERS: u32 = 4096;

@@ -15,6 +15,7 @@
 use super::extension::{Activated, ExtensionEmulation};
 use crate::component::{Components, DeviceComponent};
 use crate::dispatch::load_device;
+use crate::descriptor_limits::Reservation;
 use crate::emulation::{LayerExtension, NewDevice, PhysDev, Services};
 
 use crate::tables::features::Core;
@@ -58,14 +59,13 @@ impl ExtensionEmulation for ImageViewHandle {
     unsafe fn unavailable(&self, pd: &PhysDev) -> Option<String> {
         caps_for(pd).err()
     }
-    fn adjusts_properties(&self) -> bool {
+    fn reserves_descriptors(&self) -> bool {
         true
     }
-    /// The table's pool takes the image arrays from `maxUpdateAfterBindDescriptorsInAllPools`.
-    unsafe fn adjust_properties(&self, pd: &PhysDev, props: *mut vk::PhysicalDeviceProperties2<'static>) {
-        if let Ok(c) = caps_for(pd) {
-            crate::tables::reserve_in_properties(props, arrays(&c.table).iter().map(|a| a.count).sum());
-        }
+    /// The table's image arrays, in every layout (descriptor_limits).
+    unsafe fn reservation(&self, pd: &PhysDev) -> Option<Reservation> {
+        let c = caps_for(pd).ok()?;
+        Some(Reservation::of(c.limits, &arrays(&c.table).map(|a| (a.ty, a.count))))
     }
     unsafe fn activate(&self, pd: &PhysDev, services: &mut Services) -> Result<Box<dyn Activated>, String> {
         let caps = caps_for(pd)?;
@@ -112,7 +112,7 @@ pub unsafe fn caps_for(pd: &PhysDev) -> Result<Caps, String> {
     let caps_of = |d: &device_query::DescriptorIndexing| caps::caps(&d.limits, &d.properties, &d.features, &d.core);
     let describe = |c: &Caps| {
         format!(
-            "table at set {} ({} sampled images, {} storage images, {} samplers), appended to the pipeline layouts it fits beside; device limits reported unchanged but maxUpdateAfterBindDescriptorsInAllPools (minus the table)",
+            "table at set {} ({} sampled images, {} storage images, {} samplers), reserved in the reported limits (one set less, the arrays' descriptors less)",
             c.table.set, c.table.sampled_images_count, c.table.storage_images_count, c.table.samplers_count
         )
     };
