@@ -190,12 +190,15 @@ pub struct BufferSpec {
     pub data: Vec<u8>,
     pub descriptor_offset: u64,
     pub range: Option<u64>,
+    /// Allocate this many more bytes than the buffer needs and fill everything past the
+    /// buffer's data with this byte (memory a read past the buffer's size would reach).
+    pub allocation_tail: Option<(u64, u8)>,
 }
 
 impl BufferSpec {
     /// A storage buffer at (set 0, `binding`), whole range.
     pub fn storage(binding: u32, data: Vec<u8>) -> Self {
-        BufferSpec { set: 0, binding, array_element: 0, kind: BufferKind::Storage, data, descriptor_offset: 0, range: None }
+        BufferSpec { set: 0, binding, array_element: 0, kind: BufferKind::Storage, data, descriptor_offset: 0, range: None, allocation_tail: None }
     }
     /// A uniform buffer at (set 0, `binding`), whole range.
     pub fn uniform(binding: u32, data: Vec<u8>) -> Self {
@@ -213,6 +216,11 @@ impl BufferSpec {
     /// Builder: array element of the binding.
     pub fn element(mut self, array_element: u32) -> Self {
         self.array_element = array_element;
+        self
+    }
+    /// Builder: see [`BufferSpec::allocation_tail`].
+    pub fn allocation_tail(mut self, bytes: u64, fill: u8) -> Self {
+        self.allocation_tail = Some((bytes, fill));
         self
     }
     /// Builder: descriptor offset and range.
@@ -844,7 +852,8 @@ impl Context {
                 .memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT)
                 .ok_or("no host-visible coherent memory type")?;
             let mut flags = vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
-            let mut mai = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(mt);
+            let tail = spec.allocation_tail.map_or(0, |t| t.0);
+            let mut mai = vk::MemoryAllocateInfo::default().allocation_size(req.size + tail).memory_type_index(mt);
             if bda {
                 mai = mai.push_next(&mut flags);
             }
@@ -856,6 +865,9 @@ impl Context {
             unsafe {
                 std::ptr::write_bytes(ptr, 0, size);
                 std::ptr::copy_nonoverlapping(spec.data.as_ptr(), ptr, spec.data.len());
+                if let Some((_, fill)) = spec.allocation_tail {
+                    std::ptr::write_bytes(ptr.add(size), fill, (req.size + tail) as usize - size);
+                }
             }
             mapped.push(ptr);
             sizes.push(size);

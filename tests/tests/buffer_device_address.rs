@@ -285,6 +285,27 @@ fn out_of_range_reads_zero_and_writes_are_dropped(target: &str) {
     assert_eq!(got[0], bytes::from_u32s(&input), "the source is untouched");
 }
 
+/// Reads past a buffer's size but inside its memory allocation (issue 25): the layer's slot
+/// covers the buffer's own range, so they read 0 (natively the allocation's bytes come back —
+/// outside the range the spec makes valid, so undefined; README "How buffer device addresses
+/// are emulated" says why the layer keeps the buffer's range).
+fn reads_past_the_size_inside_the_allocation_read_zero(target: &str) {
+    let input: Vec<u32> = (0..4).map(|i| i + 100).collect();
+    let job = ComputeJob {
+        buffers: vec![
+            // 16 bytes in a 16 + 4096-byte allocation whose rest holds 0xAB.
+            BufferSpec::device_address(0, bytes::from_u32s(&input)).allocation_tail(4096, 0xAB),
+            BufferSpec::device_address(8, vec![0; 64 * 4]),
+        ],
+        ..Default::default()
+    };
+    let got = forced("past_size", target, &copy_scale(), &job);
+    let out = bytes::to_u32s(&got[1]);
+    assert_eq!(out[..4], [201, 203, 205, 207]);
+    // Word 15 (byte 60) and every other word past the 16 bytes: read as 0 (0 * 2 + 1).
+    assert!(out[4..].iter().all(|&v| v == 1), "{:?}", &out[4..20]);
+}
+
 fn linked_list_across_buffers(target: &str) {
     let node = |v: u32| words_data([v, 0, 0, 0]);
     let job = ComputeJob {
@@ -411,6 +432,7 @@ macro_rules! both_targets {
 both_targets! {
     loads_and_stores_through_push_constant_pointers => copy_device_target, copy_core_target;
     out_of_range_reads_zero_and_writes_are_dropped => out_of_range_device_target, out_of_range_core_target;
+    reads_past_the_size_inside_the_allocation_read_zero => past_size_device_target, past_size_core_target;
     linked_list_across_buffers => linked_list_device_target, linked_list_core_target;
     struct_of_pointers_in_device_memory => struct_of_pointers_device_target, struct_of_pointers_core_target;
     shader_object_through_pointers => shader_object_device_target, shader_object_core_target;

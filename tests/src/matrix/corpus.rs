@@ -270,6 +270,7 @@ impl CorpusPlan {
                 .map(|k| {
                     let b = &self.initial[k];
                     BufferSpec {
+                        allocation_tail: None,
                         set: k.0,
                         binding: k.1,
                         array_element: k.2,

@@ -117,6 +117,7 @@ pub fn job(plan: &Plan) -> ComputeJob {
             .buffers
             .iter()
             .map(|b| BufferSpec {
+                allocation_tail: None,
                 set: b.set,
                 binding: b.binding,
                 array_element: b.array_element,
