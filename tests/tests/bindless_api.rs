@@ -17,7 +17,7 @@ fn bindless_options() -> ContextOptions {
 }
 
 #[test]
-fn advertised_at_revision_1_with_the_drivers_set_count() {
+fn advertised_at_revision_1_with_the_tables_set_reserved() {
     let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
     if native.has_device_extension(EXT) {
         eprintln!("the driver has {EXT}; nothing to emulate");
@@ -28,7 +28,7 @@ fn advertised_at_revision_1_with_the_drivers_set_count() {
     let ours: Vec<_> = exts.iter().filter(|(n, _)| n == EXT).collect();
     assert_eq!(ours.len(), 1, "{exts:?}");
     assert_eq!(ours[0].1, 1, "revision");
-    assert_eq!(ctx.limits().max_bound_descriptor_sets, native.limits().max_bound_descriptor_sets);
+    assert_eq!(ctx.limits().max_bound_descriptor_sets, native.limits().max_bound_descriptor_sets - 1, "the table's set (issue 25)");
     // With the setting off: not advertised, limit untouched.
     let off = Context::new(&ContextOptions::with_layer().setting("image_view_handle", "off")).unwrap_or_else(|e| panic!("{e}"));
     assert!(!off.has_device_extension(EXT));

@@ -103,7 +103,7 @@ fn force_reports_the_extension_and_feature() {
     // lavapipe reports the same bits itself; that the layer answers is shown by its log
     // (force_is_logged_as_hiding_the_drivers) and by the tagged addresses.
     println!("native: {:?}", reported(&native));
-    assert_eq!(ctx.limits().max_bound_descriptor_sets, native.limits().max_bound_descriptor_sets);
+    assert_eq!(ctx.limits().max_bound_descriptor_sets, native.limits().max_bound_descriptor_sets - 1, "the table's set (issue 25)");
 }
 
 /// The decision per device, in the log: the driver has it, the layer hides it (in a child
