@@ -687,39 +687,20 @@ mod tests {
         let v_mode = CString::new("force").unwrap();
         let v_mode_ptr = v_mode.as_ptr();
         let v_poison: u32 = 0xcd;
+        let setting = |layer: &CString, name: &CString, ty, value: *const c_void| vk::LayerSettingEXT {
+            p_layer_name: layer.as_ptr(),
+            p_setting_name: name.as_ptr(),
+            ty,
+            value_count: 1,
+            p_values: value,
+            ..Default::default()
+        };
+        type T = vk::LayerSettingTypeEXT;
         let settings = [
-            vk::LayerSettingEXT {
-                p_layer_name: layer.as_ptr(),
-                p_setting_name: n_force.as_ptr(),
-                ty: vk::LayerSettingTypeEXT::BOOL32,
-                value_count: 1,
-                p_values: &v_true as *const _ as *const c_void,
-                ..Default::default()
-            },
-            vk::LayerSettingEXT {
-                p_layer_name: other.as_ptr(),
-                p_setting_name: n_force.as_ptr(),
-                ty: vk::LayerSettingTypeEXT::BOOL32,
-                value_count: 1,
-                p_values: &v_true as *const _ as *const c_void,
-                ..Default::default()
-            },
-            vk::LayerSettingEXT {
-                p_layer_name: layer.as_ptr(),
-                p_setting_name: n_mode.as_ptr(),
-                ty: vk::LayerSettingTypeEXT::STRING,
-                value_count: 1,
-                p_values: &v_mode_ptr as *const _ as *const c_void,
-                ..Default::default()
-            },
-            vk::LayerSettingEXT {
-                p_layer_name: layer.as_ptr(),
-                p_setting_name: n_poison.as_ptr(),
-                ty: vk::LayerSettingTypeEXT::UINT32,
-                value_count: 1,
-                p_values: &v_poison as *const _ as *const c_void,
-                ..Default::default()
-            },
+            setting(&layer, &n_force, T::BOOL32, &v_true as *const _ as *const c_void),
+            setting(&other, &n_force, T::BOOL32, &v_true as *const _ as *const c_void),
+            setting(&layer, &n_mode, T::STRING, &v_mode_ptr as *const _ as *const c_void),
+            setting(&layer, &n_poison, T::UINT32, &v_poison as *const _ as *const c_void),
         ];
         let info = vk::LayerSettingsCreateInfoEXT {
             setting_count: settings.len() as u32,
