@@ -4,7 +4,7 @@
 //! system compiler and linked `-lvulkan`; the validation layer logging to a file.
 //! Used by `tests/tests/real_programs.rs` and `tests/tests/messages_c.rs`.
 
-use crate::child::temp_dir;
+use crate::child::{temp_dir, TempDir};
 use crate::{layer, tools};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -109,9 +109,27 @@ pub fn run(what: &str, argv: &[&str], env: &Env, home: &Path) -> Run {
     }
 }
 
+/// An example of `examples/c` built with `cc ... -lvulkan` into a temporary directory, with
+/// `raw_chain.spv` assembled next to it.
+pub struct CExample {
+    _dir: TempDir,
+    pub exe: PathBuf,
+    pub spv: PathBuf,
+}
+
+impl CExample {
+    /// Builds `examples/c/<name>.c`; panics with the compiler's output on failure.
+    pub fn build(name: &str) -> CExample {
+        let dir = temp_dir(&format!("{name}-c"));
+        let exe = build_c_example(name, &dir);
+        let spv = assemble_raw_chain(&dir);
+        CExample { _dir: dir, exe, spv }
+    }
+}
+
 /// Builds `examples/c/<name>.c` with `cc -std=c99 -O1 -Wall -Wextra -Werror ... -lvulkan` into
 /// `dir/<name>`; panics with the compiler's output on failure.
-pub fn build_c_example(name: &str, dir: &Path) -> PathBuf {
+fn build_c_example(name: &str, dir: &Path) -> PathBuf {
     let src = repo_root().join(format!("examples/c/{name}.c"));
     let exe = dir.join(name);
     let out = Command::new("cc")
@@ -126,7 +144,7 @@ pub fn build_c_example(name: &str, dir: &Path) -> PathBuf {
 }
 
 /// `examples/c/raw_chain.spvasm` assembled (vulkan1.1) into `dir/raw_chain.spv`.
-pub fn assemble_raw_chain(dir: &Path) -> PathBuf {
+fn assemble_raw_chain(dir: &Path) -> PathBuf {
     let text = std::fs::read_to_string(repo_root().join("examples/c/raw_chain.spvasm")).expect("raw_chain.spvasm");
     let words = tools::spirv_as(&text, "vulkan1.1").unwrap_or_else(|e| panic!("spirv-as raw_chain.spvasm: {e}"));
     let spv = dir.join("raw_chain.spv");

@@ -16,8 +16,7 @@
 
 use polyfill_e2e::child::temp_dir;
 use polyfill_e2e::layer::{self, env_var_name};
-use polyfill_e2e::programs::{assemble_raw_chain, build_c_example, run, validation_errors, validation_logging, Env, Run};
-use std::path::PathBuf;
+use polyfill_e2e::programs::{run, validation_errors, validation_logging, CExample, Env, Run};
 use std::sync::OnceLock;
 
 /// `messageIdNumber` of a `pMessageIdName`: FNV-1a 32, computed here independently of the
@@ -26,20 +25,9 @@ fn fnv1a32(name: &str) -> i32 {
     name.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193)) as i32
 }
 
-struct Program {
-    _dir: polyfill_e2e::child::TempDir,
-    exe: PathBuf,
-    spv: PathBuf,
-}
-
-fn program() -> &'static Program {
-    static P: OnceLock<Program> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = temp_dir("messages-c");
-        let exe = build_c_example("messages", &dir);
-        let spv = assemble_raw_chain(&dir);
-        Program { _dir: dir, exe, spv }
-    })
+fn program() -> &'static CExample {
+    static P: OnceLock<CExample> = OnceLock::new();
+    P.get_or_init(|| CExample::build("messages"))
 }
 
 const POLYFILL: &str = layer::LAYER_NAME;
@@ -124,7 +112,7 @@ fn info_limit_3_lines() -> Vec<String> {
 /// Both tool lists end with the layer's entry (the program checks it is there once).
 fn tools_end_with_the_layer(c: &Case) -> Result<(), String> {
     for command in ["tool ", "tool (EXT alias) "] {
-        let last = c.run.stdout.lines().filter(|l| l.strip_prefix(command).is_some_and(|n| n.starts_with(|d: char| d.is_ascii_digit()))).last();
+        let last = c.run.stdout.lines().rfind(|l| l.strip_prefix(command).is_some_and(|n| n.starts_with(|d: char| d.is_ascii_digit())));
         let ours = format!("vkpolyfill {} (layer '{POLYFILL}', purposes 0x18)", env!("CARGO_PKG_VERSION"));
         if !last.is_some_and(|l| l.contains(&ours)) {
             return Err(format!("{command}: the last tool is not the layer: {last:?}\n{}", c.run.describe()));

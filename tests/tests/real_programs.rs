@@ -17,9 +17,9 @@
 //! stuck test run. Each child gets a scrubbed environment (no inherited layer variables, an empty
 //! HOME) so only what a case sets decides which layers load.
 
-use polyfill_e2e::child::{temp_dir, TempDir};
+use polyfill_e2e::child::temp_dir;
 use polyfill_e2e::layer;
-use polyfill_e2e::programs::{assemble_raw_chain, build_c_example, check_validation_log, repo_root, run, validation_logging, Env, Run};
+use polyfill_e2e::programs::{check_validation_log, repo_root, run, validation_logging, CExample, Env, Run};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -93,20 +93,9 @@ fn layer_binds_its_own_symbols_and_exports_only_the_loader_interface() {
 }
 
 /// `examples/c/raw_chain.c` built with `cc ... -lvulkan`, and its shader assembled.
-struct CProgram {
-    _dir: TempDir,
-    exe: PathBuf,
-    spv: PathBuf,
-}
-
-fn c_program() -> &'static CProgram {
-    static P: OnceLock<CProgram> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = temp_dir("raw-chain-c");
-        let exe = build_c_example("raw_chain", &dir);
-        let spv = assemble_raw_chain(&dir);
-        CProgram { _dir: dir, exe, spv }
-    })
+fn c_program() -> &'static CExample {
+    static P: OnceLock<CExample> = OnceLock::new();
+    P.get_or_init(|| CExample::build("raw_chain"))
 }
 
 /// What the C program must print.
