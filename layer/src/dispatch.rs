@@ -68,6 +68,8 @@ pub struct InstanceNext {
     pub destroy_debug_utils_messenger: Option<vk::PFN_vkDestroyDebugUtilsMessengerEXT>,
     pub create_debug_report_callback: Option<vk::PFN_vkCreateDebugReportCallbackEXT>,
     pub destroy_debug_report_callback: Option<vk::PFN_vkDestroyDebugReportCallbackEXT>,
+    /// Through vkGetInstanceProcAddr, where the loader looks it up (crate::messengers).
+    pub set_debug_utils_object_name: Option<vk::PFN_vkSetDebugUtilsObjectNameEXT>,
 }
 
 pub struct InstanceData {

@@ -141,6 +141,7 @@ unsafe fn record(
             destroy_debug_utils_messenger: dispatch::cast_pfn(load(c"vkDestroyDebugUtilsMessengerEXT")),
             create_debug_report_callback: dispatch::cast_pfn(load(c"vkCreateDebugReportCallbackEXT")),
             destroy_debug_report_callback: dispatch::cast_pfn(load(c"vkDestroyDebugReportCallbackEXT")),
+            set_debug_utils_object_name: dispatch::cast_pfn(load(c"vkSetDebugUtilsObjectNameEXT")),
         },
         settings,
         api_version: api_version(ci),

@@ -1,7 +1,9 @@
 //! The application's debug callbacks, as the layer learns them (crate::messages delivers to
 //! them): vkCreate/DestroyDebugUtilsMessengerEXT, vkCreate/DestroyDebugReportCallbackEXT (only
 //! where the instance enabled the extension and the command exists below), and the debug names
-//! of objects (vkSetDebugUtilsObjectNameEXT, on devices where the layer does something).
+//! of objects (vkSetDebugUtilsObjectNameEXT: from vkGetInstanceProcAddr on instances with
+//! VK_EXT_debug_utils, where the loader looks it up, and from vkGetDeviceProcAddr on devices
+//! where the layer does something).
 use crate::dispatch::{self, dispatch_key, instance_data, with_device};
 use crate::ffi_guard::guard;
 use crate::messages::{self, Messenger};
@@ -86,6 +88,9 @@ pub unsafe extern "system" fn set_debug_utils_object_name(device: vk::Device, p_
             log_error!(LOADER_INTERFACE, "vkSetDebugUtilsObjectNameEXT: unknown device {device:?}");
             return vk::Result::ERROR_INITIALIZATION_FAILED;
         };
+        // Reached through vkGetInstanceProcAddr on a device whose next layer gave no
+        // vkGetDeviceProcAddr pointer: the one the next layer gave for the instance.
+        let next = next.or_else(|| dispatch::INSTANCES.get(&instance).and_then(|i| i.next.set_debug_utils_object_name));
         let Some(next) = next else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let r = next(device, p_info);
         if let (vk::Result::SUCCESS, Some(info), Some(c)) = (r, p_info.as_ref(), messages::channel(instance)) {
@@ -112,6 +117,13 @@ pub fn instance_hook(inst: &dispatch::InstanceData, name: &[u8]) -> vk::PFN_vkVo
         }
         b"vkDestroyDebugReportCallbackEXT" if inst.debug_report && n.destroy_debug_report_callback.is_some() => {
             crate::pfn!(destroy_debug_report_callback as vk::PFN_vkDestroyDebugReportCallbackEXT)
+        }
+        // A device command, but the loader fills its device dispatch tables' VK_EXT_debug_utils
+        // entries through vkGetInstanceProcAddr (vk_loader_extensions.c:
+        // `gipa(inst, "vkSetDebugUtilsObjectNameEXT")`): answered only from vkGetDeviceProcAddr,
+        // the hook never ran and the application's debug names never reached the messages.
+        b"vkSetDebugUtilsObjectNameEXT" if inst.debug_utils && n.set_debug_utils_object_name.is_some() => {
+            crate::pfn!(set_debug_utils_object_name as vk::PFN_vkSetDebugUtilsObjectNameEXT)
         }
         _ => None,
     }

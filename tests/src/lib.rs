@@ -19,6 +19,7 @@ pub mod child;
 pub mod graphics;
 pub mod layer;
 pub mod matrix;
+pub mod programs;
 pub mod rewritten;
 pub mod samples;
 pub mod small_storage;

@@ -53,8 +53,11 @@ pub struct ContextOptions {
     /// `VkApplicationInfo::pEngineName` (default "polyfill-e2e"; vkd3d-proton's is "vkd3d").
     pub engine_name: String,
     /// Register a debug-utils messenger for every severity and type (the validation layer's
-    /// messenger takes errors and warnings only).
+    /// messenger takes errors and warnings only), also chained in `VkInstanceCreateInfo`, so
+    /// it hears `vkCreateInstance` (e.g. `POLYFILL-layer-active`) and `vkDestroyInstance`.
     pub messenger: bool,
+    /// More instance extensions to enable (e.g. `"VK_EXT_debug_report"`).
+    pub instance_extensions: Vec<String>,
 }
 
 /// The extension through which applications get bindless texture handles.
@@ -76,6 +79,7 @@ impl Default for ContextOptions {
             shader_object: false,
             engine_name: "polyfill-e2e".to_string(),
             messenger: false,
+            instance_extensions: Vec::new(),
         }
     }
 }
@@ -122,11 +126,17 @@ impl ContextOptions {
         self.storage_input_output_16 = on;
         self
     }
-    /// Builder: set `VkApplicationInfo::pEngineName`.
+    /// Builder: register a messenger for every message ([`ContextOptions::messenger`]).
     pub fn messenger(mut self, on: bool) -> Self {
         self.messenger = on;
         self
     }
+    /// Builder: enable one more instance extension.
+    pub fn instance_extension(mut self, name: &str) -> Self {
+        self.instance_extensions.push(name.to_string());
+        self
+    }
+    /// Builder: set `VkApplicationInfo::pEngineName`.
     pub fn engine_name(mut self, name: &str) -> Self {
         self.engine_name = name.to_string();
         self
@@ -398,6 +408,7 @@ impl Context {
         if options.validation || options.messenger {
             inst_exts.push(CString::from(ash::ext::debug_utils::NAME));
         }
+        inst_exts.extend(cstrings(&options.instance_extensions)?);
         let inst_ext_p: Vec<*const i8> = inst_exts.iter().map(|c| c.as_ptr()).collect();
         let app_name = CString::new("polyfill-e2e").unwrap();
         let engine_name = CString::new(options.engine_name.as_str()).map_err(|e| format!("engine name: {e}"))?;
@@ -430,6 +441,18 @@ impl Context {
             .collect();
         let mut settings_info = vk::LayerSettingsCreateInfoEXT::default().settings(&settings);
 
+        let messages: Arc<Mutex<Vec<ValidationMessage>>> = Arc::new(Mutex::new(Vec::new()));
+        type Sev = vk::DebugUtilsMessageSeverityFlagsEXT;
+        let severities = if options.messenger { Sev::ERROR | Sev::WARNING | Sev::INFO | Sev::VERBOSE } else { Sev::ERROR | Sev::WARNING };
+        let messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+            .message_severity(severities)
+            .message_type(
+                vk::DebugUtilsMessageTypeFlagsEXT::GENERAL | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+            )
+            .pfn_user_callback(Some(debug_callback))
+            .user_data(Arc::as_ptr(&messages) as *mut c_void);
+        let mut chained_messenger = messenger_info;
+
         let mut info = vk::InstanceCreateInfo::default()
             .application_info(&app)
             .enabled_layer_names(&layer_p)
@@ -437,25 +460,16 @@ impl Context {
         if !settings.is_empty() {
             info = info.push_next(&mut settings_info);
         }
+        if options.messenger {
+            info = info.push_next(&mut chained_messenger);
+        }
         let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| format!("vkCreateInstance (layers {layers:?}): {e:?}"))?;
 
         // From here on, destroy the instance on error.
-        let messages: Arc<Mutex<Vec<ValidationMessage>>> = Arc::new(Mutex::new(Vec::new()));
         let mut debug_utils = None;
         if options.validation || options.messenger {
-            type Sev = vk::DebugUtilsMessageSeverityFlagsEXT;
-            let severities = if options.messenger { Sev::ERROR | Sev::WARNING | Sev::INFO | Sev::VERBOSE } else { Sev::ERROR | Sev::WARNING };
             let du = ash::ext::debug_utils::Instance::new(&entry, &instance);
-            let ci = vk::DebugUtilsMessengerCreateInfoEXT::default()
-                .message_severity(severities)
-                .message_type(
-                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
-                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
-                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
-                )
-                .pfn_user_callback(Some(debug_callback))
-                .user_data(Arc::as_ptr(&messages) as *mut c_void);
-            match unsafe { du.create_debug_utils_messenger(&ci, None) } {
+            match unsafe { du.create_debug_utils_messenger(&messenger_info, None) } {
                 Ok(m) => debug_utils = Some((du, m)),
                 Err(e) => {
                     unsafe { instance.destroy_instance(None) };
@@ -675,7 +689,8 @@ impl Context {
         &self.options
     }
 
-    /// All collected debug-utils messages (ERROR and WARNING) so far.
+    /// All collected debug-utils messages so far (ERROR and WARNING; every severity with
+    /// [`ContextOptions::messenger`]).
     pub fn validation_messages(&self) -> Vec<ValidationMessage> {
         self.messages.lock().map(|v| v.clone()).unwrap_or_default()
     }

@@ -17,16 +17,13 @@
 //! stuck test run. Each child gets a scrubbed environment (no inherited layer variables, an empty
 //! HOME) so only what a case sets decides which layers load.
 
-use polyfill_e2e::child::{temp_dir, TempDir};
-use polyfill_e2e::{layer, tools};
+use polyfill_e2e::child::temp_dir;
+use polyfill_e2e::layer;
+use polyfill_e2e::programs::{check_validation_log, repo_root, run, validation_logging, CExample, Env, Run};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
-
-/// Far above what any program here needs on lavapipe (≈1 s), far below a stuck CI run.
-const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What the layer may export: LoaderLayerInterface.md, "Layer Version Negotiation" and the
 /// version-0 introspection entry points.
@@ -39,10 +36,6 @@ const LOADER_INTERFACE_EXPORTS: [&str; 7] = [
     "vkEnumerateDeviceLayerProperties",
     "vkEnumerateDeviceExtensionProperties",
 ];
-
-fn repo_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent")
-}
 
 fn command_output(program: &str, args: &[&str]) -> String {
     let out = Command::new(program).args(args).output().unwrap_or_else(|e| panic!("cannot run {program} (binutils): {e}"));
@@ -99,124 +92,10 @@ fn layer_binds_its_own_symbols_and_exports_only_the_loader_interface() {
     assert!(!relocs.iter().any(|(_, s)| s.starts_with("vk")), "the layer imports a vk* symbol: {relocs:?}");
 }
 
-/// One finished (or killed) program.
-struct Run {
-    what: String,
-    status: Option<i32>,
-    timed_out: bool,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn ok(&self) -> bool {
-        !self.timed_out && self.status == Some(0)
-    }
-    fn describe(&self) -> String {
-        let status = if self.timed_out { format!("HUNG (killed after {TIMEOUT:?})") } else { format!("exit {:?}", self.status) };
-        format!("{}: {status}\n--- stdout\n{}--- stderr\n{}", self.what, tail(&self.stdout), tail(&self.stderr))
-    }
-}
-
-fn tail(s: &str) -> String {
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(30)..].iter().map(|l| format!("{l}\n")).collect()
-}
-
-/// The environment a case sets on top of the scrubbed one.
-#[derive(Clone, Default)]
-struct Env(Vec<(String, String)>);
-
-impl Env {
-    fn set(mut self, k: &str, v: impl Into<String>) -> Self {
-        self.0.push((k.to_string(), v.into()));
-        self
-    }
-    /// The loader finds the layer's manifest (explicit; enabled by something else).
-    fn layer_path(self) -> Self {
-        self.set("VK_ADD_LAYER_PATH", layer::manifest_dir().display().to_string())
-    }
-    /// `VK_INSTANCE_LAYERS`, first = closest to the application.
-    fn instance_layers(self, layers: &[&str]) -> Self {
-        self.layer_path().set("VK_INSTANCE_LAYERS", layers.join(":"))
-    }
-    fn no_device_select(self) -> Self {
-        self.set("NODEVICE_SELECT", "1")
-    }
-}
-
-/// Variables that would let the caller's environment decide what loads.
-fn is_inherited_layer_variable(k: &str) -> bool {
-    k.starts_with("VK_") || k == "NODEVICE_SELECT" || k.starts_with("XDG_") || k == "HOME"
-}
-
-/// Runs `argv` in its own process group with a scrubbed environment plus `env`, HOME = `home`;
-/// kills the whole group after [`TIMEOUT`].
-fn run(what: &str, argv: &[&str], env: &Env, home: &Path) -> Run {
-    use std::os::unix::process::CommandExt;
-    let dir = temp_dir("real-program-out");
-    let (out_path, err_path) = (dir.join("stdout"), dir.join("stderr"));
-    let mut cmd = Command::new(argv[0]);
-    cmd.args(&argv[1..]).current_dir(&*dir).process_group(0);
-    for (k, _) in std::env::vars() {
-        if is_inherited_layer_variable(&k) {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("HOME", home).envs(env.0.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    cmd.stdin(std::process::Stdio::null())
-        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
-        .stderr(std::fs::File::create(&err_path).expect("stderr file"));
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {argv:?}: {e}"));
-    let start = Instant::now();
-    let (status, timed_out) = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break (s.code(), false);
-        }
-        if start.elapsed() > TIMEOUT {
-            // The group: xvfb-run's Xvfb and the program under it.
-            let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
-            let _ = child.wait();
-            break (None, true);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Run {
-        what: format!("{what} ({})", argv.join(" ")),
-        status,
-        timed_out,
-        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
-    }
-}
-
 /// `examples/c/raw_chain.c` built with `cc ... -lvulkan`, and its shader assembled.
-struct CProgram {
-    _dir: TempDir,
-    exe: PathBuf,
-    spv: PathBuf,
-}
-
-fn c_program() -> &'static CProgram {
-    static P: OnceLock<CProgram> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = temp_dir("raw-chain-c");
-        let src = repo_root().join("examples/c/raw_chain.c");
-        let exe = dir.join("raw_chain");
-        let out = Command::new("cc")
-            .args(["-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .arg("-lvulkan")
-            .output()
-            .expect("cannot run cc (install-deps.sh installs gcc and libvulkan-dev)");
-        assert!(out.status.success(), "cc {} failed:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
-        let text = std::fs::read_to_string(repo_root().join("examples/c/raw_chain.spvasm")).expect("raw_chain.spvasm");
-        let words = tools::spirv_as(&text, "vulkan1.1").unwrap_or_else(|e| panic!("spirv-as raw_chain.spvasm: {e}"));
-        let spv = dir.join("raw_chain.spv");
-        std::fs::write(&spv, tools::words_to_bytes(&words)).expect("write spv");
-        CProgram { _dir: dir, exe, spv }
-    })
+fn c_program() -> &'static CExample {
+    static P: OnceLock<CExample> = OnceLock::new();
+    P.get_or_init(|| CExample::build("raw_chain"))
 }
 
 /// What the C program must print.
@@ -225,20 +104,6 @@ enum Expect {
     Native,
     /// Through the layer: both advertised, the dispatch gives the expected words.
     Emulated,
-}
-
-/// A validation-layer settings file that logs everything it reports (errors, warnings, info)
-/// to a file in the case's directory, and the path of that log.
-fn validation_logging(env: Env, dir: &Path) -> (Env, PathBuf) {
-    let log = dir.join("validation.txt");
-    let settings = format!(
-        "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n\
-         khronos_validation.log_filename = {}\n\
-         khronos_validation.report_flags = error,warn,info\n",
-        log.display()
-    );
-    std::fs::write(dir.join("vk_layer_settings.txt"), settings).expect("write vk_layer_settings.txt");
-    (env.set("VK_LAYER_SETTINGS_PATH", dir.display().to_string()), log)
 }
 
 /// Checks a finished run of the C program; `validation_log` is read when validation was on.
@@ -254,20 +119,6 @@ fn check_c_run(r: &Run, expect: &Expect, validation_log: Option<&Path>) -> Resul
         return Err(format!("output lacks '{missing}'\n{}", r.describe()));
     }
     validation_log.map_or(Ok(()), |log| check_validation_log(r, log))
-}
-
-/// The validation layer was loaded, logged to `log`, and reported no error.
-fn check_validation_log(r: &Run, log: &Path) -> Result<(), String> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    // Control: the validation layer was loaded and its log is this file.
-    if !text.contains("Khronos Validation Layer Active") {
-        return Err(format!("validation layer did not log to {}\n{}", log.display(), r.describe()));
-    }
-    let errors: Vec<&str> = text.lines().filter(|l| l.contains("Validation Error")).collect();
-    if !errors.is_empty() {
-        return Err(format!("validation errors:\n{}\n{}", errors.join("\n"), r.describe()));
-    }
-    Ok(())
 }
 
 /// One way of running the C program.
