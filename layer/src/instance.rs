@@ -103,10 +103,36 @@ unsafe fn call_down(
         log_error!(LOADER_INTERFACE, "vkCreateInstance: next layer has no vkCreateInstance");
         return Err(vk::Result::ERROR_INITIALIZATION_FAILED);
     };
-    match next_create(p_create_info, p_allocator, p_instance) {
+    let r = if settings::only_ours(ci.p_next) {
+        next_create_without_own_settings(ci, next_create, p_allocator, p_instance)
+    } else {
+        next_create(p_create_info, p_allocator, p_instance)
+    };
+    match r {
         vk::Result::SUCCESS => Ok(next_gipa),
         r => Err(r),
     }
+}
+
+/// Calls down without the application's `VkLayerSettingsCreateInfoEXT` structures, which carry
+/// settings for this layer only: layers below that do not know the structure (the validation
+/// layer of Vulkan 1.3.239, Debian 12's, reports it as an unknown sType,
+/// VUID-VkInstanceCreateInfo-pNext-pNext) never see it. Nothing the application passed is
+/// written: known structures are copied, the loader's own link structures spliced in place
+/// (pnext.rs). A structure the layer cannot take out (behind an unknown one in read-only memory)
+/// stays.
+unsafe fn next_create_without_own_settings(
+    ci: &vk::InstanceCreateInfo,
+    next_create: vk::PFN_vkCreateInstance,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_instance: *mut vk::Instance,
+) -> vk::Result {
+    let lock = pnext::AppChainLock::acquire();
+    let mut chain = pnext::Chain::copy_splicing(ci.p_next, &lock);
+    chain.remove(vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT);
+    let spliced = chain.splice(&lock);
+    let copy = vk::InstanceCreateInfo { p_next: spliced.head(), ..*ci };
+    next_create(&copy, p_allocator, p_instance)
 }
 
 /// The instance's state, found by its dispatch key from now on.

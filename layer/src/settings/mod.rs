@@ -350,6 +350,28 @@ pub fn resolve_settings_file(env_value: Option<&std::ffi::OsStr>, cwd: Option<Pa
     }
 }
 
+/// Does the chain hold `VkLayerSettingsCreateInfoEXT` structures, all of whose settings name
+/// this layer?
+///
+/// # Safety
+/// `p_next` must be a valid pNext chain.
+pub unsafe fn only_ours(p_next: *const c_void) -> bool {
+    let mut found = false;
+    for n in crate::pnext::walk(p_next) {
+        if (*n).s_type != vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT {
+            continue;
+        }
+        found = true;
+        let info = &*(n as *const vk::LayerSettingsCreateInfoEXT);
+        let settings = if info.p_settings.is_null() { &[][..] } else { std::slice::from_raw_parts(info.p_settings, info.setting_count as usize) };
+        let ours = |s: &vk::LayerSettingEXT| !s.p_layer_name.is_null() && CStr::from_ptr(s.p_layer_name).to_bytes() == LAYER_NAME.as_bytes();
+        if !settings.iter().all(ours) {
+            return false;
+        }
+    }
+    found
+}
+
 /// Our entries of every `VkLayerSettingsCreateInfoEXT` in the chain, as strings, plus warnings
 /// for value types we cannot use.
 ///
