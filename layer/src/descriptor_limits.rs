@@ -230,7 +230,7 @@ mod tests {
             ..Default::default()
         };
         let mut p2 = vk::PhysicalDeviceProperties2 { p_next: &mut di as *mut _ as *mut std::ffi::c_void, ..Default::default() };
-        unsafe { buffers.apply(&mut p2 as *mut _ as *mut vk::PhysicalDeviceProperties2<'static>) };
+        unsafe { buffers.apply((&mut p2 as *mut vk::PhysicalDeviceProperties2).cast()) };
         assert_eq!(di.max_per_stage_descriptor_update_after_bind_storage_buffers, 1_000_000 - 65536);
         assert_eq!(di.max_update_after_bind_descriptors_in_all_pools, 1_000_000 - 65536);
         assert_eq!(p2.properties.limits.max_bound_descriptor_sets, 0, "min with the queried value (0 here)");
