@@ -102,9 +102,21 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
             }
         }
     }
-    for i in m.entry_points.iter().chain(m.execution_modes.iter()) {
-        for &r in &i.ops {
+    // Only the id operands: OpExecutionMode's literals (LocalSize = 17, 64, ...) and the entry
+    // point's name are not ids, and kept unrelated types with those ids alive (an unused
+    // OpTypeSampledImage of a storage image, invalid in Vulkan, survived that way).
+    for ep in &m.entry_points {
+        let name_words = ep.ops.iter().skip(2).position(|w| w.to_le_bytes().contains(&0)).map_or(0, |n| n + 1);
+        for &r in ep.ops.iter().skip(1).take(1).chain(ep.ops.iter().skip(2 + name_words)) {
             mark(r, &mut work);
+        }
+    }
+    for em in &m.execution_modes {
+        let ids = if em.op == op::EXECUTION_MODE_ID { em.ops.len() } else { 1 };
+        for (n, &r) in em.ops.iter().enumerate().take(ids) {
+            if n != 1 {
+                mark(r, &mut work); // the entry point, and OpExecutionModeId's operands
+            }
         }
     }
     for a in m.annotations.iter().filter(|a| a.op == op::DECORATE_ID) {
