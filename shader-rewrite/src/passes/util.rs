@@ -54,6 +54,15 @@ pub fn pointer_operands(inst: &Inst) -> smallvec::SmallVec<[(usize, u32); 4]> {
     inst.ops.iter().copied().enumerate().skip(from).step_by(step).take(count).collect()
 }
 
+/// Instructions whose first operand is the image or sampled image they work on (SPIR-V spec
+/// 3.56.10 "Image Instructions", and the vendor ones that follow the same shape).
+pub fn consumes_image(opcode: u32) -> bool {
+    // OpImageSample*..OpImageQuerySamples (87..=107, OpImage = 100 included), the sparse ones
+    // but OpImageSparseTexelsResident (316), OpFragmentMaskFetchAMD / OpFragmentFetchAMD,
+    // OpImageSampleFootprintNV.
+    matches!(opcode, 87..=107 | 305..=315 | 320 | 5011 | 5012 | 5283)
+}
+
 /// Drops names and decorations that target ids no longer defined.
 pub fn forget_ids(m: &mut Module, gone: &HashSet<u32>) {
     if gone.is_empty() {

@@ -4,6 +4,7 @@ use super::handles::{Form, Leaf, BOUND, HANDLE, LOCAL};
 use super::table::Array;
 use super::*;
 use crate::module::leading_id_operands;
+use crate::passes::util::consumes_image;
 
 mod texel;
 
@@ -411,15 +412,6 @@ impl Ctx<'_> {
             Form::UVec2 => e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![h, 0]),
         }
     }
-}
-
-/// Instructions whose first operand is the image or sampled image they work on (SPIR-V spec
-/// 3.56.10 "Image Instructions", and the vendor ones that follow the same shape).
-fn consumes_image(opcode: u32) -> bool {
-    // OpImageSample*..OpImageQuerySamples (87..=107, OpImage = 100 included), the sparse ones
-    // but OpImageSparseTexelsResident (316), OpFragmentMaskFetchAMD / OpFragmentFetchAMD,
-    // OpImageSampleFootprintNV.
-    matches!(opcode, 87..=107 | 305..=315 | 320 | 5011 | 5012 | 5283)
 }
 
 /// Instructions that may take handles as operands besides image instructions.
