@@ -171,3 +171,37 @@ fn small_types_left_in_an_emulated_storage_class_are_refused() {
     let m = module(&compute("", "%f16 = OpTypeFloat 16", ""));
     refused(&m, lowered(&[4433]), "OpTypeFloat", "16-bit float");
 }
+
+/// The workload for measuring the check's cost (ignored; run under callgrind): every corpus
+/// module rewritten under every fuzz option set, 20 times.
+///
+///     valgrind --tool=callgrind --callgrind-out-file=cg.out \
+///         target/release/deps/check-<hash> --ignored --exact callgrind_workload --test-threads=1
+///     callgrind_annotate --inclusive=yes cg.out | grep -E 'shader_rewrite::(rewrite|passes::check::after)'
+#[test]
+#[ignore]
+fn callgrind_workload() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
+    let mut inputs = vec![];
+    for dir in ["dxil-spirv-raw-access", "small-storage", "bindless", "physical-storage-buffer"] {
+        let mut files: Vec<_> = std::fs::read_dir(root.join(dir)).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "spvasm")).collect();
+        files.sort();
+        inputs.extend(files.iter().map(|p| assemble(&std::fs::read_to_string(p).unwrap(), "vulkan1.3")));
+    }
+    let (mut ok, mut bytes, mut out_bytes, mut bound) = (0, 0, 0, 0);
+    for _ in 0..20 {
+        for w in &inputs {
+            for o in common::fuzz_options::option_sets() {
+                if let Ok(out) = shader_rewrite::rewrite(w, &o) {
+                    if out.words != *w {
+                        ok += 1;
+                        bytes += w.len() * 4;
+                        out_bytes += out.words.len() * 4;
+                        bound += out.words[3] as usize;
+                    }
+                }
+            }
+        }
+    }
+    println!("{ok} rewrites of {bytes} input bytes into {out_bytes} output bytes (id bounds {bound} in all)");
+}
