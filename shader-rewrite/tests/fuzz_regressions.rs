@@ -227,3 +227,69 @@ OpFunctionEnd
     let results = check(&common::assemble(text, "vulkan1.1"));
     assert!(matches!(&results[1], Err(e @ RewriteError::Malformed { .. }) if e.to_string().contains("not a pointer")), "{results:?}");
 }
+
+/// Found by the valid-mutation fuzzer (tests/tests/fuzz_valid_shaders.rs, `select` on the e2e
+/// `sampler_handles` shader, bindless option set): with SPV_NV_bindless_texture an OpSelect (or
+/// OpPhi) may choose between images or samplers, also ones from ordinary descriptors. The
+/// lowering left such a choice as it was and removed the capability: the output failed spirv-val
+/// ("Using image/sampler with OpSelect requires capability BindlessTextureNV"). A choice between
+/// ordinary descriptors has no handle to carry: now refused by name (and the structural check
+/// after the pass refuses any OpSelect/OpPhi of an opaque type left).
+#[test]
+fn select_of_ordinary_samplers_in_a_bindless_module_is_refused() {
+    let text = r#"
+OpCapability Shader
+OpCapability BindlessTextureNV
+OpExtension "SPV_NV_bindless_texture"
+OpMemoryModel Logical GLSL450
+OpSamplerImageAddressingModeNV 32
+OpEntryPoint GLCompute %main "main" %sa %sb %pc
+OpExecutionMode %main LocalSize 1 1 1
+OpDecorate %sa DescriptorSet 0
+OpDecorate %sa Binding 0
+OpDecorate %sb DescriptorSet 0
+OpDecorate %sb Binding 1
+OpDecorate %Pc Block
+OpMemberDecorate %Pc 0 Offset 0
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%bool = OpTypeBool
+%u32 = OpTypeInt 32 0
+%f32 = OpTypeFloat 32
+%v2f = OpTypeVector %f32 2
+%v4f = OpTypeVector %f32 4
+%img = OpTypeImage %f32 2D 0 0 0 1 Unknown
+%simg = OpTypeSampledImage %img
+%smp = OpTypeSampler
+%psmp = OpTypePointer UniformConstant %smp
+%Pc = OpTypeStruct %u32
+%ppc = OpTypePointer PushConstant %Pc
+%pu = OpTypePointer PushConstant %u32
+%c0 = OpConstant %u32 0
+%f0 = OpConstant %f32 0
+%uv = OpConstantComposite %v2f %f0 %f0
+%sa = OpVariable %psmp UniformConstant
+%sb = OpVariable %psmp UniformConstant
+%pc = OpVariable %ppc PushConstant
+%main = OpFunction %void None %fn
+%l = OpLabel
+%hp = OpAccessChain %pu %pc %c0
+%h = OpLoad %u32 %hp
+%im = OpConvertUToImageNV %img %h
+%a = OpLoad %smp %sa
+%b = OpLoad %smp %sb
+%odd = OpBitwiseAnd %u32 %h %c0
+%c = OpIEqual %bool %odd %c0
+%s = OpSelect %smp %c %a %b
+%si = OpSampledImage %simg %im %s
+%r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0
+OpReturn
+OpFunctionEnd
+"#;
+    let input = common::assemble(text, "vulkan1.3");
+    common::validate(&input, "vulkan1.3").expect("valid with the extension");
+    match rewrite(&input, &bindless()) {
+        Err(RewriteError::Unsupported { instruction, reason }) => assert!(instruction.contains("OpSelect") && reason.contains("ordinary descriptors"), "{instruction}: {reason}"),
+        other => panic!("expected a refusal naming the OpSelect, got {:?}", other.map(|o| o.stats)),
+    }
+}

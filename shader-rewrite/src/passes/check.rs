@@ -143,6 +143,7 @@ enum Kind {
     OpaqueMemory,
     Physical,
     PhysicalAddressing,
+    OpaqueChoice,
 }
 
 fn fail(kind: Kind, id: u32) -> Fail {
@@ -370,6 +371,7 @@ impl<'m> Check<'m> {
                 self.opaque(o[0], op::TYPE_IMAGE, op::TYPE_IMAGE)?;
                 self.opaque(o[1], op::TYPE_SAMPLER, op::TYPE_SAMPLER)
             }
+            op::PHI | op::SELECT if self.opaque_result(i) => Err(fail(Kind::OpaqueChoice, i.ty)),
             op::PHI => o.iter().step_by(2).try_for_each(|&x| self.same_type(x, i.ty)),
             op::SELECT => {
                 self.same_type(o[1], i.ty)?;
@@ -381,6 +383,12 @@ impl<'m> Check<'m> {
             opcode if consumes_image(opcode) => self.opaque(o[0], op::TYPE_IMAGE, op::TYPE_SAMPLED_IMAGE),
             _ => Ok(()),
         }
+    }
+
+    /// An image, sampler or sampled image chosen by OpPhi / OpSelect, which only
+    /// SPV_NV_bindless_texture allows: after that pass, never.
+    fn opaque_result(&self, i: &Inst) -> bool {
+        matches!(self.pass, Pass::Bindless) && matches!(self.def(i.ty).op, op::TYPE_IMAGE | op::TYPE_SAMPLER | op::TYPE_SAMPLED_IMAGE)
     }
 
     fn call(&self, i: &Inst) -> Rule {
@@ -433,6 +441,7 @@ impl<'m> Check<'m> {
             Kind::OpaqueMemory => format!("pointer type %{} into storage class {} still points to an image, sampler or sampled image", i.id, i.ops[0]),
             Kind::Physical => "the PhysicalStorageBuffer storage class is still used".into(),
             Kind::PhysicalAddressing => "the addressing model is still PhysicalStorageBuffer64".into(),
+            Kind::OpaqueChoice => format!("an OpPhi or OpSelect of image/sampler type %{x}, which needs SPV_NV_bindless_texture"),
         }
     }
 

@@ -196,6 +196,14 @@ impl Ctx<'_> {
                     if matches!(inst.op, op::PHI | op::SELECT) {
                         self.stats.bindless_handle_values += 1;
                     }
+                } else if matches!(inst.op, op::PHI | op::SELECT) && self.types.leaf.contains_key(&inst.ty) {
+                    // Only the extension allows an image or sampler there ("Using image/sampler
+                    // with OpSelect requires capability BindlessTextureNV"; OpPhi likewise), and
+                    // these come from ordinary descriptors, which have no handle to carry.
+                    return Err(RewriteError::unsupported(
+                        describe(&inst),
+                        "chooses between images/samplers from ordinary descriptors (not bindless handles); core SPIR-V allows no OpPhi or OpSelect of them and the lowering carries only handles through those",
+                    ));
                 } else if k != HANDLE && !carries_handles(inst.op) {
                     let ids = leading_id_operands(inst.op).min(inst.ops.len());
                     if let Some(&x) = inst.ops[..ids].iter().find(|&&x| self.kind(x) & (HANDLE | LOCAL) != 0) {
