@@ -293,3 +293,77 @@ OpFunctionEnd
         other => panic!("expected a refusal naming the OpSelect, got {:?}", other.map(|o| o.stats)),
     }
 }
+
+/// Found by the valid-mutation fuzzer (tests/fuzz_valid.rs, `call` on the corpus'
+/// addr64-uvec2-samplers, seed 778): a sampler handle passed through a function defined after
+/// its caller, then combined with an image from an ordinary descriptor by OpSampledImage. The
+/// kinds were a fixed point of OR-ed values: the OpSampledImage, seen while only its image was
+/// known (bound), stayed "bound" when its sampler turned out a handle and became "bound and
+/// local", refused as mixing both. Kinds are now recomputed from the operands.
+#[test]
+fn sampler_handle_through_a_later_function_with_a_bound_image() {
+    let text = r#"
+OpCapability Shader
+OpCapability BindlessTextureNV
+OpExtension "SPV_NV_bindless_texture"
+OpMemoryModel Logical GLSL450
+OpSamplerImageAddressingModeNV 32
+OpEntryPoint GLCompute %main "main" %tex %pc %out
+OpExecutionMode %main LocalSize 1 1 1
+OpDecorate %tex DescriptorSet 0
+OpDecorate %tex Binding 0
+OpDecorate %Pc Block
+OpMemberDecorate %Pc 0 Offset 0
+OpDecorate %Out Block
+OpMemberDecorate %Out 0 Offset 0
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%f32 = OpTypeFloat 32
+%v2f = OpTypeVector %f32 2
+%v4f = OpTypeVector %f32 4
+%img = OpTypeImage %f32 2D 0 0 0 1 Unknown
+%simg = OpTypeSampledImage %img
+%smp = OpTypeSampler
+%fsmp = OpTypeFunction %smp %smp
+%pimg = OpTypePointer UniformConstant %img
+%Pc = OpTypeStruct %u32
+%ppc = OpTypePointer PushConstant %Pc
+%pu = OpTypePointer PushConstant %u32
+%Out = OpTypeStruct %v4f
+%pout = OpTypePointer StorageBuffer %Out
+%pv4 = OpTypePointer StorageBuffer %v4f
+%c0 = OpConstant %u32 0
+%f0 = OpConstant %f32 0
+%uv = OpConstantComposite %v2f %f0 %f0
+%tex = OpVariable %pimg UniformConstant
+%pc = OpVariable %ppc PushConstant
+%out = OpVariable %pout StorageBuffer
+%main = OpFunction %void None %fn
+%l = OpLabel
+%hp = OpAccessChain %pu %pc %c0
+%h = OpLoad %u32 %hp
+%s = OpConvertUToSamplerNV %smp %h
+%s2 = OpFunctionCall %smp %same %s
+%i = OpLoad %img %tex
+%si = OpSampledImage %simg %i %s2
+%r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0
+%op = OpAccessChain %pv4 %out %c0
+OpStore %op %r
+OpReturn
+OpFunctionEnd
+%same = OpFunction %smp None %fsmp
+%p = OpFunctionParameter %smp
+%b = OpLabel
+OpReturnValue %p
+OpFunctionEnd
+"#;
+    let input = common::assemble(text, "vulkan1.3");
+    common::validate(&input, "vulkan1.3").expect("valid with the extension");
+    let out = rewrite(&input, &bindless()).unwrap_or_else(|e| panic!("{e}"));
+    common::validate(&out.words, "vulkan1.3").unwrap_or_else(|e| panic!("{e}\n{}", common::disassemble(&out.words)));
+    // The sampler is loaded from the table (one descriptor load), the image stays bound.
+    assert_eq!(out.stats.bindless_descriptor_loads, 1, "{}", out.stats);
+}
