@@ -367,3 +367,34 @@ OpFunctionEnd
     // The sampler is loaded from the table (one descriptor load), the image stays bound.
     assert_eq!(out.stats.bindless_descriptor_loads, 1, "{}", out.stats);
 }
+
+/// fuzz/artifacts/rewrite/crash-9342054a827d4661594adf77c2dd827fb3da5748 (1168 bytes, found by
+/// libFuzzer on the `rewrite` target with the bindless + buffer-address option set after 2.1·10⁶
+/// executions), minimized with `-minimize_crash=1` (292 bytes): a load of a PhysicalStorageBuffer
+/// struct whose row-major matrix member has MatrixStride 4 143 972 368. Splitting the load into
+/// leaves multiplied component × stride in u32 ("attempt to multiply with overflow", a panic).
+/// A layout putting a part past 4 GiB is now refused by name.
+#[rustfmt::skip]
+const MATRIX_STRIDE_OVERFLOW: &[&str] = &[
+    "030223070003010000000000110002000100000011000200e31400000f00050005000000010000002300000008000000",
+    "480005000600000000000000230000000000000048000400060000000000000004000000480005000600000000000000",
+    "07000000100000f74800050006000000010000002300000030000000150004000a000000200000000100000016000300",
+    "0c00000020000000170004000e0000000c00000003000000180004000f0000000e000000020000001e00040006000000",
+    "0f0000000a0000002000040016000000e5140000060000003600050007000000010000000000000008000000f8000200",
+    "100000003d000400160000001d0000001c0000003e0005001d0000002c000000f80002002c000000fe0002002e000000",
+    "38000100",
+];
+
+#[test]
+fn matrix_stride_past_4_gib_is_an_error_not_a_panic() {
+    let input = words(MATRIX_STRIDE_OVERFLOW);
+    for (k, o) in common::fuzz_options::option_sets().iter().enumerate() {
+        let r = std::panic::catch_unwind(|| rewrite(&input, o)).unwrap_or_else(|_| panic!("option set {k}: rewrite panicked"));
+        if k == 3 {
+            match r {
+                Err(RewriteError::Unsupported { reason, .. }) => assert!(reason.contains("4 GiB"), "{reason}"),
+                other => panic!("option set {k}: {:?}", other.map(|o| o.stats)),
+            }
+        }
+    }
+}
