@@ -16,7 +16,10 @@
 //! - `phi`: a block split after a value's definition, the value passed through a one-entry
 //!   OpPhi at the start of the second half, later uses reading the phi;
 //! - `select`: `OpSelect %t %true %x %x` after `%x`, later uses reading it;
-//! - `call`: the value passed through an identity function, later uses reading its result.
+//! - `call`: the value passed through an identity function, later uses reading its result;
+//! - `functions`: two functions swap places (their order in a module is free);
+//! - `globals`: two adjacent types/constants/variables swap places when the second does not
+//!   refer to the first.
 //!
 //! The last three only carry types that may flow through phis, selects and calls: pointers only
 //! into PhysicalStorageBuffer (or StorageBuffer/Workgroup with VariablePointers, not through
@@ -42,7 +45,7 @@ impl Rng {
     }
 }
 
-pub const KINDS: [&str; 10] = ["chain", "copy", "split", "swap", "constant", "load", "commute", "phi", "select", "call"];
+pub const KINDS: [&str; 12] = ["chain", "copy", "split", "swap", "constant", "load", "commute", "phi", "select", "call", "functions", "globals"];
 
 /// Applies one mutation of kind `KINDS[kind]` at a place `rng` picks; false when the module
 /// has no place for it.
@@ -60,7 +63,9 @@ pub fn mutate(m: &mut Module, kind: usize, rng: &mut Rng) -> bool {
         "commute" => commute(m, rng),
         "phi" => phi(m, rng),
         "select" => select(m, rng),
-        _ => call(m, rng),
+        "call" => call(m, rng),
+        "functions" => functions(m, rng),
+        _ => globals(m, rng),
     }
 }
 
@@ -559,4 +564,28 @@ pub fn fuzz(seeds: &[Seed], options: &[Options], iters: usize, rng_seed: u64, va
         }
     }
     report
+}
+
+fn functions(m: &mut Module, rng: &mut Rng) -> bool {
+    let n = m.functions.len();
+    if n < 2 {
+        return false;
+    }
+    let (a, b) = (rng.below(n), rng.below(n));
+    m.functions.swap(a, b);
+    a != b
+}
+
+fn globals(m: &mut Module, rng: &mut Rng) -> bool {
+    const TYPE_FORWARD_POINTER: u32 = 39;
+    // Adjacent pairs where the second names neither the first nor anything forward-declared.
+    let candidates: Vec<usize> = (0..m.globals.len().saturating_sub(1))
+        .filter(|&i| {
+            let (a, b) = (&m.globals[i], &m.globals[i + 1]);
+            a.id != 0 && b.ty != a.id && !b.ops.contains(&a.id) && a.op != TYPE_FORWARD_POINTER && b.op != TYPE_FORWARD_POINTER && a.op != op::EXT_INST && b.op != op::EXT_INST
+        })
+        .collect();
+    let Some(i) = choose(&candidates, rng) else { return false };
+    m.globals.swap(i, i + 1);
+    true
 }
