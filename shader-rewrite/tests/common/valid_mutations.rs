@@ -453,6 +453,9 @@ pub struct Seed {
     pub flags: Vec<String>,
 }
 
+/// Runs spirv-val on a module the way `seed` says.
+pub type Validate<'a> = dyn Fn(&[u32], &Seed) -> Result<(), String> + 'a;
+
 /// What a [`fuzz`] run saw.
 #[derive(Default)]
 pub struct Report {
@@ -499,7 +502,7 @@ fn save(name: &str, words: &[u32]) -> String {
 /// output checked with `validate` (a spirv-val run). Failures: a panic, a `Malformed` error on
 /// a well-formed module, an invalid output (inputs and outputs saved to the temporary
 /// directory), or a mutation that made a valid seed invalid (a bug of this file).
-pub fn fuzz(seeds: &[Seed], options: &[Options], iters: usize, rng_seed: u64, validate: &dyn Fn(&[u32], &Seed) -> Result<(), String>) -> Report {
+pub fn fuzz(seeds: &[Seed], options: &[Options], iters: usize, rng_seed: u64, validate: &Validate) -> Report {
     let mut report = Report::default();
     let mut pairs = vec![];
     for (n, s) in seeds.iter().enumerate() {

@@ -161,8 +161,11 @@ OpFunctionEnd"
     a
 }
 
-/// Every shader of this file: (name, words, spirv-val target env).
-pub fn all_shaders() -> Result<Vec<(String, Vec<u32>, &'static str)>, String> {
+/// (name, words, spirv-val target environment).
+pub type Shader = (String, Vec<u32>, &'static str);
+
+/// Every shader of this file.
+pub fn all_shaders() -> Result<Vec<Shader>, String> {
     Shape::ALL.iter().map(|&s| Ok((format!("atomics_{}", s.name()), shader(s).assemble()?, shader(s).target_env()))).collect()
 }
 
