@@ -1,7 +1,7 @@
 //! Mutation fuzzing that keeps modules valid (tests/common/valid_mutations.rs): every corpus
 //! module (tests/corpus/*) gets 1 to 4 shape-changing mutations (access-chain forms, copies,
-//! split blocks, reordered instructions, changed constants, repeated loads, swapped operands)
-//! and is rewritten under each fuzz option set (tests/common/fuzz_options.rs: default, core
+//! split blocks, one-entry phis, selects, identity calls, reordered instructions, functions and
+//! globals, changed constants, repeated loads, swapped operands) and is rewritten under each fuzz option set (tests/common/fuzz_options.rs: default, core
 //! target with every 8/16-bit feature emulated, bindless, bindless + buffer addresses) that
 //! rewrites its seed into a valid module. Every `Ok` output must pass spirv-val (the Vulkan
 //! environment of the module's SPIR-V version); a `Malformed` error on a well-formed mutation
