@@ -16,7 +16,9 @@ const CAP_STORAGE_BUFFER_8: u32 = 4448;
 const RESTRICT_POINTER: u32 = 5355;
 const ALIASED_POINTER: u32 = 5356;
 
-pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, addr: Addr) {
+pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, elided: &HashSet<u32>, addr: Addr) {
+    // Access chains only accessed through are not defined: their names and decorations go.
+    forget_ids(m, elided);
     // Views no access used go (an 8-bit or 16-bit one would need its capability).
     let unused = table.unused_declarations(m);
     m.globals.retain(|g| !unused.contains(&g.id));

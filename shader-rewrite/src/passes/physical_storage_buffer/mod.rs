@@ -45,19 +45,26 @@ use crate::target::Options;
 
 use super::layout::Layouts;
 use super::leaves::{describe, Splitter};
+use crate::builder::sc;
 use super::util::call_tree;
 
 mod address;
 mod atomics;
 mod blocks;
+mod cfg;
 mod chains;
 mod cleanup;
+mod fold;
+mod helpers;
 mod memory;
+mod roots;
 mod table;
 mod types;
 mod values;
 
 use address::Addr;
+use helpers::Helpers;
+use roots::Roots;
 use table::Table;
 use types::PhysPtr;
 
@@ -73,24 +80,25 @@ pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats)
     let mut functions = std::mem::take(&mut m.functions);
     let lowered = lower(m, &mut functions, cfg, options, addr, &retyped, &layouts, stats);
     m.functions = functions;
-    let (table, addr_values) = lowered?;
+    let (table, addr_values, elided) = lowered?;
     types::retype_functions(m, &retyped.ptrs, addr_ty);
-    cleanup::finish(m, table, &addr_values, addr);
+    cleanup::finish(m, table, &addr_values, &elided, addr);
     Ok(())
 }
 
-/// Lowers every function body; returns the table and the ids that held pointers.
+/// Lowers every function body; returns the table, the ids that held pointers and the pointer
+/// ids no longer defined (access chains only accessed through).
 #[allow(clippy::too_many_arguments)]
 fn lower(
     m: &mut Module,
-    functions: &mut [Function],
+    functions: &mut Vec<Function>,
     cfg: &BdaTable,
     options: &Options,
     addr: Addr,
     retyped: &types::Retyped,
     layouts: &Layouts,
     stats: &mut Stats,
-) -> Result<(Table, HashSet<u32>), RewriteError> {
+) -> Result<(Table, HashSet<u32>, HashSet<u32>), RewriteError> {
     let vulkan_mm = m.memory_model.first().is_some_and(|i| i.ops.get(1) == Some(&MEMORY_MODEL_VULKAN));
     let old_select = m.version() < (1, 4);
     // The waterfall loop needs subgroup operations: only in functions no entry point of another
@@ -116,52 +124,61 @@ fn lower(
     let mut cx = Cx {
         b: &mut b,
         layouts,
-        backend,
-        table,
-        addr,
+        h: Helpers::new(backend, table, addr, layouts),
         ptrs: &retyped.ptrs,
         global_values: &retyped.global_values,
         types: &types,
         splitter: Splitter::new(layouts),
         stats,
-        function: 0,
         waterfall: false,
         old_select,
         int64_target: options.target.int64,
+        roots: Roots::default(),
+        deltas: HashMap::default(),
+        records: HashMap::default(),
+        elided: HashSet::default(),
     };
     for f in functions.iter_mut() {
-        cx.function = f.def.id;
         cx.waterfall = options.target.nonuniform_array_length_broken && !without_subgroups.contains(&f.def.id);
         cx.lower_blocks(f)?;
     }
-    cx.stats.atomic_subword_stores += cx.backend.atomic_subword_stores;
+    cx.stats.atomic_subword_stores += cx.h.backend.atomic_subword_stores;
     let addr_values = types.iter().filter(|(_, t)| retyped.ptrs.contains_key(t)).map(|(&id, _)| id).collect();
-    Ok((cx.table, addr_values))
+    let mut elided = std::mem::take(&mut cx.elided);
+    elided.extend(cx.h.dead.drain());
+    functions.append(&mut cx.h.functions);
+    Ok((cx.h.table, addr_values, elided))
 }
 
 /// Lowering state.
 struct Cx<'a, 'm> {
     b: &'a mut Builder<'m>,
     layouts: &'a Layouts,
-    backend: Backend,
-    table: Table,
-    addr: Addr,
+    /// The helper functions, and the backend and table they emit through.
+    h: Helpers<'a>,
     /// The input's pointer types.
     ptrs: &'a HashMap<u32, PhysPtr>,
     /// Global null/undef pointers → their pointer type.
     global_values: &'a HashMap<u32, u32>,
     /// Result types of function-local ids, as in the input.
     types: &'a HashMap<u32, u32>,
+    /// Splits values holding 8/16-bit scalars in callers.
     splitter: Splitter<'a>,
     stats: &'a mut Stats,
-    /// The function being lowered.
-    function: u32,
     /// Take buffer lengths in a subgroup waterfall loop (Target::nonuniform_array_length_broken)
-    /// in the function being lowered.
+    /// in the function being lowered, for values not known to be uniform.
     waterfall: bool,
     /// SPIR-V < 1.4: OpSelect of vectors wants a vector condition.
     old_select: bool,
     int64_target: bool,
+    /// The function being lowered: its roots and classes.
+    roots: Roots,
+    /// Pointer → byte offset from its root (u32 id), for derived pointers.
+    deltas: HashMap<u32, u32>,
+    /// Class → its record (the `locate` result), once emitted.
+    records: HashMap<usize, u32>,
+    /// Derived pointers whose address was never needed as a value (left undefined).
+    elided: HashSet<u32>,
 }
 
 /// Atomic opcodes (OpAtomicLoad..OpAtomicXor, flag ops, min/max/float add).
@@ -194,26 +211,32 @@ impl Cx<'_, '_> {
         self.ptrs.get(&self.type_of(id)).copied()
     }
 
+    fn addr(&self) -> Addr {
+        self.h.addr
+    }
+
     fn rewrite(&mut self, e: &mut Emitter, inst: Inst) -> Result<(), RewriteError> {
         let first = inst.ops.first().copied().unwrap_or(0);
         let result_is_ptr = self.ptrs.contains_key(&inst.ty);
+        let first_is_ptr = self.phys(first).is_some();
         match inst.op {
+            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN if first_is_ptr => self.chain(e, &inst)?,
+            // A pointer-to-pointer copy or bitcast is the same address.
+            op::COPY_OBJECT | op::BITCAST if result_is_ptr && first_is_ptr => self.chain(e, &inst)?,
             op::CONVERT_U_TO_PTR | op::BITCAST if result_is_ptr => {
-                // A pointer-to-pointer OpBitcast moves an address.
-                let ty = if self.phys(first).is_some() { self.addr.ty } else { self.type_of(first) };
-                self.addr.value_to_address(e, self.b, first, ty, inst.id);
+                let ty = self.type_of(first);
+                self.addr().value_to_address(e, self.b, first, ty, inst.id);
             }
-            op::CONVERT_PTR_TO_U | op::BITCAST if self.phys(first).is_some() => self.addr.address_to_value(e, self.b, first, inst.ty, inst.id),
-            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN if self.phys(first).is_some() => self.chain(e, &inst)?,
-            op::LOAD if self.phys(first).is_some() => self.load(e, &inst)?,
-            op::STORE if self.phys(first).is_some() => self.store(e, &inst)?,
-            op::COPY_MEMORY if self.phys(first).is_some() || inst.ops.get(1).is_some_and(|&s| self.phys(s).is_some()) => self.copy_memory(e, &inst)?,
-            opcode if is_atomic(opcode) && self.phys(first).is_some() => self.atomic(e, &inst)?,
-            PTR_EQUAL | PTR_NOT_EQUAL if self.phys(first).is_some() => {
-                self.addr.compare(e, self.b, first, inst.ops[1], inst.op == PTR_EQUAL, inst.ty, inst.id);
+            op::CONVERT_PTR_TO_U | op::BITCAST if first_is_ptr => self.addr().address_to_value(e, self.b, first, inst.ty, inst.id),
+            op::LOAD if first_is_ptr => self.load(e, &inst)?,
+            op::STORE if first_is_ptr => self.store(e, &inst)?,
+            op::COPY_MEMORY if first_is_ptr || inst.ops.get(1).is_some_and(|&s| self.phys(s).is_some()) => self.copy_memory(e, &inst)?,
+            opcode if is_atomic(opcode) && first_is_ptr => self.atomic(e, &inst)?,
+            PTR_EQUAL | PTR_NOT_EQUAL if first_is_ptr => {
+                self.addr().compare(e, self.b, first, inst.ops[1], inst.op == PTR_EQUAL, inst.ty, inst.id);
             }
-            PTR_DIFF if self.phys(first).is_some() => self.diff(e, &inst)?,
-            op::SELECT if result_is_ptr && self.old_select && !self.addr.int64 => self.select(e, inst),
+            PTR_DIFF if first_is_ptr => self.diff(e, &inst)?,
+            op::SELECT if result_is_ptr && self.old_select && !self.addr().int64 => self.select(e, inst),
             opcode if moves_values(opcode) => e.push(inst),
             _ => {
                 let n = leading_id_operands(inst.op).min(inst.ops.len());

@@ -49,11 +49,29 @@ impl Located {
     }
 }
 
+/// How a buffer's length is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Length {
+    /// The slot is dynamically uniform: a plain OpArrayLength (no NonUniform).
+    Uniform,
+    /// The same, taken whether the address lies in the table or not (slot 0 then, which must
+    /// hold a valid or null descriptor), then selected: under Target::nonuniform_array_length_broken
+    /// (lavapipe, Mesa 25.0: an OpArrayLength in a branch no invocation of the subgroup takes
+    /// crashes there; the layer fills free slots with null descriptors on it).
+    UniformUnguarded,
+    /// A NonUniform OpArrayLength.
+    NonUniform,
+    /// One slot at a time in a subgroup loop (Target::nonuniform_array_length_broken).
+    Waterfall,
+}
+
 pub(super) struct Table {
     cfg: BdaTable,
     /// Array variable per view, in the views' order.
     vars: Vec<u32>,
     kinds: Vec<AliasKind>,
+    /// Pointer to each view's struct, in the views' order.
+    struct_ptrs: Vec<u32>,
     /// The first id the table's declarations took: types from there on are its own.
     first_id: u32,
     /// Typed views by element type: (pointer to the struct, array variable), declared on
@@ -71,8 +89,9 @@ impl Table {
         let kinds: Vec<AliasKind> = AliasKind::ALL.into_iter().filter(|k| k.available(target, sc::STORAGE_BUFFER)).collect();
         let views = AliasViews::new(b, sc::STORAGE_BUFFER, kinds.clone());
         let vars = views.struct_ty.clone().into_iter().map(|st| declare(b, &cfg, st)).collect();
+        let struct_ptrs = views.struct_ptr.clone();
         backend.views.insert(sc::STORAGE_BUFFER, views);
-        Table { cfg, vars, kinds, first_id, typed: BTreeMap::new(), used_by: BTreeMap::new() }
+        Table { cfg, vars, kinds, struct_ptrs, first_id, typed: BTreeMap::new(), used_by: BTreeMap::new() }
     }
 
     /// The declarations of the views no access used: each view's variable and the types only it
@@ -110,44 +129,60 @@ impl Table {
         self.cfg.count
     }
 
-    /// The buffer `d` names (its slot is clamped to the table): its byte length is taken only
-    /// when `d.in_table` (an unused slot may hold no valid descriptor), in a waterfall loop if
-    /// `waterfall`; `typed`: the view of that (scalar) element type too.
-    pub fn locate(&mut self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, typed: Option<u32>, waterfall: bool) -> Located {
-        b.decorate(d.slot, deco::NON_UNIFORM, &[]);
-        let views = &backend.views[&sc::STORAGE_BUFFER];
-        let mut at = Located {
+    /// The buffer at `d.slot`, at byte `d.offset`, `len` bytes long. Pointers to its views are
+    /// made as accesses need them (NonUniform: the pointers, not the slot, must be decorated,
+    /// Vulkan "Descriptor Indexing").
+    pub fn at(&self, d: &Decoded, len: u32) -> Located {
+        Located {
             offset: d.offset,
-            len: 0,
+            len,
             slot: d.slot,
             kinds: self.kinds.clone(),
             vars: self.vars.clone(),
-            struct_ptrs: views.struct_ptr.clone(),
+            struct_ptrs: self.struct_ptrs.clone(),
             view_ptrs: vec![0; self.vars.len()],
             typed: None,
             used: BTreeSet::new(),
-        };
-        if let Some(elem) = typed {
-            let (ptr, var) = *self.typed.entry(elem).or_insert_with(|| typed_view(b, &self.cfg, elem));
-            at.used.insert(var);
-            at.typed = Some(chain(e, b, ptr, var, d.slot));
         }
+    }
+
+    /// The byte length of the buffer `d` names (its slot is clamped to the table), taken only
+    /// when `d.in_table` (0 otherwise: a slot past the table has no descriptor), as `how` says.
+    pub fn length(&self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, how: Length, used: &mut BTreeSet<u32>) -> u32 {
         let length_view = backend.length_view(sc::STORAGE_BUFFER);
-        let view_ptrs = at.view_ptrs(e, b, &[length_view]).to_vec();
-        let n = at.kinds.iter().position(|&k| k == length_view).expect("the length view is declared");
-        let (var, struct_ptr) = (at.vars[n], at.struct_ptrs[n]);
+        let n = self.kinds.iter().position(|&k| k == length_view).expect("the length view is declared");
+        let (var, struct_ptr) = (self.vars[n], self.struct_ptrs[n]);
+        used.insert(var);
         let u32t = b.t_u32();
         let zero = b.c_u32(0);
         let length = |e: &mut Emitter, b: &mut Builder| {
-            if waterfall {
+            if how == Length::Waterfall {
                 // One OpArrayLength per subgroup on such drivers: one slot at a time.
                 waterfall_length(e, b, backend, sc::STORAGE_BUFFER, var, struct_ptr, d.slot)
             } else {
+                let p = e.op(b, op::ACCESS_CHAIN, struct_ptr, ops![var, d.slot]);
+
+                if how == Length::NonUniform {
+                    b.decorate(p, deco::NON_UNIFORM, &[]);
+                }
+                let mut view_ptrs = vec![0; self.vars.len()];
+                view_ptrs[n] = p;
                 backend.byte_length(e, b, sc::STORAGE_BUFFER, &view_ptrs)
             }
         };
-        at.len = e.if_or(b, d.in_table, &[u32t], |e, b| smallvec::smallvec![length(e, b)], &[zero])[0];
-        at
+        if how == Length::UniformUnguarded {
+            let l = length(e, b);
+            return e.op(b, op::SELECT, u32t, ops![d.in_table, l, zero]);
+        }
+        e.if_or(b, d.in_table, &[u32t], |e, b| smallvec::smallvec![length(e, b)], &[zero])[0]
+    }
+
+    /// A pointer to the typed view (`struct { elem data[]; }`, 64-bit and float atomics) at
+    /// `slot`; its variable goes into `used`.
+    pub fn typed_view(&mut self, e: &mut Emitter, b: &mut Builder, elem: u32, slot: u32, used: &mut BTreeSet<u32>) -> u32 {
+        let (ptr, var) = *self.typed.entry(elem).or_insert_with(|| typed_view(b, &self.cfg, elem));
+        used.insert(var);
+        chain(e, b, ptr, var, slot)
     }
 
     /// Records that `function` used the variables of `at`.
