@@ -60,8 +60,7 @@ impl Cx<'_, '_> {
     /// `locate(a)`: the record of address `a`.
     fn call_locate(&mut self, e: &mut Emitter, a: u32, uniform: bool) -> u32 {
         let length = match (uniform, self.waterfall) {
-            (true, true) => table::Length::UniformUnguarded,
-            (true, false) => table::Length::Uniform,
+            (true, _) => table::Length::Uniform,
             (false, true) => table::Length::Waterfall,
             (false, false) => table::Length::NonUniform,
         };

@@ -50,7 +50,9 @@ pub(super) struct Helpers<'l> {
     pub backend: Backend,
     pub table: Table,
     pub addr: Addr,
-    splitter: Splitter<'l>,
+    layouts: &'l Layouts,
+    /// SPIR-V < 1.4: OpSelect of vectors wants a vector condition.
+    pub old_select: bool,
     made: HashMap<Kind, u32>,
     /// The helpers' definitions, to append to the module's functions.
     pub functions: Vec<Function>,
@@ -59,8 +61,8 @@ pub(super) struct Helpers<'l> {
 }
 
 impl<'l> Helpers<'l> {
-    pub fn new(backend: Backend, table: Table, addr: Addr, layouts: &'l Layouts) -> Self {
-        Helpers { backend, table, addr, splitter: Splitter::new(layouts), made: HashMap::default(), functions: vec![], dead: HashSet::default() }
+    pub fn new(backend: Backend, table: Table, addr: Addr, layouts: &'l Layouts, old_select: bool) -> Self {
+        Helpers { backend, table, addr, layouts, old_select, made: HashMap::default(), functions: vec![], dead: HashSet::default() }
     }
 
     /// The record type: uvec3(slot, offset, length).
@@ -82,7 +84,15 @@ impl<'l> Helpers<'l> {
     }
 
     /// The helper for `kind` (built on first use); `inst` names the access in errors.
-    pub fn get(&mut self, b: &mut Builder, kind: Kind, inst: &Inst) -> Result<u32, RewriteError> {
+    pub fn get(&mut self, b: &mut Builder, mut kind: Kind, inst: &Inst) -> Result<u32, RewriteError> {
+        if let Kind::Access { ty, align, .. } = &mut kind {
+            // A scalar/vector's accesses use no unit wider than its size: alignment past the
+            // largest power of two in it changes nothing (one helper for all).
+            if let Some(sv) = b.scalar_vec(*ty) {
+                let size = sv.n * sv.width / 8;
+                *align = (*align).min(1 << (31 - size.leading_zeros()));
+            }
+        }
         if let Some(&f) = self.made.get(&kind) {
             return Ok(f);
         }
@@ -103,7 +113,6 @@ impl<'l> Helpers<'l> {
             p
         };
         let u32t = b.t_u32();
-        let mut limits = vec![];
         let (ret_ty, ret) = match kind {
             Kind::Locate { length } => {
                 let a = param(b, self.addr.ty);
@@ -117,32 +126,20 @@ impl<'l> Helpers<'l> {
                 let (rec, delta) = (param(b, rec_ty), param(b, u32t));
                 let value_ty = Self::boundary_ty(b, *ty);
                 let value = store.then(|| param(b, value_ty));
-                let (d, len) = self.unpack(&mut e, b, rec, delta);
-                // Bounds limits once per access size, at the top (right after the length).
-                self.backend.begin_function([len]);
-                let mut at = self.table.at(&d, len);
-                let mut access = LeafAccess { at: &mut at, mem, target: self.backend.target };
-                let backend = &mut self.backend;
-                let cur = Cursor::at_start(b, *ty, *align);
-                let small = b.scalar_vec(*ty).filter(|sv| sv.width < 32);
-                let loaded = match (small, value) {
-                    (Some(sv), _) => {
-                        // One 8/16-bit leaf, moved as its 32-bit twin.
-                        let leaf = Leaf { ty: *ty, sv, off: cur.off, align: *align };
-                        let v = access.emit(backend, &mut e, b, &leaf, value);
+                let loaded = match b.scalar_vec(*ty) {
+                    // One scalar/vector (an 8/16-bit one moved as its 32-bit twin).
+                    Some(sv) => {
+                        let (d, len) = self.unpack(&mut e, b, rec, delta);
+                        let mut at = self.table.at(&d, len);
+                        let mut access = LeafAccess::new(&mut at, mem, self.backend.target, self.old_select, self.backend.oob_poison);
+                        let leaf = Leaf { ty: *ty, sv, off: b.c_u32(0), align: *align };
+                        let v = access.emit(&mut self.backend, &mut e, b, &leaf, value);
+                        self.table.used(id, &at);
                         value.is_none().then_some(v)
                     }
-                    (None, Some(v)) => {
-                        self.splitter.store(&mut e, b, &cur, v, inst, &mut |e, b, leaf, v| {
-                            access.emit(backend, e, b, leaf, Some(v));
-                        })?;
-                        None
-                    }
-                    (None, None) => Some(self.splitter.load(&mut e, b, &cur, inst, &mut |e, b, leaf| access.emit(backend, e, b, leaf, None))?),
+                    // A composite: a call of the leaf helper per scalar/vector.
+                    None => self.composite(&mut e, b, rec, delta, *ty, *align, mem, value, inst)?,
                 };
-                self.table.used(id, &at);
-                limits = self.backend.take_entry_insts();
-                self.backend.begin_function([]);
                 (if *store { b.t_void() } else { value_ty }, loaded)
             }
             Kind::Atomic { opcode, result_ty, uty, value_ty, constants, values } => {
@@ -155,9 +152,6 @@ impl<'l> Helpers<'l> {
             }
         };
         let mut blocks: Vec<Block> = e.finish();
-        // The limits go right after the record's length (the unpacking opens the entry block).
-        let after_len = blocks[0].insts.iter().position(|i| i.op == op::I_ADD).unwrap_or(0);
-        blocks[0].insts.splice(after_len..after_len, limits);
         let last = blocks.last_mut().expect("a block");
         last.insts.push(match ret {
             Some(v) => Inst::new(op::RETURN_VALUE, 0, 0, ops![v]),
@@ -174,6 +168,41 @@ impl<'l> Helpers<'l> {
             end: vec![Inst::new(op::FUNCTION_END, 0, 0, ops![])],
         });
         Ok(id)
+    }
+
+    /// A composite load (`value` None) or store at `delta` from the record `rec`: one call of
+    /// the access helper of each leaf.
+    #[allow(clippy::too_many_arguments)]
+    fn composite(&mut self, e: &mut Emitter, b: &mut Builder, rec: u32, delta: u32, ty: u32, align: u32, mem: &[u32], value: Option<u32>, inst: &Inst) -> Result<Option<u32>, RewriteError> {
+        let mut cur = Cursor::at_start(b, ty, align);
+        cur.off = delta;
+        let mut splitter = Splitter::new(self.layouts);
+        let mut err = None;
+        let mut call = |this: &mut Self, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, v: Option<u32>| {
+            let kind = Kind::Access { store: v.is_some(), ty: leaf.ty, align: leaf.align, mem: mem.to_vec() };
+            match this.get(b, kind, inst) {
+                Ok(f) => {
+                    let rt = if v.is_some() { b.t_void() } else { Self::boundary_ty(b, leaf.ty) };
+                    let mut ops = ops![f, rec, leaf.off];
+                    ops.extend(v);
+                    e.op(b, op::FUNCTION_CALL, rt, ops)
+                }
+                Err(x) => {
+                    err.get_or_insert(x);
+                    0
+                }
+            }
+        };
+        let r = match value {
+            Some(v) => {
+                splitter.store(e, b, &cur, v, inst, &mut |e, b, leaf, v| {
+                    call(self, e, b, leaf, Some(v));
+                })?;
+                None
+            }
+            None => Some(splitter.load(e, b, &cur, inst, &mut |e, b, leaf| call(self, e, b, leaf, None))?),
+        };
+        err.map_or(Ok(r), Err)
     }
 
     /// The record's slot (decorated NonUniform by [`Table::at`]), its offset plus `delta`, and its length.

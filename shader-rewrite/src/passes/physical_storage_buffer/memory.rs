@@ -13,32 +13,106 @@ use helpers::{Helpers, Kind};
 use table::Located;
 
 /// What every leaf of one access shares: the buffer, the memory operands for the emitted
-/// accesses, the target.
+/// accesses, the target, and the bounds limits made so far.
 pub(super) struct LeafAccess<'l> {
     pub at: &'l mut Located,
     pub mem: &'l [u32],
     pub target: Target,
+    pub old_select: bool,
+    pub oob_poison: Option<u8>,
+    /// Per access size: the limit, and the buffer if an access of that size fits in it at all
+    /// (else slot 0), with its view pointers made so far.
+    limits: Vec<(u32, u32, Located)>,
 }
 
-impl LeafAccess<'_> {
-    /// One leaf: the bytes [offset + leaf.off, + size) must lie inside the buffer.
+impl<'l> LeafAccess<'l> {
+    pub fn new(at: &'l mut Located, mem: &'l [u32], target: Target, old_select: bool, oob_poison: Option<u8>) -> Self {
+        LeafAccess { at, mem, target, old_select, oob_poison, limits: vec![] }
+    }
+
+    /// `len >= size ? len - size + 1 : 0`: the offsets at which `size` bytes fit (so one
+    /// `offset < limit` is the whole check, without overflow), once per size; with the buffer
+    /// loads of that size read (slot 0 where none fits: offset 0 of it is then never outside a
+    /// buffer that is read).
+    fn limit(&mut self, e: &mut Emitter, b: &mut Builder, size: u32) -> usize {
+        if let Some(n) = self.limits.iter().position(|(s, _, _)| *s == size) {
+            return n;
+        }
+        let (u32t, bool_t) = (b.t_u32(), b.t_bool());
+        let (s, room_c, zero) = (b.c_u32(size), b.c_u32(size - 1), b.c_u32(0));
+        let big = e.op(b, op::U_GREATER_THAN_EQUAL, bool_t, ops![self.at.len, s]);
+        let room = e.op(b, op::I_SUB, u32t, ops![self.at.len, room_c]);
+        let l = e.op(b, op::SELECT, u32t, ops![big, room, zero]);
+        let slot = e.op(b, op::SELECT, u32t, ops![big, self.at.slot(), zero]);
+        self.limits.push((size, l, self.at.at_slot(slot)));
+        self.limits.len() - 1
+    }
+
+    /// One leaf, without a branch: when the bytes [offset + leaf.off, + size) lie inside the
+    /// buffer it is accessed there; else a load reads offset 0 (of this buffer when `size`
+    /// bytes fit in it, else of slot 0, a null descriptor) and yields 0 (or the poison pattern),
+    /// a store writes to offset 0 of slot 0 (dropped by the null descriptor; a real buffer there
+    /// would only see writes nobody reads).
     pub fn emit(&mut self, backend: &mut Backend, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, value: Option<u32>) -> u32 {
-        let u32t = b.t_u32();
+        let (u32t, bool_t) = (b.t_u32(), b.t_bool());
         let zero = b.c_u32(0);
         let a = if leaf.off == zero { self.at.offset } else { e.op(b, op::I_ADD, u32t, ops![self.at.offset, leaf.off]) };
+        let size = leaf.sv.n * leaf.sv.width / 8;
+        let n = self.limit(e, b, size);
+        let ok = e.op(b, op::U_LESS_THAN, bool_t, ops![a, self.limits[n].1]);
+        let a = e.op(b, op::SELECT, u32t, ops![ok, a, zero]);
         let shape = AccessShape {
             store: value.is_some(),
             storage: sc::STORAGE_BUFFER,
             value_ty: leaf.ty,
             value: leaf.sv,
             align: leaf.align,
-            robustness: Robustness::PerElement { stride: leaf.sv.n * leaf.sv.width / 8 },
+            robustness: Robustness::None,
             mem_ops: self.mem.to_vec(),
             nonuniform: true,
             wide: leaf.sv.width < 32,
         };
-        let view_ptrs = self.at.view_ptrs(e, b, &shape.views_used(&self.target)).to_vec();
-        backend.emit(e, b, &shape, &view_ptrs, a, Some(self.at.len), Some(a), value)
+        let views = shape.views_used(&self.target);
+        let view_ptrs = if value.is_some() {
+            let slot = e.op(b, op::SELECT, u32t, ops![ok, self.at.slot(), zero]);
+            let mut at = self.at.at_slot(slot);
+            let p = at.view_ptrs(e, b, &views).to_vec();
+            self.at.used.extend(at.used);
+            p
+        } else {
+            let at = &mut self.limits[n].2;
+            let p = at.view_ptrs(e, b, &views).to_vec();
+            self.at.used.extend(at.used.iter().copied());
+            p
+        };
+        let v = backend.emit(e, b, &shape, &view_ptrs, a, None, None, value);
+        if value.is_some() {
+            return v;
+        }
+        // The loaded value's type: the leaf's, or its 32-bit twin.
+        let ty = helpers::Helpers::boundary_ty(b, leaf.ty);
+        let oob = oob_value(b, ty, self.oob_poison);
+        let cond = if self.old_select && leaf.sv.n > 1 {
+            // Before SPIR-V 1.4 OpSelect of vectors wants a vector condition.
+            let bv = b.t_vec(bool_t, leaf.sv.n);
+            e.op(b, op::COMPOSITE_CONSTRUCT, bv, vec![ok; leaf.sv.n as usize])
+        } else {
+            ok
+        };
+        e.op(b, op::SELECT, ty, ops![cond, v, oob])
+    }
+}
+
+/// What an out-of-range load of a `ty` (a 32/64-bit scalar or vector) returns: 0, or the debug
+/// poison byte repeated.
+fn oob_value(b: &mut Builder, ty: u32, poison: Option<u8>) -> u32 {
+    let sv = b.scalar_vec(ty).expect("a scalar or vector");
+    let byte = poison.unwrap_or(0) as u32 * 0x0101_0101;
+    let comp = b.constant(sv.comp_ty, &vec![byte; sv.width as usize / 32]);
+    if sv.n == 1 {
+        comp
+    } else {
+        b.constant_composite(ty, &vec![comp; sv.n as usize])
     }
 }
 

@@ -56,6 +56,7 @@ mod chains;
 mod cleanup;
 mod fold;
 mod helpers;
+mod inline;
 mod memory;
 mod roots;
 mod table;
@@ -124,7 +125,7 @@ fn lower(
     let mut cx = Cx {
         b: &mut b,
         layouts,
-        h: Helpers::new(backend, table, addr, layouts),
+        h: Helpers::new(backend, table, addr, layouts, old_select),
         ptrs: &retyped.ptrs,
         global_values: &retyped.global_values,
         types: &types,
@@ -144,9 +145,20 @@ fn lower(
     }
     cx.stats.atomic_subword_stores += cx.h.backend.atomic_subword_stores;
     let addr_values = types.iter().filter(|(_, t)| retyped.ptrs.contains_key(t)).map(|(&id, _)| id).collect();
+    let helper_ids: HashSet<u32> = cx.h.functions.iter().map(|f| f.def.id).collect();
+    functions.append(&mut cx.h.functions);
+    {
+        // A helper called once costs a function for nothing: its body replaces the call.
+        let (gone, inlined) = inline::inline_single_calls(cx.b, functions, &helper_ids);
+        for (caller, helper) in inlined {
+            let vars = cx.h.table.used_by.get(&helper).cloned().unwrap_or_default();
+            cx.h.table.used_by.entry(caller).or_default().extend(vars);
+        }
+        cx.h.table.used_by.retain(|f, _| !gone.contains(f));
+        cx.elided.extend(gone);
+    }
     let mut elided = std::mem::take(&mut cx.elided);
     elided.extend(cx.h.dead.drain());
-    functions.append(&mut cx.h.functions);
     Ok((cx.h.table, addr_values, elided))
 }
 

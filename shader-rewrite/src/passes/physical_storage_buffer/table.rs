@@ -36,6 +36,26 @@ pub(super) struct Located {
 }
 
 impl Located {
+    /// The slot (an id).
+    pub fn slot(&self) -> u32 {
+        self.slot
+    }
+
+    /// The same buffer table at another slot (no view pointers made yet, nothing used).
+    pub fn at_slot(&self, slot: u32) -> Located {
+        Located {
+            offset: self.offset,
+            len: self.len,
+            slot,
+            kinds: self.kinds.clone(),
+            vars: self.vars.clone(),
+            struct_ptrs: self.struct_ptrs.clone(),
+            view_ptrs: vec![0; self.vars.len()],
+            typed: None,
+            used: BTreeSet::new(),
+        }
+    }
+
     /// Pointers to the views' structs, in the views' order, made for `need` (others stay 0).
     pub fn view_ptrs(&mut self, e: &mut Emitter, b: &mut Builder, need: &[AliasKind]) -> &[u32] {
         for k in need {
@@ -54,11 +74,6 @@ impl Located {
 pub(super) enum Length {
     /// The slot is dynamically uniform: a plain OpArrayLength (no NonUniform).
     Uniform,
-    /// The same, taken whether the address lies in the table or not (slot 0 then, which must
-    /// hold a valid or null descriptor), then selected: under Target::nonuniform_array_length_broken
-    /// (lavapipe, Mesa 25.0: an OpArrayLength in a branch no invocation of the subgroup takes
-    /// crashes there; the layer fills free slots with null descriptors on it).
-    UniformUnguarded,
     /// A NonUniform OpArrayLength.
     NonUniform,
     /// One slot at a time in a subgroup loop (Target::nonuniform_array_length_broken).
@@ -146,8 +161,10 @@ impl Table {
         }
     }
 
-    /// The byte length of the buffer `d` names (its slot is clamped to the table), taken only
-    /// when `d.in_table` (0 otherwise: a slot past the table has no descriptor), as `how` says.
+    /// The byte length of the buffer `d` names, as `how` says: taken at the slot clamped to the
+    /// table (slot 0 outside it, which holds a null descriptor) and selected to 0 outside the
+    /// table, without a branch (lavapipe crashes on an OpArrayLength in a branch no invocation
+    /// of the subgroup takes).
     pub fn length(&self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, how: Length, used: &mut BTreeSet<u32>) -> u32 {
         let length_view = backend.length_view(sc::STORAGE_BUFFER);
         let n = self.kinds.iter().position(|&k| k == length_view).expect("the length view is declared");
@@ -170,11 +187,8 @@ impl Table {
                 backend.byte_length(e, b, sc::STORAGE_BUFFER, &view_ptrs)
             }
         };
-        if how == Length::UniformUnguarded {
-            let l = length(e, b);
-            return e.op(b, op::SELECT, u32t, ops![d.in_table, l, zero]);
-        }
-        e.if_or(b, d.in_table, &[u32t], |e, b| smallvec::smallvec![length(e, b)], &[zero])[0]
+        let l = length(e, b);
+        e.op(b, op::SELECT, u32t, ops![d.in_table, l, zero])
     }
 
     /// A pointer to the typed view (`struct { elem data[]; }`, 64-bit and float atomics) at
