@@ -283,6 +283,11 @@ fn out_of_range_reads_zero_and_writes_are_dropped(target: &str) {
     let want: Vec<u32> = (0..48).map(|i| if i < 32 { (i + 100) * 2 + 1 } else { 1 }).collect();
     assert_eq!(bytes::to_u32s(&got[1]), want);
     assert_eq!(got[0], bytes::from_u32s(&input), "the source is untouched");
+    // The layer's own check, not the driver's robustness (lavapipe reads 0 past a descriptor's
+    // range too): with debug_oob_poison the reads past the end give the pattern.
+    let got = forced_with("oob-poison", target, &copy_scale(), &job, options("force").setting("debug_oob_poison", "0x5a"));
+    let want: Vec<u32> = (0..48).map(|i| if i < 32 { (i + 100) * 2 + 1 } else { 0x5a5a_5a5au32.wrapping_mul(2) + 1 }).collect();
+    assert_eq!(bytes::to_u32s(&got[1]), want, "poisoned reads past the end");
 }
 
 fn linked_list_across_buffers(target: &str) {
