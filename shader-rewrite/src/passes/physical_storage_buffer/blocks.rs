@@ -21,7 +21,10 @@ impl Cx<'_, '_> {
                         self.records.insert(c, rec);
                     }
                 }
-                self.rewrite(&mut e, inst)?;
+                match self.roots.reused.get(&inst.id) {
+                    Some(&earlier) => e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![earlier])),
+                    None => self.rewrite(&mut e, inst)?,
+                }
             }
             blk.insts = e.take_insts();
         }

@@ -16,6 +16,8 @@ pub(super) struct Cfg {
     rpo_pos: Vec<usize>,
     /// (header, merge) of each loop.
     loops: Vec<(usize, usize)>,
+    /// Predecessors of each reachable block.
+    pub preds: Vec<Vec<usize>>,
 }
 
 impl Cfg {
@@ -94,7 +96,7 @@ impl Cfg {
                 }
             }
         }
-        Cfg { labels, idom, rpo_pos, loops }
+        Cfg { labels, idom, rpo_pos, loops, preds }
     }
 
     pub fn reachable(&self, b: usize) -> bool {

@@ -3,7 +3,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::byte_address::AliasKind;
-use crate::passes::util::{add_to_interfaces, forget_ids};
+use crate::passes::util::{add_to_interfaces, forget_ids, sweep_dead_globals};
 use crate::scan::CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES;
 
 const ADDRESSING_PHYSICAL_STORAGE_BUFFER_64: u32 = 5348;
@@ -71,4 +71,7 @@ pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, e
     let functions = std::mem::take(&mut m.functions);
     add_to_interfaces(m, &functions, &table.used_by);
     m.functions = functions;
+    // Types, constants and function types nothing uses any more (the views' element types,
+    // the pointer types' pointees, the inlined helpers' function types).
+    sweep_dead_globals(m, &[op::TYPE_FUNCTION]);
 }

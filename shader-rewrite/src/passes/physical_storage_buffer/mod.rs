@@ -43,7 +43,7 @@ use crate::module::{leading_id_operands, op, Function, Inst, Module};
 use crate::stats::Stats;
 use crate::target::Options;
 
-use super::layout::Layouts;
+use super::layout::{contains_width, Layouts};
 use super::leaves::{describe, Splitter};
 use crate::builder::sc;
 use super::util::call_tree;
@@ -113,7 +113,6 @@ fn lower(
         .collect();
     let mut b = Builder::new(m);
     let mut backend = Backend::new(options.target, options.oob_poison, vulkan_mm);
-    let table = Table::new(&mut b, *cfg, &mut backend, &options.target);
     let mut types: HashMap<u32, u32> = HashMap::default();
     for f in functions.iter() {
         for i in f.params.iter().chain(f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
@@ -122,6 +121,8 @@ fn lower(
             }
         }
     }
+    let words_only = words_only(&b, functions, &types, retyped);
+    let table = Table::new(&mut b, *cfg, &mut backend, &options.target, words_only);
     let mut cx = Cx {
         b: &mut b,
         layouts,
@@ -160,6 +161,26 @@ fn lower(
     let mut elided = std::mem::take(&mut cx.elided);
     elided.extend(cx.h.dead.drain());
     Ok((cx.h.table, addr_values, elided))
+}
+
+/// Is every access through a physical pointer a whole number of 4-aligned words (no 8/16-bit
+/// scalar in what it moves, `Aligned` at least 4)? Member offsets of 32/64-bit scalars are
+/// multiples of 4 in every Vulkan layout, so then each leaf is too.
+fn words_only(b: &Builder, functions: &[Function], types: &HashMap<u32, u32>, retyped: &types::Retyped) -> bool {
+    let pointee = |id: u32| types.get(&id).or_else(|| retyped.global_values.get(&id)).and_then(|t| retyped.ptrs.get(t)).map(|p| p.pointee);
+    let aligned = |mem: &[u32]| crate::passes::util::split_memory_operands(mem).1.is_some_and(|a| a >= 4);
+    functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|blk| blk.insts.iter()).all(|i| {
+        let through = |k: usize| i.ops.get(k).and_then(|&p| pointee(p));
+        let (ptr, mem) = match i.op {
+            op::LOAD => (through(0), i.ops.get(1..).unwrap_or(&[])),
+            op::STORE => (through(0), i.ops.get(2..).unwrap_or(&[])),
+            // Either side (its operands are checked as the first side's, conservatively).
+            op::COPY_MEMORY => (through(0).or(through(1)), i.ops.get(2..).unwrap_or(&[])),
+            opcode if is_atomic(opcode) => return through(0).is_none_or(|t| !contains_width(b, t, &[8, 16])),
+            _ => return true,
+        };
+        ptr.is_none_or(|t| !contains_width(b, t, &[8, 16]) && aligned(mem))
+    })
 }
 
 /// Lowering state.

@@ -16,6 +16,9 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::cfg::Cfg;
+
+/// The Private storage class.
+const PRIVATE: u32 = 6;
 use super::*;
 
 /// A class of equal root values.
@@ -60,6 +63,38 @@ pub(super) struct Roots {
     pub place: HashMap<(u32, usize), Vec<usize>>,
     /// Pointers whose address is used as a value (not only accessed or chained from).
     pub needs_value: HashSet<u32>,
+    /// Loads that read what an earlier load (the value) read: they become copies of it.
+    pub reused: HashMap<u32, u32>,
+}
+
+/// Where a pointer points: a root class and the access-chain steps from it (constant indices
+/// by value, others by id; OpPtrAccessChain's Element step marked).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Place {
+    root: Key,
+    steps: Vec<(bool, Result<u64, u32>)>,
+}
+
+impl Place {
+    /// The place `inst` (a step from this place) points to.
+    fn then(&self, cx: &Cx, inst: &Inst) -> Place {
+        let mut p = self.clone();
+        let element = matches!(inst.op, PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN);
+        let indices = if matches!(inst.op, op::COPY_OBJECT | op::BITCAST) { &[][..] } else { &inst.ops[1..] };
+        for (k, &i) in indices.iter().enumerate() {
+            p.steps.push((element && k == 0, cx.b.const_value(i).ok_or(i)));
+        }
+        p
+    }
+}
+
+/// Loads still valid: (place, loaded type) → the load.
+type Available = HashMap<(Place, u32), u32>;
+
+/// Memory operands a load may carry and still be reused: none, Aligned, Nontemporal (not
+/// Volatile, not the availability/visibility ones).
+fn reusable(mem: &[u32]) -> bool {
+    mem.first().is_none_or(|&mask| mask & !0x6 == 0)
 }
 
 /// Is `inst` a pointer-to-pointer step of a physical pointer (the result is `ops[0]` plus an
@@ -81,6 +116,7 @@ fn access_operands(inst: &Inst) -> &'static [usize] {
 impl Cx<'_, '_> {
     /// Roots, classes and placements of `f` (before it is lowered).
     pub(super) fn analyze(&self, f: &Function) -> Roots {
+        let cfg = Cfg::new(f);
         let mut root_of: HashMap<u32, u32> = HashMap::default();
         let mut needs_value: HashSet<u32> = HashSet::default();
         for p in f.params.iter().filter(|p| self.ptrs.contains_key(&p.ty)) {
@@ -89,15 +125,49 @@ impl Cx<'_, '_> {
         // Definitions of function-local ids (for the push-constant keys).
         let mut defs: HashMap<u32, &Inst> = HashMap::default();
         let mut accesses: Vec<(usize, usize, u32)> = vec![]; // (block, index, pointer)
+        // Where each pointer points: its root's key and the steps from it.
+        let mut places: HashMap<u32, Place> = HashMap::default();
+        for p in f.params.iter().filter(|p| self.ptrs.contains_key(&p.ty)) {
+            places.insert(p.id, Place { root: Key::Value(p.id), steps: vec![] });
+        }
+        // Loads of physical memory each block ends with, still valid (no write since).
+        let mut exits: Vec<Option<Available>> = vec![None; f.blocks.len()];
+        let mut reused: HashMap<u32, u32> = HashMap::default();
         for (k, blk) in f.blocks.iter().enumerate() {
+            let mut avail = self.available_at(&cfg, k, &exits);
             for (n, inst) in blk.insts.iter().enumerate() {
                 if inst.id != 0 {
                     defs.insert(inst.id, inst);
                 }
                 let derived = derives(inst.op) && self.ptrs.contains_key(&inst.ty) && inst.ops.first().is_some_and(|&b| self.phys(b).is_some());
+                let mut access = true;
+                if inst.op == op::LOAD && self.phys(inst.ops[0]).is_some() && reusable(&inst.ops[1..]) {
+                    // A load of what an earlier load of the same place read, with no write in
+                    // between on any path: the same value (a concurrent write would race).
+                    let key = places.get(&inst.ops[0]).map(|p| (p.clone(), inst.ty));
+                    match key.as_ref().and_then(|key| avail.get(key)) {
+                        Some(&earlier) => {
+                            reused.insert(inst.id, earlier);
+                            access = false;
+                        }
+                        None => {
+                            avail.extend(key.map(|key| (key, inst.id)));
+                        }
+                    }
+                } else if self.writes_memory(inst) {
+                    avail.clear();
+                }
                 if self.ptrs.contains_key(&inst.ty) {
-                    let root = if derived { self.root(&root_of, inst.ops[0]) } else { inst.id };
+                    let (root, place) = if let Some(&earlier) = reused.get(&inst.id) {
+                        (self.root(&root_of, earlier), places.get(&earlier).cloned())
+                    } else if derived {
+                        let base = inst.ops[0];
+                        (self.root(&root_of, base), places.get(&base).map(|p| p.then(self, inst)))
+                    } else {
+                        (inst.id, Some(Place { root: self.key(inst.id, &defs), steps: vec![] }))
+                    };
                     root_of.insert(inst.id, root);
+                    places.extend(place.map(|p| (inst.id, p)));
                 }
                 let accessed = access_operands(inst);
                 // Every operand word (a literal equal to a pointer id only costs its address).
@@ -106,14 +176,16 @@ impl Cx<'_, '_> {
                         continue;
                     }
                     if accessed.contains(&pos) {
-                        accesses.push((k, n, id));
+                        if access {
+                            accesses.push((k, n, id));
+                        }
                     } else if !(pos == 0 && derived) {
                         needs_value.insert(id);
                     }
                 }
             }
+            exits[k] = Some(avail);
         }
-        let cfg = Cfg::new(f);
         // Classes of the accessed roots, and the blocks of their accesses.
         let mut keys: HashMap<Key, usize> = HashMap::default();
         let mut classes: Vec<Class> = vec![];
@@ -176,7 +248,41 @@ impl Cx<'_, '_> {
             place.entry((cfg.labels[blk], at)).or_default().push(c);
         }
         let unreachable = (0..cfg.labels.len()).filter(|&k| !cfg.reachable(k)).map(|k| cfg.labels[k]).collect();
-        Roots { unreachable, root_of, class_of, classes, place, needs_value }
+        Roots { unreachable, root_of, class_of, classes, place, needs_value, reused }
+    }
+
+    /// The loads still valid on entry to block `k`: those valid at the end of every predecessor
+    /// (none when one is not seen yet: a loop header's back edge).
+    fn available_at(&self, cfg: &Cfg, k: usize, exits: &[Option<Available>]) -> Available {
+        let preds = &cfg.preds[k];
+        if preds.is_empty() || preds.iter().any(|&p| exits[p].is_none()) {
+            return Available::default();
+        }
+        let mut it = preds.iter().map(|&p| exits[p].as_ref().expect("seen"));
+        let mut avail = it.next().expect("a predecessor").clone();
+        for other in it {
+            avail.retain(|key, id| other.get(key) == Some(id));
+        }
+        avail
+    }
+
+    /// May `inst` write memory a physical pointer can reach (or order other invocations'
+    /// writes before later loads)? Stores and copies to anything but Function/Private
+    /// variables, atomics, calls, barriers, image writes.
+    fn writes_memory(&self, inst: &Inst) -> bool {
+        const COPY_MEMORY_SIZED: u32 = 64;
+        const CONTROL_BARRIER: u32 = 224;
+        const MEMORY_BARRIER: u32 = 225;
+        const IMAGE_WRITE: u32 = 99;
+        match inst.op {
+            op::STORE | op::COPY_MEMORY | COPY_MEMORY_SIZED => {
+                let p = inst.ops[0];
+                let ty = self.types.get(&p).copied().or_else(|| self.b.global(p).map(|g| g.ty)).unwrap_or(0);
+                !matches!(self.b.pointer(ty), Some((sc::FUNCTION | PRIVATE, _)))
+            }
+            op::FUNCTION_CALL | CONTROL_BARRIER | MEMORY_BARRIER | IMAGE_WRITE => true,
+            opcode => is_atomic(opcode),
+        }
     }
 
     /// The root of pointer `id` (itself when it is not derived from another pointer).

@@ -97,11 +97,13 @@ pub(super) struct Table {
 }
 
 impl Table {
-    /// Declares the views the target can have (8/16-bit ones with its storage features) in
-    /// `backend` and their array variables.
-    pub fn new(b: &mut Builder, cfg: BdaTable, backend: &mut Backend, target: &Target) -> Self {
+    /// Declares the views the target can have (8/16-bit ones with its storage features, unless
+    /// `words_only`: every access is a whole number of 4-aligned words, so the word view's length
+    /// is exact too) in `backend` and their array variables.
+    pub fn new(b: &mut Builder, cfg: BdaTable, backend: &mut Backend, target: &Target, words_only: bool) -> Self {
         let first_id = b.m.header[3];
-        let kinds: Vec<AliasKind> = AliasKind::ALL.into_iter().filter(|k| k.available(target, sc::STORAGE_BUFFER)).collect();
+        let small = |k: &AliasKind| matches!(k, AliasKind::U8 | AliasKind::U16);
+        let kinds: Vec<AliasKind> = AliasKind::ALL.into_iter().filter(|k| k.available(target, sc::STORAGE_BUFFER) && !(words_only && small(k))).collect();
         let views = AliasViews::new(b, sc::STORAGE_BUFFER, kinds.clone());
         let vars = views.struct_ty.clone().into_iter().map(|st| declare(b, &cfg, st)).collect();
         let struct_ptrs = views.struct_ptr.clone();
