@@ -218,6 +218,71 @@ OpStore %dp %s Aligned 4
     )
 }
 
+/// `out[i] = sum over k < 8 of (k odd ? in[i + k] : 2 * in[i + k])`: one pointer (push
+/// constant 0) read in a loop, in both arms of a selection inside it (located once, before the
+/// loop, for every access), reaching past the input's end for the last invocations when the
+/// input is shorter than 64 + 7 words.
+pub fn window_sum() -> Vec<u32> {
+    assemble(
+        r#"
+OpMemberDecorate %PC 0 Offset 0
+OpMemberDecorate %PC 1 Offset 8
+"#,
+        r#"
+%PC = OpTypeStruct %pbuf %pbuf
+%ppc = OpTypePointer PushConstant %PC
+%pc = OpVariable %ppc PushConstant
+%ppc_pbuf = OpTypePointer PushConstant %pbuf
+%c8 = OpConstant %uint 8
+"#,
+        r#"
+%src_p = OpAccessChain %ppc_pbuf %pc %c0
+%src = OpLoad %pbuf %src_p
+%dst_p = OpAccessChain %ppc_pbuf %pc %c1
+%dst = OpLoad %pbuf %dst_p
+OpBranch %header
+%header = OpLabel
+%k = OpPhi %uint %c0 %entry %k2 %cont
+%s = OpPhi %uint %c0 %entry %s2 %cont
+%more = OpULessThan %bool %k %c8
+OpLoopMerge %exit %cont None
+OpBranchConditional %more %body %exit
+%body = OpLabel
+%j = OpIAdd %uint %gx %k
+%bit = OpBitwiseAnd %uint %k %c1
+%odd = OpINotEqual %bool %bit %c0
+OpSelectionMerge %join None
+OpBranchConditional %odd %one %two
+%one = OpLabel
+%pa = OpAccessChain %pu %src %c0 %j
+%va = OpLoad %uint %pa Aligned 4
+OpBranch %join
+%two = OpLabel
+%pb = OpAccessChain %pu %src %c0 %j
+%vb0 = OpLoad %uint %pb Aligned 4
+%vb = OpIMul %uint %vb0 %c2
+OpBranch %join
+%join = OpLabel
+%v = OpPhi %uint %va %one %vb %two
+%s2 = OpIAdd %uint %s %v
+OpBranch %cont
+%cont = OpLabel
+%k2 = OpIAdd %uint %k %c1
+OpBranch %header
+%exit = OpLabel
+%op = OpAccessChain %pu %dst %c0 %gx
+OpStore %op %s Aligned 4
+"#,
+    )
+}
+
+/// What [`window_sum`] writes for `input`, words past its end reading `past`.
+pub fn window_sum_reference(input: &[u32], past: u32) -> Vec<u32> {
+    (0..64)
+        .map(|i| (0..8).fold(0u32, |s, k| s.wrapping_add(input.get(i + k).copied().unwrap_or(past).wrapping_mul(if k % 2 == 1 { 1 } else { 2 }))))
+        .collect()
+}
+
 /// Bench kernel, run once: `nodes[i] = { i, 0, &nodes[(i * 40503 + 1) % n] }` for `n` (a power
 /// of two, push constant 16) nodes at the pointer in push constant 0.
 pub fn chase_init() -> Vec<u32> {

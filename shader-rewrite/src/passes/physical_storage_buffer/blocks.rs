@@ -19,10 +19,14 @@ impl Cx<'_, '_> {
                     for c in classes {
                         let rec = self.locate(&mut e, c);
                         self.records.insert(c, rec);
+                        self.stats.physical_located += 1;
                     }
                 }
                 match self.roots.reused.get(&inst.id) {
-                    Some(&earlier) => e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![earlier])),
+                    Some(&earlier) => {
+                        e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![earlier]));
+                        self.stats.physical_reused_loads += 1;
+                    }
                     None => self.rewrite(&mut e, inst)?,
                 }
             }
