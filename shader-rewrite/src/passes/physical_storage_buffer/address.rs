@@ -29,18 +29,17 @@ pub(super) struct Decoded {
 }
 
 impl Addr {
-    /// (offset, tag << 24 | slot): the low and high words.
+    /// (offset, tag << 24 | slot): the low and high words (a u64 bitcast to its two words, low
+    /// first: no 64-bit shift, which drivers may lower to 32-bit pieces anyway).
     fn words(&self, e: &mut Emitter, b: &mut Builder, a: u32) -> (u32, u32) {
         let u32t = b.t_u32();
-        if self.int64 {
-            let lo = e.op(b, op::U_CONVERT, u32t, ops![a]);
-            let s = b.c_u32(32);
-            let high = e.op(b, op::SHIFT_RIGHT_LOGICAL, self.ty, ops![a, s]);
-            let hi = e.op(b, op::U_CONVERT, u32t, ops![high]);
-            (lo, hi)
+        let v = if self.int64 {
+            let uv2 = b.t_vec(u32t, 2);
+            e.op(b, op::BITCAST, uv2, ops![a])
         } else {
-            (e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![a, 0]), e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![a, 1]))
-        }
+            a
+        };
+        (e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![v, 0]), e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![v, 1]))
     }
 
     /// Decodes `a` for a table of `count` slots (at most 2^24): `hi - (TAG << 24)` is below
