@@ -60,24 +60,24 @@ pub fn assemble_with(capabilities: &str, decorations: &str, types: &str, code: &
     words
 }
 
+/// A shader with two pointers from the push constants, `%src` (offset 0) and `%dst` (offset
+/// 8), loaded at the top of `main`, then `code`; `capabilities` and `types` add to the common
+/// ones.
+fn src_dst(capabilities: &str, types: &str, code: &str) -> Vec<u32> {
+    assemble_with(
+        capabilities,
+        "OpMemberDecorate %PC 0 Offset 0\nOpMemberDecorate %PC 1 Offset 8\n",
+        &format!("%PC = OpTypeStruct %pbuf %pbuf\n%ppc = OpTypePointer PushConstant %PC\n%pc = OpVariable %ppc PushConstant\n%ppc_pbuf = OpTypePointer PushConstant %pbuf\n{types}"),
+        &format!("%src_p = OpAccessChain %ppc_pbuf %pc %c0\n%src = OpLoad %pbuf %src_p\n%dst_p = OpAccessChain %ppc_pbuf %pc %c1\n%dst = OpLoad %pbuf %dst_p\n{code}"),
+    )
+}
+
 /// `out = in * 2 + 1` per invocation through two pointers in the push constants.
 pub fn copy_scale() -> Vec<u32> {
-    assemble(
+    src_dst(
+        "",
+        "",
         r#"
-OpMemberDecorate %PC 0 Offset 0
-OpMemberDecorate %PC 1 Offset 8
-"#,
-        r#"
-%PC = OpTypeStruct %pbuf %pbuf
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppc_pbuf = OpTypePointer PushConstant %pbuf
-"#,
-        r#"
-%src_p = OpAccessChain %ppc_pbuf %pc %c0
-%src = OpLoad %pbuf %src_p
-%dst_p = OpAccessChain %ppc_pbuf %pc %c1
-%dst = OpLoad %pbuf %dst_p
 %ep = OpAccessChain %pu %src %c0 %gx
 %v = OpLoad %uint %ep Aligned 4
 %v2 = OpIMul %uint %v %c2
@@ -223,23 +223,10 @@ OpStore %dp %s Aligned 4
 /// loop, for every access), reaching past the input's end for the last invocations when the
 /// input is shorter than 64 + 7 words.
 pub fn window_sum() -> Vec<u32> {
-    assemble(
+    src_dst(
+        "",
+        "%c8 = OpConstant %uint 8\n",
         r#"
-OpMemberDecorate %PC 0 Offset 0
-OpMemberDecorate %PC 1 Offset 8
-"#,
-        r#"
-%PC = OpTypeStruct %pbuf %pbuf
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppc_pbuf = OpTypePointer PushConstant %pbuf
-%c8 = OpConstant %uint 8
-"#,
-        r#"
-%src_p = OpAccessChain %ppc_pbuf %pc %c0
-%src = OpLoad %pbuf %src_p
-%dst_p = OpAccessChain %ppc_pbuf %pc %c1
-%dst = OpLoad %pbuf %dst_p
 OpBranch %header
 %header = OpLabel
 %k = OpPhi %uint %c0 %entry %k2 %cont
@@ -512,25 +499,10 @@ OpStore %mine %gx Aligned 4
 /// `out[i] = in[4 i + 1]` through an OpRawAccessChainNV on a physical base (stride 16, index i,
 /// offset 4): SPV_NV_raw_access_chains and SPV_KHR_physical_storage_buffer both emulated.
 pub fn raw_chain_on_pointer() -> Vec<u32> {
-    assemble_with(
+    src_dst(
         "OpCapability RawAccessChainsNV\nOpExtension \"SPV_NV_raw_access_chains\"\n",
+        "%c4 = OpConstant %uint 4\n%c16 = OpConstant %uint 16\n",
         r#"
-OpMemberDecorate %PC 0 Offset 0
-OpMemberDecorate %PC 1 Offset 8
-"#,
-        r#"
-%PC = OpTypeStruct %pbuf %pbuf
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppc_pbuf = OpTypePointer PushConstant %pbuf
-%c4 = OpConstant %uint 4
-%c16 = OpConstant %uint 16
-"#,
-        r#"
-%src_p = OpAccessChain %ppc_pbuf %pc %c0
-%src = OpLoad %pbuf %src_p
-%dst_p = OpAccessChain %ppc_pbuf %pc %c1
-%dst = OpLoad %pbuf %dst_p
 %rc = OpRawAccessChainNV %pu %src %c16 %gx %c4
 %v = OpLoad %uint %rc Aligned 4
 %op = OpAccessChain %pu %dst %c0 %gx

@@ -18,6 +18,7 @@ use crate::passes::raw_access_chains::control_flow::waterfall_length;
 
 /// A buffer of the table, found from an address. Pointers to its views are made as accesses
 /// need them: a view no access uses is never declared (nor its 8/16-bit capability).
+#[derive(Clone)]
 pub(super) struct Located {
     /// Byte offset of the address in the buffer.
     pub offset: u32,
@@ -43,17 +44,7 @@ impl Located {
 
     /// The same buffer table at another slot (no view pointers made yet, nothing used).
     pub fn at_slot(&self, slot: u32) -> Located {
-        Located {
-            offset: self.offset,
-            len: self.len,
-            slot,
-            kinds: self.kinds.clone(),
-            vars: self.vars.clone(),
-            struct_ptrs: self.struct_ptrs.clone(),
-            view_ptrs: vec![0; self.vars.len()],
-            typed: None,
-            used: BTreeSet::new(),
-        }
+        Located { slot, view_ptrs: vec![0; self.vars.len()], typed: None, used: BTreeSet::new(), ..self.clone() }
     }
 
     /// Pointers to the views' structs, in the views' order, made for `need` (others stay 0).
