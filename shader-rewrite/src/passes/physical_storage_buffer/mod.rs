@@ -12,27 +12,43 @@
 //!    pointers move the value; OpPtrEqual, OpPtrNotEqual and OpPtrDiff compare integers; OpPhi,
 //!    OpSelect and calls carry addresses as they carried pointers.
 //! 3. `chains`: OpAccessChain, OpPtrAccessChain (Element × the pointer type's ArrayStride) and
-//!    their InBounds forms add a byte offset from the explicit layout to the address's offset
-//!    word (wrapping in 32 bits).
-//! 4. `memory` and `atomics`: OpLoad, OpStore, OpCopyMemory and 32/64-bit integer and float
-//!    atomics decode the address and go through the shared byte-address backend into the
-//!    table's descriptor at the slot (NonUniform), composites split into scalar/vector leaves.
-//! 5. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
+//!    their InBounds forms are a byte offset from the pointer's root (explicit layout, constants
+//!    folded); the address itself (that offset added to the offset word, wrapping in 32 bits)
+//!    is made only where the pointer is used as a value.
+//! 4. `roots`: every pointer is a root (phi, parameter, loaded or converted pointer) plus a byte
+//!    offset; roots loaded from the same push-constant member are one class (read-only,
+//!    dynamically uniform), and a load of what an earlier load of the same place read, with
+//!    no write, call, atomic or barrier on any path between, reuses its value (so glslang's
+//!    reload of a pointer chain at every use is one class). Each accessed class is *located*
+//!    once (`cfg`: at the nearest common dominator of its accesses, hoisted out of the loops
+//!    its value does not change in): its address decoded into a record
+//!    `uvec3(slot, offset, length)`.
+//! 5. `helpers`, `memory` and `atomics`: loads, stores, OpCopyMemory and 32/64-bit integer and
+//!    float atomics are calls of helper functions shared by all accesses of a kind (value
+//!    type, alignment, memory operands; atomics: opcode and constant operands) with the
+//!    record and the offset; composites call one helper per scalar/vector leaf; a helper
+//!    called once is inlined (`inline`), constant offsets folded (`fold`). Accesses never
+//!    branch: no block is split.
+//! 6. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
 //!    go (Logical); the capabilities the table needs come in (descriptor indexing, Int64 for u64
-//!    addresses, 8/16-bit storage for the byte views the target has).
+//!    addresses, 8/16-bit storage for the byte views the target has and the accesses need).
 //!
-//! Robustness: an access outside every live buffer never touches memory. An address whose tag
-//! is not 0xD3 or whose slot is `>= count` has length 0; otherwise the length is the slot's
-//! OpArrayLength (exact bytes through the 8-bit view, whole words without one; taken one slot at
-//! a time in a subgroup waterfall loop under Target::nonuniform_array_length_broken, in the
-//! functions of GLCompute and Fragment entry points only). Each scalar/vector leaf, and each
-//! atomic, checks `offset + size <= length`: loads outside return 0 (or the debug poison
-//! pattern), stores are dropped, atomics do nothing and return 0. The layer must keep a valid
-//! (or null) descriptor in every slot below `count`.
+//! Robustness: an access outside every live buffer never touches a live buffer. An address
+//! whose tag is not 0xD3 or whose slot is `>= count` names slot 0 with length 0; otherwise the
+//! length is the slot's OpArrayLength (exact bytes through the 8-bit view, whole words when
+//! every access is whole aligned words; a plain OpArrayLength for a uniform class, else
+//! NonUniform, or one slot at a time in a subgroup waterfall loop under
+//! Target::nonuniform_array_length_broken, in the functions of GLCompute and Fragment entry
+//! points only). Each scalar/vector leaf, and each atomic, checks `offset + size <= length`
+//! (`offset < length - size + 1`): a load outside reads offset 0 (of the buffer when the size
+//! fits in it at all, else of slot 0) and yields 0 (or the debug poison pattern), a store goes
+//! to offset 0 of slot 0, atomics branch around and return 0. Without branches: the layer
+//! must keep slot 0 (never handed out) holding a null descriptor (or a buffer of at least 16
+//! bytes nothing reads), and a valid or null descriptor in every slot below `count`.
 //!
-//! Memory accesses branch, so `blocks` splits their blocks. Raw access chains on physical bases
-//! (lowered to address arithmetic and OpBitcast) and bindless handles (integers, possibly in
-//! physical memory) are lowered before this pass, 8/16-bit storage after it (crate::rewrite).
+//! Raw access chains on physical bases (lowered to address arithmetic and OpBitcast) and
+//! bindless handles (integers, possibly in physical memory) are lowered before this pass,
+//! 8/16-bit storage after it (crate::rewrite).
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::bda::BdaTable;
