@@ -38,7 +38,7 @@ impl Cx<'_, '_> {
         let first_value = first_value.min(inst.ops.len());
         let value_ty = inst.ops.get(first_value).map_or(uty, |&v| self.type_of(v));
         let mut args = ops![0];
-        let (rec, delta) = self.record(e, inst.ops[0]);
+        let (rec, delta) = self.record(e, inst.ops[0])?;
         args.extend([rec, delta]);
         for &v in &inst.ops[first_value..] {
             args.push(if sv.signed { e.op(self.b, op::BITCAST, uty, ops![v]) } else { v });

@@ -17,7 +17,7 @@ impl Cx<'_, '_> {
             for (n, inst) in std::mem::take(&mut blk.insts).into_iter().enumerate() {
                 if let Some(classes) = self.roots.place.get(&(blk.label, n)).cloned() {
                     for c in classes {
-                        let rec = self.locate(&mut e, c);
+                        let rec = self.locate(&mut e, c)?;
                         self.records.insert(c, rec);
                         self.stats.physical_located += 1;
                     }
@@ -36,7 +36,7 @@ impl Cx<'_, '_> {
     }
 
     /// The record of class `c`, made at the current point.
-    fn locate(&mut self, e: &mut Emitter, c: usize) -> u32 {
+    fn locate(&mut self, e: &mut Emitter, c: usize) -> Result<u32, RewriteError> {
         let class = &self.roots.classes[c];
         let uniform = class.uniform;
         let a = match class.source.clone() {
@@ -65,27 +65,28 @@ impl Cx<'_, '_> {
     }
 
     /// `locate(a)`: the record of address `a`.
-    fn call_locate(&mut self, e: &mut Emitter, a: u32, uniform: bool) -> u32 {
+    fn call_locate(&mut self, e: &mut Emitter, a: u32, uniform: bool) -> Result<u32, RewriteError> {
         let length = match (uniform, self.waterfall) {
             (true, _) => table::Length::Uniform,
             (false, true) => table::Length::Waterfall,
             (false, false) => table::Length::NonUniform,
         };
-        let dummy = Inst::new(op::LOAD, 0, 0, ops![a]);
-        let f = self.h.get(self.b, helpers::Kind::Locate { length }, &dummy).expect("locate builds without errors");
+        // The instruction named in errors (none can arise: locating splits no value).
+        let named = Inst::new(op::LOAD, 0, 0, ops![a]);
+        let f = self.h.get(self.b, helpers::Kind::Locate { length }, &named)?;
         let rec_ty = Helpers::record_ty(self.b);
-        e.op(self.b, op::FUNCTION_CALL, rec_ty, ops![f, a])
+        Ok(e.op(self.b, op::FUNCTION_CALL, rec_ty, ops![f, a]))
     }
 
     /// The record and byte offset an access through `ptr` uses (its class's record, or one made
     /// here for an access the analysis did not place: in an unreachable block).
-    pub(super) fn record(&mut self, e: &mut Emitter, ptr: u32) -> (u32, u32) {
+    pub(super) fn record(&mut self, e: &mut Emitter, ptr: u32) -> Result<(u32, u32), RewriteError> {
         let root = self.roots.root_of.get(&ptr).copied().unwrap_or(ptr);
         let placed = self.roots.class_of.get(&root).and_then(|c| self.records.get(c)).copied();
         let rec = match placed {
             Some(rec) if !self.roots.unreachable.contains(&e.label()) => rec,
-            _ => self.call_locate(e, root, false),
+            _ => self.call_locate(e, root, false)?,
         };
-        (rec, self.delta(ptr))
+        Ok((rec, self.delta(ptr)))
     }
 }

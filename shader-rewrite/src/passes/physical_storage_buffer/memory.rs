@@ -128,17 +128,17 @@ impl Cx<'_, '_> {
     /// Where an access through pointer `ptr` starts: its record and byte offset, the pointee at
     /// that offset, aligned as the memory operands' Aligned says (required on physical
     /// pointers; 1 without it).
-    fn access(&mut self, e: &mut Emitter, ptr: u32, mem: &[u32]) -> Access {
+    fn access(&mut self, e: &mut Emitter, ptr: u32, mem: &[u32]) -> Result<Access, RewriteError> {
         let p = self.phys(ptr).expect("a physical pointer");
         let align = split_memory_operands(mem).1.filter(|a| a.is_power_of_two()).unwrap_or(1).min(16);
-        let (rec, delta) = self.record(e, ptr);
+        let (rec, delta) = self.record(e, ptr)?;
         let mut cur = Cursor::at_start(self.b, p.pointee, align);
         cur.off = delta;
-        Access { rec, delta, cur, mem: without_aligned(mem) }
+        Ok(Access { rec, delta, cur, mem: without_aligned(mem) })
     }
 
     fn load_from(&mut self, e: &mut Emitter, ptr: u32, mem: &[u32], inst: &Inst, result: u32) -> Result<u32, RewriteError> {
-        let a = self.access(e, ptr, mem);
+        let a = self.access(e, ptr, mem)?;
         self.stats.physical_loads += 1;
         let ty = a.cur.ty;
         let result = if result == 0 { self.b.id() } else { result };
@@ -169,7 +169,7 @@ impl Cx<'_, '_> {
     }
 
     fn store_to(&mut self, e: &mut Emitter, ptr: u32, value: u32, mem: &[u32], inst: &Inst) -> Result<(), RewriteError> {
-        let a = self.access(e, ptr, mem);
+        let a = self.access(e, ptr, mem)?;
         self.stats.physical_stores += 1;
         let ty = a.cur.ty;
         let void = self.b.t_void();
