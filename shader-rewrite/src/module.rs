@@ -4,8 +4,9 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::error::RewriteError;
-use rspirv::grammar::{OperandKind, OperandQuantifier, INSTRUCTION_TABLE};
-use std::sync::OnceLock;
+use rspirv::grammar::INSTRUCTION_TABLE;
+
+pub(crate) mod opcode_table;
 
 pub const MAGIC: u32 = 0x0723_0203;
 pub const HEADER_WORDS: usize = 5;
@@ -63,6 +64,7 @@ pub mod op {
     pub const DECORATION_GROUP: u32 = 73;
     pub const GROUP_DECORATE: u32 = 74;
     pub const GROUP_MEMBER_DECORATE: u32 = 75;
+    pub const VECTOR_SHUFFLE: u32 = 79;
     pub const COMPOSITE_CONSTRUCT: u32 = 80;
     pub const COMPOSITE_EXTRACT: u32 = 81;
     pub const COPY_OBJECT: u32 = 83;
@@ -137,87 +139,53 @@ impl Inst {
     pub fn new(op: u32, ty: u32, id: u32, ops: impl Into<Ops>) -> Self {
         Inst { op, ty, id, ops: ops.into() }
     }
-    /// (has result type, has result id, minimum operand words after them) for `op`, from a
-    /// table built once from rspirv's grammar (its own lookup is a linear search). Enforcing
-    /// the minimum at parse time makes every fixed-position operand access in the passes safe.
+    /// (has result type, has result id, minimum operand words after them) for `op`, from
+    /// [`opcode_table`] (rspirv's grammar, tabled at compile time). Enforcing the minimum at parse
+    /// time makes every fixed-position operand access in the passes safe.
+    #[inline]
     fn layout(op: u32) -> Option<(bool, bool, usize)> {
-        static LAYOUT: OnceLock<Vec<(u8, u8)>> = OnceLock::new();
-        let table = LAYOUT.get_or_init(|| {
-            let mut t = vec![(0u8, 0u8); 1 << 16];
-            for inst in INSTRUCTION_TABLE.iter() {
-                let mut bits = 1u8; // known opcode
-                let mut min = 0u8;
-                for operand in inst.operands.iter() {
-                    match operand.kind {
-                        OperandKind::IdResultType => bits |= 2,
-                        OperandKind::IdResult => bits |= 4,
-                        kind if operand.quantifier == OperandQuantifier::One => {
-                            let pair = matches!(
-                                kind,
-                                OperandKind::PairLiteralIntegerIdRef | OperandKind::PairIdRefLiteralInteger | OperandKind::PairIdRefIdRef
-                            );
-                            min += if pair { 2 } else { 1 };
-                        }
-                        _ => {}
-                    }
-                }
-                t[inst.opcode as u32 as usize] = (bits, min);
-            }
-            t
-        });
-        match table.get(op as usize).copied().unwrap_or((0, 0)) {
-            (0, _) => None,
-            (bits, min) => Some((bits & 2 != 0, bits & 4 != 0, min as usize)),
-        }
+        let info = opcode_table::info(op);
+        (info & opcode_table::KNOWN != 0).then_some((info & opcode_table::TYPE != 0, info & opcode_table::RESULT != 0, opcode_table::min_operands(info)))
     }
     fn word_count(&self) -> usize {
         1 + (self.ty != 0) as usize + (self.id != 0) as usize + self.ops.len()
     }
-    /// Appends the instruction's words to `out`.
+    /// Appends the instruction's words to `out`, which has room for them (the caller reserved
+    /// the module's exact size). Plain word stores: a memmove call per 1–6 word operand list,
+    /// and the bounds checks of safe slice writes, were most of the time of `assemble`.
+    #[inline]
     fn encode(&self, out: &mut Vec<u32>) {
-        let mut head = [((self.word_count() as u32) << 16) | self.op, self.ty, self.id];
-        let n = match (self.ty != 0, self.id != 0) {
-            (true, true) => 3,
-            (false, true) => {
-                head[1] = self.id;
-                2
+        let ops = self.ops.as_slice();
+        let n = 1 + (self.ty != 0) as usize + (self.id != 0) as usize + ops.len();
+        assert!(out.capacity() - out.len() >= n, "assemble reserved too little");
+        // SAFETY: the assert above: `n` words fit in the spare capacity; they are all written
+        // before the length is raised.
+        unsafe {
+            let mut p = out.as_mut_ptr().add(out.len());
+            *p = ((n as u32) << 16) | self.op;
+            p = p.add(1);
+            if self.ty != 0 {
+                *p = self.ty;
+                p = p.add(1);
             }
-            (true, false) => 2,
-            (false, false) => 1,
-        };
-        out.extend_from_slice(&head[..n]);
-        out.extend_from_slice(&self.ops);
+            if self.id != 0 {
+                *p = self.id;
+                p = p.add(1);
+            }
+            for (k, &w) in ops.iter().enumerate() {
+                *p.add(k) = w;
+            }
+            out.set_len(out.len() + n);
+        }
     }
 }
 
 /// How many operands (after the result type and result id) of an instruction with opcode `op`
 /// are certainly ids: those before its first literal, enumerant or optional operand (all of them
-/// when the rest are a list of ids). From rspirv's grammar, built once.
+/// when the rest are a list of ids). From rspirv's grammar, tabled at compile time.
+#[inline]
 pub fn leading_id_operands(op: u32) -> usize {
-    static TABLE: OnceLock<Vec<u8>> = OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let mut t = vec![0u8; 1 << 16];
-        for inst in INSTRUCTION_TABLE.iter() {
-            let mut n = 0u8;
-            for operand in inst.operands.iter() {
-                match (operand.kind, operand.quantifier) {
-                    (OperandKind::IdResultType | OperandKind::IdResult, _) => {}
-                    (OperandKind::IdRef | OperandKind::IdScope | OperandKind::IdMemorySemantics, OperandQuantifier::One) => n = n.saturating_add(1),
-                    (OperandKind::IdRef, OperandQuantifier::ZeroOrMore) => {
-                        n = u8::MAX;
-                        break;
-                    }
-                    _ => break,
-                }
-            }
-            t[inst.opcode as u32 as usize] = n;
-        }
-        t
-    });
-    match table.get(op as usize).copied().unwrap_or(0) {
-        u8::MAX => usize::MAX,
-        n => n as usize,
-    }
+    opcode_table::leading_ids(opcode_table::info(op))
 }
 
 /// `OpName` of an opcode, for error messages.
@@ -457,7 +425,7 @@ impl Module {
                 p.encode(&mut out);
             }
             for b in &f.blocks {
-                Inst::new(op::LABEL, 0, b.label, Ops::new()).encode(&mut out);
+                out.extend_from_slice(&[(2 << 16) | op::LABEL, b.label]);
                 for i in &b.insts {
                     i.encode(&mut out);
                 }
