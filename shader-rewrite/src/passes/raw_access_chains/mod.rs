@@ -113,7 +113,9 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                 _ => {}
             }
         }
-        if !kinds.contains(&AliasKind::U8) && chains.values().any(|c| c.storage == storage && c.robustness != Robustness::None) {
+        // Checks of whole words are exact on the word view's length; only 8/16-bit ones need
+        // the 8-bit view's.
+        if !kinds.contains(&AliasKind::U8) && access_list.iter().any(|a| a.storage == storage && a.needs_byte_length()) {
             stats.word_granular_bounds = true;
         }
     }
