@@ -4,7 +4,8 @@
 //! one `rewrite` call, then a second one (warm, for comparison), and prints both.
 //!
 //! Prints per module (and option profile, see benches/common) the median first-call time over
-//! the processes and the warm time, then the median over all modules. Target (issue 24, printed,
+//! the processes, the warm time and the minor page faults the first call took, then the median
+//! over all modules. Target (issue 24, printed,
 //! never asserted): first call ≤ 50 µs median.
 //!
 //! Run: `cargo bench -p shader-rewrite --bench first_call`. Env: `FIRST_CALL_RUNS` (processes
@@ -17,18 +18,42 @@ use std::time::Instant;
 
 const CHILD: &str = "FIRST_CALL_CHILD_MODULE";
 
+/// Minor page faults of this process so far (getrusage).
+fn minor_faults() -> i64 {
+    #[repr(C)]
+    struct Rusage {
+        utime: [i64; 2],
+        stime: [i64; 2],
+        maxrss: i64,
+        ixrss: i64,
+        idrss: i64,
+        isrss: i64,
+        minflt: i64,
+        rest: [i64; 9],
+    }
+    extern "C" {
+        fn getrusage(who: i32, usage: *mut Rusage) -> i32;
+    }
+    let mut u = Rusage { utime: [0; 2], stime: [0; 2], maxrss: 0, ixrss: 0, idrss: 0, isrss: 0, minflt: 0, rest: [0; 9] };
+    // SAFETY: a valid pointer to a struct rusage-shaped buffer (64-bit Linux layout).
+    unsafe { getrusage(0, &mut u) };
+    u.minflt
+}
+
 fn child(path: &str) {
     let profile: usize = std::env::var("FIRST_CALL_CHILD_PROFILE").unwrap().parse().unwrap();
     let words = shader_rewrite::words_from_bytes(&std::fs::read(path).unwrap()).unwrap();
     let options = common::profiles()[profile].1;
+    let faults = minor_faults();
     let t = Instant::now();
     let first = shader_rewrite::rewrite(std::hint::black_box(&words), &options);
     let cold = t.elapsed();
+    let faults = minor_faults() - faults;
     let t = Instant::now();
     let second = shader_rewrite::rewrite(std::hint::black_box(&words), &options);
     let warm = t.elapsed();
     assert_eq!(first.is_ok(), second.is_ok());
-    println!("{} {}", cold.as_nanos(), warm.as_nanos());
+    println!("{} {} {faults}", cold.as_nanos(), warm.as_nanos());
 }
 
 fn main() {
@@ -41,7 +66,7 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("first-call-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     println!("== first rewrite in a fresh process (median of {runs} processes per row), and the second call in the same process ==");
-    println!("{:<44} {:<6} {:>10} {:>10}", "module", "target", "first us", "warm us");
+    println!("{:<44} {:<6} {:>10} {:>10} {:>7}", "module", "target", "first us", "warm us", "faults");
     let mut firsts = vec![];
     for m in common::corpus().into_iter().filter(|m| m.name.contains(&filter)) {
         let file = dir.join("module.spv");
@@ -50,7 +75,7 @@ fn main() {
             if shader_rewrite::rewrite(&m.words, options).is_err() {
                 continue; // refused modules (an error path) are not what the target is about
             }
-            let (mut cold, mut warm) = (vec![], vec![]);
+            let (mut cold, mut warm, mut faults) = (vec![], vec![], vec![]);
             for _ in 0..runs {
                 let out = Command::new(&exe).env(CHILD, &file).env("FIRST_CALL_CHILD_PROFILE", p.to_string()).output().unwrap();
                 assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -58,9 +83,10 @@ fn main() {
                 let mut it = text.split_whitespace().map(|v| v.parse::<f64>().unwrap() / 1e3);
                 cold.push(it.next().unwrap());
                 warm.push(it.next().unwrap());
+                faults.push(it.next().unwrap() * 1e3);
             }
-            let (c, w) = (common::median(&mut cold), common::median(&mut warm));
-            println!("{:<44} {:<6} {:>10.1} {:>10.1}", m.name, profile, c, w);
+            let (c, w, f) = (common::median(&mut cold), common::median(&mut warm), common::median(&mut faults));
+            println!("{:<44} {:<6} {:>10.1} {:>10.1} {:>7.0}", m.name, profile, c, w, f);
             firsts.push(c);
         }
     }

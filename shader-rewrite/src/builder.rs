@@ -34,6 +34,15 @@ pub mod deco {
     pub const NON_UNIFORM: u32 = 5300;
 }
 
+/// The sorted (target, decoration) pairs of a module's OpDecorates.
+struct Decorations<'a>(&'a [(u32, u32)]);
+
+impl Decorations<'_> {
+    fn contains(&self, key: &(u32, u32)) -> bool {
+        self.0.binary_search(key).is_ok()
+    }
+}
+
 /// A decoded scalar or vector type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ScalarVec {
@@ -75,8 +84,12 @@ pub struct Builder<'m> {
     other_consts: Option<HashMap<(u32, crate::module::Ops), u32>>,
     /// u32 constants 0..SMALL_U32 (0: not yet looked up).
     small_u32: [u32; SMALL_U32],
-    /// (target, decoration) of every OpDecorate, indexed on first query.
-    decorated: std::cell::OnceCell<rustc_hash::FxHashSet<(u32, u32)>>,
+    /// (target, decoration) of every OpDecorate, sorted, made on first query.
+    decorated: std::cell::OnceCell<Vec<(u32, u32)>>,
+    /// OpConstantNull by type, found on first use.
+    nulls: Option<Vec<(u32, u32)>>,
+    /// Does the module declare an image, sampler or sampled image type?
+    opaque: std::cell::OnceCell<bool>,
     glsl: Option<Option<u32>>,
     /// uint32 and bool, asked for at nearly every emitted instruction: kept out of `types`.
     u32_ty: Option<u32>,
@@ -87,8 +100,14 @@ impl<'m> Builder<'m> {
     pub fn new(m: &'m mut Module) -> Self {
         let bound = m.header[3] as usize;
         let mut index = vec![0u32; bound + bound / 4 + 16];
-        let mut types = HashMap::with_capacity_and_hasher(32, Default::default());
-        let mut consts = HashMap::with_capacity_and_hasher(32, Default::default());
+        // Sized once: growing the maps an insert at a time was a good part of a small rewrite.
+        let (n_types, n_consts) = m.globals.iter().fold((0, 0), |(t, c), g| match g.op {
+            op::TYPE_VOID..=op::TYPE_VECTOR | op::TYPE_POINTER => (t + 1, c),
+            op::CONSTANT => (t, c + 1),
+            _ => (t, c),
+        });
+        let mut types = HashMap::with_capacity_and_hasher(n_types + 16, Default::default());
+        let mut consts = HashMap::with_capacity_and_hasher(n_consts + 16, Default::default());
         for (n, i) in m.globals.iter().enumerate() {
             if let Some(slot) = index.get_mut(i.id as usize).filter(|_| i.id != 0) {
                 *slot = n as u32 + 1;
@@ -115,6 +134,8 @@ impl<'m> Builder<'m> {
             other_consts: None,
             small_u32: [0; SMALL_U32],
             decorated: std::cell::OnceCell::new(),
+            nulls: None,
+            opaque: std::cell::OnceCell::new(),
             glsl: None,
             u32_ty: None,
             bool_ty: None,
@@ -258,7 +279,6 @@ impl<'m> Builder<'m> {
                         key.extend_from_slice(&g.ops);
                         key
                     }
-                    op::CONSTANT_NULL => ops![u32::MAX - 2],
                     _ => continue,
                 };
                 map.entry((g.ty, key)).or_insert(g.id);
@@ -300,7 +320,15 @@ impl<'m> Builder<'m> {
 
     /// The OpConstantNull of `ty` (found or added).
     pub fn c_null(&mut self, ty: u32) -> u32 {
-        self.other_constant(op::CONSTANT_NULL, ty, ops![u32::MAX - 2], &[])
+        let m = &*self.m;
+        let nulls = self.nulls.get_or_insert_with(|| m.globals.iter().filter(|g| g.op == op::CONSTANT_NULL).map(|g| (g.ty, g.id)).collect());
+        if let Some(&(_, id)) = nulls.iter().find(|(t, _)| *t == ty) {
+            return id;
+        }
+        let id = self.id();
+        self.add_global(Inst::new(op::CONSTANT_NULL, ty, id, ops![]));
+        self.nulls.as_mut().expect("found above").push((ty, id));
+        id
     }
 
     /// A u32 scalar (`n` = 1) or an OpConstantComposite splat of `v` over `n` components.
@@ -372,21 +400,29 @@ impl<'m> Builder<'m> {
         })
     }
 
+    /// Does the module declare an image, sampler or sampled image type (so values that must
+    /// stay in the block that uses them may exist)?
+    pub fn has_opaque_types(&self) -> bool {
+        let m = &*self.m;
+        *self.opaque.get_or_init(|| m.globals.iter().any(|g| matches!(g.op, op::TYPE_IMAGE | op::TYPE_SAMPLER | op::TYPE_SAMPLED_IMAGE)))
+    }
     pub fn has_decoration(&self, id: u32, decoration: u32) -> bool {
         self.decorations().contains(&(id, decoration))
     }
-    /// (target, decoration) of every OpDecorate.
-    fn decorations(&self) -> &rustc_hash::FxHashSet<(u32, u32)> {
+    /// (target, decoration) of every OpDecorate, sorted.
+    fn decorations(&self) -> Decorations<'_> {
         let m = &*self.m;
-        self.decorated.get_or_init(|| {
-            let mut set = rustc_hash::FxHashSet::with_capacity_and_hasher(m.annotations.len(), Default::default());
-            set.extend(m.annotations.iter().filter(|a| a.op == op::DECORATE && a.ops.len() >= 2).map(|a| (a.ops[0], a.ops[1])));
-            set
-        })
+        Decorations(self.decorated.get_or_init(|| {
+            let mut v: Vec<(u32, u32)> = m.annotations.iter().filter(|a| a.op == op::DECORATE && a.ops.len() >= 2).map(|a| (a.ops[0], a.ops[1])).collect();
+            v.sort_unstable();
+            v
+        }))
     }
     pub fn decorate(&mut self, target: u32, decoration: u32, literals: &[u32]) {
-        if let Some(set) = self.decorated.get_mut() {
-            set.insert((target, decoration));
+        if let Some(v) = self.decorated.get_mut() {
+            if let Err(at) = v.binary_search(&(target, decoration)) {
+                v.insert(at, (target, decoration));
+            }
         }
         self.m.decorate(target, decoration, literals);
     }
@@ -432,14 +468,19 @@ impl Emitter {
     /// a new one. Repeated address arithmetic of one access and of accesses through the same
     /// raw chain is emitted once.
     pub fn pure(&mut self, b: &mut Builder, opcode: u32, ty: u32, ops: &[u32]) -> u32 {
+        self.pure_as(b, opcode, ty, ops, 0)
+    }
+    /// [`Emitter::pure`], a new instruction getting the result id `id` (0: a fresh one).
+    pub fn pure_as(&mut self, b: &mut Builder, opcode: u32, ty: u32, ops: &[u32], id: u32) -> u32 {
         debug_assert!(ops.len() <= 4);
         let mut key_ops = [u32::MAX; 4];
         key_ops[..ops.len()].copy_from_slice(ops);
         let key = (opcode, ty, key_ops);
-        if let Some(&id) = self.pure.get(&key) {
-            return id;
+        if let Some(&found) = self.pure.get(&key) {
+            return found;
         }
-        let id = self.op(b, opcode, ty, ops);
+        let id = if id == 0 { b.id() } else { id };
+        self.insts.push(Inst { op: opcode, ty, id, ops: crate::module::ops_from(ops) });
         self.pure.insert(key, id);
         self.pure_log.push(key);
         id
@@ -469,7 +510,10 @@ impl Emitter {
         match self.insts.last_mut() {
             Some(last) if last.id == from && from != 0 => {
                 last.id = to;
-                self.pure.retain(|_, id| *id != from);
+                // A pure result is the latest key of the log when it is the last instruction.
+                if let Some(id) = self.pure_log.last().and_then(|k| self.pure.get_mut(k)).filter(|id| **id == from) {
+                    *id = to;
+                }
                 true
             }
             _ => false,
@@ -496,6 +540,24 @@ impl Emitter {
         let insts = std::mem::take(&mut self.insts);
         self.blocks.push(Block { label: self.label, insts });
         self.blocks
+    }
+    /// [`Emitter::finish`], leaving the emitter ready for another block `next` (its tables keep
+    /// their allocations: one emitter can serve every block a pass rewrites).
+    pub fn take_blocks(&mut self, next: u32, room: usize) -> Vec<Block> {
+        let insts = std::mem::replace(&mut self.insts, Vec::with_capacity(room));
+        self.blocks.push(Block { label: self.label, insts });
+        self.label = next;
+        self.pure.clear();
+        self.pure_log.clear();
+        std::mem::take(&mut self.blocks)
+    }
+    /// Starts block `label` on an emitter that holds nothing (after [`Emitter::take_blocks`]).
+    pub fn start(&mut self, label: u32, room: usize) {
+        debug_assert!(self.blocks.is_empty() && self.insts.is_empty());
+        self.label = label;
+        if self.insts.capacity() < room {
+            self.insts.reserve(room);
+        }
     }
 
     /// `if cond { then() } else { otherwise() }` as a selection construct (SPIR-V spec 2.11);

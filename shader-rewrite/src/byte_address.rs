@@ -137,31 +137,34 @@ impl AccessShape {
             Robustness::PerComponent => self.comp_bytes() < 4,
         }
     }
-    /// The alias views this access can use, given what the target has.
-    pub fn views_used(&self, target: &Target) -> Vec<AliasKind> {
-        let avail: Vec<AliasKind> =
-            AliasKind::ALL.into_iter().filter(|k| k.available(target, self.storage)).collect();
+    /// [`AccessShape::views_used`] as a bit set (bit `kind as usize`), without allocating.
+    pub fn view_mask(&self, target: &Target) -> u8 {
+        let avail: smallvec::SmallVec<[AliasKind; 5]> = AliasKind::ALL.into_iter().filter(|k| k.available(target, self.storage)).collect();
         let c = self.comp_bytes();
-        let mut plans = plan(0, self.size(), self.align, &avail);
+        let mut mask = 1u8 << AliasKind::U32 as usize; // word view: always present (lengths, word parts)
+        let mut add = |start: u32, size: u32, align: u32| {
+            for (_, u) in plan(start, size, align, &avail) {
+                mask |= 1 << match u {
+                    Unit::Alias(k) => k as usize,
+                    Unit::WordPart(_) => AliasKind::U32 as usize,
+                };
+            }
+        };
+        add(0, self.size(), self.align);
         if self.robustness == Robustness::PerComponent {
             for k in 0..self.value.n {
-                plans.extend(plan(k * c, c, c, &avail));
+                add(k * c, c, c);
             }
         }
-        let mut used: Vec<AliasKind> = plans
-            .iter()
-            .map(|(_, u)| match u {
-                Unit::Alias(k) => *k,
-                Unit::WordPart(_) => AliasKind::U32,
-            })
-            .collect();
-        used.push(AliasKind::U32); // word view: always present (lengths, word parts)
         if self.needs_byte_length() && avail.contains(&AliasKind::U8) {
-            used.push(AliasKind::U8); // exact byte length of the range
+            mask |= 1 << AliasKind::U8 as usize; // exact byte length of the range
         }
-        used.sort();
-        used.dedup();
-        used
+        mask
+    }
+    /// The alias views this access can use, given what the target has.
+    pub fn views_used(&self, target: &Target) -> Vec<AliasKind> {
+        let mask = self.view_mask(target);
+        AliasKind::ALL.into_iter().filter(|&k| mask & (1 << k as usize) != 0).collect()
     }
 }
 
@@ -188,7 +191,15 @@ impl AliasViews {
     /// already declares (`struct { T data[]; }`, Offset 0, ArrayStride the kind's size, T the
     /// kind's element type): their variables can serve as that view, nothing is declared.
     pub fn new_with(b: &mut Builder, storage: u32, kinds: Vec<AliasKind>, existing: &[(AliasKind, u32)]) -> Self {
-        let mut v = AliasViews { kinds: vec![], struct_ty: vec![], struct_ptr: vec![], elem_ty: vec![], elem_ptr: vec![], vec4_words: false };
+        let n = kinds.len();
+        let mut v = AliasViews {
+            kinds: Vec::with_capacity(n),
+            struct_ty: Vec::with_capacity(n),
+            struct_ptr: Vec::with_capacity(n),
+            elem_ty: Vec::with_capacity(n),
+            elem_ptr: Vec::with_capacity(n),
+            vec4_words: false,
+        };
         let u32t = b.t_u32();
         for k in kinds {
             let elem = match k {
@@ -269,9 +280,9 @@ pub struct Backend {
     pub atomic_subword_stores: u32,
     /// Range lengths defined at the top of the current function's entry block: their bounds
     /// limits are computed once, there (see [`Backend::begin_function`]).
-    entry_lens: rustc_hash::FxHashSet<u32>,
-    /// (length, access size) → limit id, for `entry_lens`.
-    limits: HashMap<(u32, u32), u32>,
+    entry_lens: Vec<u32>,
+    /// (length, access size, limit id), for `entry_lens`.
+    limits: Vec<(u32, u32, u32)>,
     /// Instructions computing those limits, for the caller to place after the lengths.
     entry_insts: Vec<crate::module::Inst>,
 }
@@ -309,8 +320,8 @@ impl Backend {
             atomic_scope: if vulkan_memory_model { 5 } else { 1 },
             views: HashMap::default(),
             atomic_subword_stores: 0,
-            entry_lens: Default::default(),
-            limits: HashMap::default(),
+            entry_lens: vec![],
+            limits: vec![],
             entry_insts: vec![],
         }
     }
@@ -326,7 +337,9 @@ impl Backend {
     /// Declares one more length defined at the top of the current function's entry block
     /// (after those of [`Backend::begin_function`]).
     pub fn add_entry_len(&mut self, len: u32) {
-        self.entry_lens.insert(len);
+        if !self.entry_lens.contains(&len) {
+            self.entry_lens.push(len);
+        }
     }
 
     /// The bounds limits the function's accesses used on those lengths: instructions to place
@@ -345,7 +358,7 @@ impl Backend {
         if size <= granule && off_align.is_multiple_of(granule) {
             return len;
         }
-        if let Some(&l) = self.limits.get(&(len, size)) {
+        if let Some(&(_, _, l)) = self.limits.iter().find(|(x, s, _)| *x == len && *s == size) {
             return l;
         }
         let bool_t = b.t_bool();
@@ -362,7 +375,7 @@ impl Backend {
             crate::module::Inst::new(op::I_SUB, u32t, room, ops![len, room_c]),
             crate::module::Inst::new(op::SELECT, u32t, lim, ops![ge, room, zero]),
         ]);
-        self.limits.insert((len, size), lim);
+        self.limits.push((len, size, lim));
         lim
     }
 
@@ -425,9 +438,8 @@ impl Backend {
         comp.n = 1;
         let ctx = Ctx { shape, views, view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default() };
         let small = c < 4;
-        // Loads merge the value (branches of a check) as the value type, or for 8/16-bit
-        // components as its 32-bit twin: an OpPhi of an 8/16-bit type is not allowed without
-        // Int8/Int16/Float16 arithmetic.
+        // Checked loads merge the value as its type (8/16-bit components: see below); stores of
+        // 8/16-bit components go through the 32-bit twin.
         let merge_ty = if small { ctx.wide_ty(b, n) } else { shape.value_ty };
         if shape.store {
             let value = value.expect("store without a value");
@@ -470,6 +482,51 @@ impl Backend {
             }
             self.atomic_subword_stores += ctx.atomics.get();
             0
+        } else if small {
+            // 8/16-bit components merge as raw bits (a u32 each) and are widened after the merge:
+            // an OpPhi of an 8/16-bit type is not allowed without Int8/Int16/Float16 arithmetic,
+            // and bits moved untouched keep NaN payloads that a float round trip could lose.
+            let poison = self.oob_poison;
+            let oob = b.c_u32(poison.unwrap_or(0) as u32 * 0x0101_0101);
+            let raw_tys: Vals = std::iter::repeat_n(u32t, n as usize).collect();
+            let oobs: Vals = std::iter::repeat_n(oob, n as usize).collect();
+            let raw = match shape.robustness {
+                Robustness::None => ctx.load_raw(e, b, size, shape.align),
+                Robustness::PerElement { .. } => {
+                    let ok = ctx.below(e, b, elem.expect("per-element access without an element offset"), lim_elem);
+                    e.if_or(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, size, shape.align), &oobs)
+                }
+                Robustness::PerComponent if n == 1 => {
+                    let ok = ctx.below(e, b, addr, lim_comp);
+                    e.if_or(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, c, c), &oobs)
+                }
+                Robustness::PerComponent => {
+                    let ok = ctx.below(e, b, addr, lim_whole);
+                    e.if_else(
+                        b,
+                        ok,
+                        &raw_tys,
+                        |e, b| ctx.load_raw(e, b, size, shape.align),
+                        |e, b| {
+                            (0..n)
+                                .map(|k| {
+                                    let at = ctx.at(e, b, k * c);
+                                    let ok = at.below(e, b, at.addr, lim_comp);
+                                    e.if_or(b, ok, &[u32t], |e, b| at.load_raw(e, b, c, c), &[oob])[0]
+                                })
+                                .collect()
+                        },
+                    )
+                }
+            };
+            let wide = ctx.wide_from_raw(e, b, &raw);
+            let v = if shape.wide {
+                wide
+            } else {
+                let to = b.t_vec(ctx.comp.comp_ty, n);
+                ctx.convert(e, b, wide, to)
+            };
+            ctx.finish_load(e, v, result)
         } else {
             let poison = self.oob_poison;
             let loaded = match shape.robustness {
@@ -486,7 +543,7 @@ impl Backend {
                 }
                 Robustness::PerComponent => {
                     let ok = ctx.below(e, b, addr, lim_whole);
-                    let comp_ty = if small { ctx.wide_ty(b, 1) } else { ctx.comp.comp_ty };
+                    let comp_ty = ctx.comp.comp_ty;
                     let oob = ctx.oob_value(b, poison, comp_ty, 1);
                     e.if_else(
                         b,
@@ -506,21 +563,7 @@ impl Backend {
                     )[0]
                 }
             };
-            let v = if small && !shape.wide {
-                let to = b.t_vec(ctx.comp.comp_ty, n);
-                ctx.convert(e, b, loaded, to)
-            } else {
-                loaded
-            };
-            match result {
-                Some(r) if r != v => {
-                    if !e.rename_last(v, r) {
-                        e.push(crate::module::Inst::new(op::COPY_OBJECT, shape.value_ty, r, ops![v]));
-                    }
-                    r
-                }
-                _ => v,
-            }
+            ctx.finish_load(e, loaded, result)
         }
     }
 
@@ -671,29 +714,13 @@ impl Ctx<'_> {
         b.t_vec(c, n)
     }
 
-    /// What an out-of-bounds load gives, as a constant of `ty` (`n` components of the merge
-    /// type: the value type, or its 32-bit twin for 8/16-bit components): zero, or the debug
-    /// poison byte repeated over the component's bits (for an 8/16-bit component, the value
-    /// those bits hold, widened).
+    /// What an out-of-bounds load of 32/64-bit components gives, as a constant of `ty` (`n`
+    /// components of the value type): zero, or the debug poison byte repeated over the bits.
     fn oob_value(&self, b: &mut Builder, poison: Option<u8>, ty: u32, n: u32) -> u32 {
         let Some(p) = poison else { return b.c_null(ty) };
         let word = p as u32 * 0x0101_0101;
         let comp_ty = if n == 1 { ty } else { b.global(ty).map_or(ty, |t| t.ops[0]) };
-        let comp = match self.comp.width {
-            64 => b.constant(comp_ty, &[word, word]),
-            32 => b.constant(comp_ty, &[word]),
-            w => {
-                let bits = word & ((1 << w) - 1);
-                let v = if self.comp.float {
-                    crate::passes::small_storage::f16_to_f32(bits as u16).to_bits()
-                } else if self.comp.signed {
-                    (((bits << (32 - w)) as i32) >> (32 - w)) as u32
-                } else {
-                    bits
-                };
-                b.constant(comp_ty, &[v])
-            }
-        };
+        let comp = if self.comp.width == 64 { b.constant(comp_ty, &[word, word]) } else { b.constant(comp_ty, &[word]) };
         if n == 1 {
             comp
         } else {
@@ -702,17 +729,35 @@ impl Ctx<'_> {
         }
     }
 
+    /// The loaded value `v` under the id `result` when one is asked for: the instruction that
+    /// made it takes the id, or a copy does.
+    fn finish_load(&self, e: &mut Emitter, v: u32, result: Option<u32>) -> u32 {
+        match result {
+            Some(r) if r != v => {
+                if !e.rename_last(v, r) {
+                    e.push(crate::module::Inst::new(op::COPY_OBJECT, self.shape.value_ty, r, ops![v]));
+                }
+                r
+            }
+            _ => v,
+        }
+    }
+
+    /// Loads `size` bytes of 8/16-bit components at the context's address (aligned to `align`)
+    /// as raw bits: a u32 per component, the value in the low bits.
+    fn load_raw(&self, e: &mut Emitter, b: &mut Builder, size: u32, align: u32) -> Vals {
+        let c = self.comp.width / 8;
+        let chunks = self.load_chunks(e, b, size, align);
+        (0..size / c).map(|k| self.raw_from_chunks(e, b, &chunks, k * c)).collect()
+    }
+
     /// Loads `size` bytes at the context's address (aligned to `align`) as the merge type (see
     /// [`Backend::emit_as`]) with `size / component size` components. Word-view pieces become
     /// the value by one bitcast each (a uvec4 → vec4, a uvec2 → double) and one construct.
     fn load_value(&self, e: &mut Emitter, b: &mut Builder, size: u32, align: u32) -> u32 {
         let c = self.comp.width / 8;
         let n = size / c;
-        if c < 4 {
-            let chunks = self.load_chunks(e, b, size, align);
-            let raw: Vals = (0..n).map(|k| self.raw_from_chunks(e, b, &chunks, k * c)).collect();
-            return self.wide_from_raw(e, b, &raw);
-        }
+        debug_assert!(c >= 4, "8/16-bit components load with load_raw");
         let comp_ty = self.comp.comp_ty;
         let mut pieces = Vals::new();
         let mut halves = Vals::new();

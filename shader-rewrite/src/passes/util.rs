@@ -33,9 +33,16 @@ pub fn without_aligned(ops: &[u32]) -> Vec<u32> {
 /// (operand position, id) of the operands of `inst` that can hold a pointer. Only opcodes whose
 /// operand layout is all ids (or known) are listed, so a literal is never mistaken for an id.
 pub fn pointer_operands(inst: &Inst) -> smallvec::SmallVec<[(usize, u32); 4]> {
-    // (first operand, how many, step); `usize::MAX` = to the end. No allocation for the common
-    // case: this runs on every instruction of every function.
-    let (from, count, step) = match inst.op {
+    let Some((from, count, step)) = pointer_operand_positions(inst.op) else { return smallvec::SmallVec::new() };
+    inst.ops.iter().copied().enumerate().skip(from).step_by(step).take(count).collect()
+}
+
+/// Where [`pointer_operands`] looks: (first operand, how many (`usize::MAX`: to the end),
+/// step), or None for an opcode that takes no pointer. A match on the opcode only, for walks
+/// over every instruction.
+#[inline]
+pub fn pointer_operand_positions(opcode: u32) -> Option<(usize, usize, usize)> {
+    Some(match opcode {
         op::LOAD | op::COPY_OBJECT | op::ARRAY_LENGTH | op::CONVERT_PTR_TO_U | op::BITCAST => (0, 1, 1),
         op::STORE => (0, 2, 1),
         op::SELECT => (1, 2, 1),
@@ -49,9 +56,8 @@ pub fn pointer_operands(inst: &Inst) -> smallvec::SmallVec<[(usize, u32); 4]> {
         227..=242 | 318 | 319 | 5614 | 5615 | 6035 => (0, 1, 1),
         // OpPtrEqual, OpPtrNotEqual, OpPtrDiff.
         401..=403 => (0, 2, 1),
-        _ => return smallvec::SmallVec::new(),
-    };
-    inst.ops.iter().copied().enumerate().skip(from).step_by(step).take(count).collect()
+        _ => return None,
+    })
 }
 
 /// Drops names and decorations that target ids no longer defined.

@@ -11,7 +11,7 @@ impl Shadows {
             RewriteError::malformed(0, format!("pointer %{id} flows into a raw access chain base but is not a buffer pointer of the chain's storage class"))
         })
     }
-    pub(super) fn all(&self, id: u32, views: &AliasViews) -> Result<Vec<u32>, RewriteError> {
+    pub(super) fn all(&self, id: u32, views: &AliasViews) -> Result<smallvec::SmallVec<[u32; 5]>, RewriteError> {
         views.kinds.iter().map(|&k| self.get(id, k)).collect()
     }
 }
@@ -75,4 +75,30 @@ pub(super) fn shadow_ty(
     let t = b.t_ptr(storage, new_pointee);
     cache.insert((ty, k), t);
     Ok(t)
+}
+
+/// The block struct of root variable `root` when it can serve as the word view itself:
+/// `struct { uint data[]; }` (one member at Offset 0, a runtime array of unsigned 32-bit ints
+/// with ArrayStride 4: what dxil-spirv declares for raw and structured buffers), the variable
+/// (or the descriptor array it is) not Restrict (its accesses alias the other views').
+pub(super) fn reusable_word_block(b: &Builder, root: u32) -> Option<u32> {
+    let (_, pointee) = b.pointer(b.global(root)?.ty)?;
+    let t = b.global(pointee)?;
+    let block = if matches!(t.op, op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY) { *t.ops.first()? } else { pointee };
+    let s = b.global(block).filter(|s| s.op == op::TYPE_STRUCT && s.ops.len() == 1)?;
+    let rta = b.global(s.ops[0]).filter(|a| a.op == op::TYPE_RUNTIME_ARRAY)?;
+    let elem = b.global(rta.ops[0])?;
+    if elem.op != op::TYPE_INT || elem.ops[..] != [32, 0] || b.has_decoration(root, deco::RESTRICT) {
+        return None;
+    }
+    let mut offset0 = false;
+    let mut stride4 = false;
+    for a in &b.m.annotations {
+        match (a.op, a.ops.as_slice()) {
+            (op::MEMBER_DECORATE, [t, 0, deco::OFFSET, 0]) if *t == block => offset0 = true,
+            (op::DECORATE, [t, deco::ARRAY_STRIDE, 4]) if *t == s.ops[0] => stride4 = true,
+            _ => {}
+        }
+    }
+    (offset0 && stride4).then_some(block)
 }

@@ -269,7 +269,7 @@ fn widen_literal(lit: u32, k: Small) -> u32 {
 }
 
 /// The f32 with the value of binary16 bits `h` (exact).
-pub(crate) fn f16_to_f32(h: u16) -> f32 {
+pub(super) fn f16_to_f32(h: u16) -> f32 {
     let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
     let exp = ((h >> 10) & 0x1f) as i32;
     let mant = (h & 0x3ff) as f32;

@@ -26,7 +26,6 @@ use super::util::{forget_ids, pointer_operands, sweep_dead_globals, without_alig
 mod blocks;
 mod io;
 mod legalize;
-pub(crate) use legalize::f16_to_f32;
 mod round;
 
 const MEMORY_MODEL_VULKAN: u32 = 3;
