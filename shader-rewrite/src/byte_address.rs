@@ -137,11 +137,38 @@ impl AccessShape {
             Robustness::PerComponent => self.comp_bytes() < 4,
         }
     }
-    /// [`AccessShape::views_used`] as a bit set (bit `kind as usize`), without allocating.
+    /// The bounds checks this access makes: (bytes checked, alignment of the checked offsets).
+    fn checks(&self) -> smallvec::SmallVec<[(u32, u32); 2]> {
+        let c = self.comp_bytes();
+        match self.robustness {
+            Robustness::None => smallvec::SmallVec::new(),
+            // Stride × Index is a multiple of the largest power of two dividing Stride.
+            Robustness::PerElement { stride } => smallvec::smallvec![(stride, 1 << stride.trailing_zeros().min(4))],
+            Robustness::PerComponent if self.value.n == 1 => smallvec::smallvec![(c, c)],
+            Robustness::PerComponent => smallvec::smallvec![(self.size(), self.align), (c, c)],
+        }
+    }
+
+    /// Can every bounds check of this access count whole elements of a view the target has
+    /// (exact to the byte; see [`Backend::emit_counted`])? False when a check of 8/16-bit
+    /// components needs an 8/16-bit view the target lacks: it is then made on the word view's
+    /// length, rounded down to whole words.
+    pub fn counted_exact(&self, target: &Target) -> bool {
+        self.checks().iter().all(|&(size, align)| granule(size, align, |k| k.available(target, self.storage)).is_some())
+    }
+
+    /// [`AccessShape::views_used`] for an access whose checks count view elements
+    /// ([`Backend::emit_counted`]): the views of its pieces and of its checks' granules, as a
+    /// bit set (bit `kind as usize`), without allocating.
     pub fn view_mask(&self, target: &Target) -> u8 {
         let avail: smallvec::SmallVec<[AliasKind; 5]> = AliasKind::ALL.into_iter().filter(|k| k.available(target, self.storage)).collect();
         let c = self.comp_bytes();
         let mut mask = 1u8 << AliasKind::U32 as usize; // word view: always present (lengths, word parts)
+        for (size, align) in self.checks() {
+            if let Some(k) = granule(size, align, |k| avail.contains(&k)) {
+                mask |= 1 << k as usize;
+            }
+        }
         let mut add = |start: u32, size: u32, align: u32| {
             for (_, u) in plan(start, size, align, &avail) {
                 mask |= 1 << match u {
@@ -156,16 +183,25 @@ impl AccessShape {
                 add(k * c, c, c);
             }
         }
-        if self.needs_byte_length() && avail.contains(&AliasKind::U8) {
-            mask |= 1 << AliasKind::U8 as usize; // exact byte length of the range
-        }
         mask
     }
-    /// The alias views this access can use, given what the target has.
+    /// The alias views this access can use, given what the target has, when its checks take a
+    /// byte length ([`Backend::emit`]): those of [`AccessShape::view_mask`], and the 8-bit one
+    /// (the exact byte length) where the checks need it.
     pub fn views_used(&self, target: &Target) -> Vec<AliasKind> {
-        let mask = self.view_mask(target);
+        let mut mask = self.view_mask(target);
+        if self.needs_byte_length() && AliasKind::U8.available(target, self.storage) {
+            mask |= 1 << AliasKind::U8 as usize;
+        }
         AliasKind::ALL.into_iter().filter(|&k| mask & (1 << k as usize) != 0).collect()
     }
+}
+
+/// The widest view (among those `has`) whose elements can count a check of `size` bytes at
+/// offsets aligned to `align`: its element size divides both, so `off + size <= len` is
+/// `off / e + size / e <= len / e` exactly, with `len / e` what OpArrayLength of the view gives.
+fn granule(size: u32, align: u32, has: impl Fn(AliasKind) -> bool) -> Option<AliasKind> {
+    AliasKind::ALL.into_iter().rev().find(|&k| k.bytes() <= align && size.is_multiple_of(k.bytes()) && has(k))
 }
 
 /// The alias types of one storage class.
@@ -287,6 +323,26 @@ pub struct Backend {
     entry_insts: Vec<crate::module::Inst>,
 }
 
+/// How an access's bounds checks learn the range.
+#[derive(Clone, Copy)]
+enum Bounds {
+    /// No checks.
+    None,
+    /// From the byte length the caller gave: the limits of the element, whole-access and
+    /// component checks, computed before the access (see [`Backend::limit`]).
+    Limits { elem: u32, whole: u32, comp: u32 },
+    /// From the views themselves: OpArrayLength of the view whose elements fit the check.
+    Counted,
+}
+
+/// Which of an access's checks.
+#[derive(Clone, Copy)]
+enum Check {
+    Elem,
+    Whole,
+    Comp,
+}
+
 /// Per-access state while emitting it.
 struct Ctx<'a> {
     shape: &'a AccessShape,
@@ -301,6 +357,7 @@ struct Ctx<'a> {
     atomic_scope: u32,
     /// Sub-word stores emitted as atomic and/or pairs.
     atomics: std::cell::Cell<u32>,
+    bounds: Bounds,
 }
 
 /// A loaded piece: `bytes` bytes at byte `off`, in the low bits of u32 `v`.
@@ -415,28 +472,68 @@ impl Backend {
         result: Option<u32>,
     ) -> u32 {
         let c = shape.comp_bytes();
-        let n = shape.value.n;
         let size = shape.size();
         // Bounds limits first (they may be cached and need `self` mutably).
         let granule = if shape.robustness == Robustness::None { 1 } else { self.length_view(shape.storage).bytes() };
-        let (lim_elem, lim_whole, lim_comp) = match shape.robustness {
-            Robustness::None => (0, 0, 0),
+        let bounds = match shape.robustness {
+            Robustness::None => Bounds::None,
             Robustness::PerElement { stride } => {
                 let len = len.expect("robust access without a range length");
                 // Stride × Index is a multiple of the largest power of two dividing Stride.
-                (self.limit(e, b, len, stride, 1 << stride.trailing_zeros().min(4), granule), 0, 0)
+                Bounds::Limits { elem: self.limit(e, b, len, stride, 1 << stride.trailing_zeros().min(4), granule), whole: 0, comp: 0 }
             }
             Robustness::PerComponent => {
                 let len = len.expect("robust access without a range length");
-                let whole = if n > 1 { self.limit(e, b, len, size, shape.align, granule) } else { 0 };
-                (0, whole, self.limit(e, b, len, c, shape.align.min(c), granule))
+                let whole = if shape.value.n > 1 { self.limit(e, b, len, size, shape.align, granule) } else { 0 };
+                Bounds::Limits { elem: 0, whole, comp: self.limit(e, b, len, c, shape.align.min(c), granule) }
             }
         };
+        self.emit_with(e, b, shape, view_ptrs, addr, bounds, elem, value, result)
+    }
+
+    /// [`Backend::emit_as`] for an access whose `view_ptrs` point straight at descriptors (a
+    /// variable, or a descriptor-array element: not a variable pointer, which OpArrayLength
+    /// cannot take): each bounds check compares the offset in elements of the widest view that
+    /// fits it with that view's OpArrayLength (taken where the access is, once per block), so
+    /// no byte length is needed, a word-sized check is one compare of the index the access uses
+    /// anyway, and 16-bit checks are exact with a 16-bit view.
+    #[allow(clippy::too_many_arguments)]
+    pub fn emit_counted(
+        &mut self,
+        e: &mut Emitter,
+        b: &mut Builder,
+        shape: &AccessShape,
+        view_ptrs: &[u32],
+        addr: u32,
+        elem: Option<u32>,
+        value: Option<u32>,
+        result: Option<u32>,
+    ) -> u32 {
+        let bounds = if shape.robustness == Robustness::None { Bounds::None } else { Bounds::Counted };
+        self.emit_with(e, b, shape, view_ptrs, addr, bounds, elem, value, result)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit_with(
+        &mut self,
+        e: &mut Emitter,
+        b: &mut Builder,
+        shape: &AccessShape,
+        view_ptrs: &[u32],
+        addr: u32,
+        bounds: Bounds,
+        elem: Option<u32>,
+        value: Option<u32>,
+        result: Option<u32>,
+    ) -> u32 {
+        let c = shape.comp_bytes();
+        let n = shape.value.n;
+        let size = shape.size();
         let views = &self.views[&shape.storage];
         let u32t = b.t_u32();
         let mut comp = shape.value;
         comp.n = 1;
-        let ctx = Ctx { shape, views, view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default() };
+        let ctx = Ctx { shape, views, view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds };
         let small = c < 4;
         // Checked loads merge the value as its type (8/16-bit components: see below); stores of
         // 8/16-bit components go through the 32-bit twin.
@@ -447,17 +544,17 @@ impl Backend {
             match shape.robustness {
                 Robustness::None => ctx.store_value(e, b, size, shape.align, value),
                 Robustness::PerElement { .. } => {
-                    let ok = ctx.below(e, b, elem.expect("per-element access without an element offset"), lim_elem);
+                    let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
                     e.if_then(b, ok, |e, b| ctx.store_value(e, b, size, shape.align, value));
                 }
                 Robustness::PerComponent if n == 1 => {
-                    let ok = ctx.below(e, b, addr, lim_comp);
+                    let ok = ctx.in_range(e, b, addr, Check::Comp);
                     e.if_then(b, ok, |e, b| ctx.store_value(e, b, c, c, value));
                 }
                 Robustness::PerComponent => {
                     // One check when the whole vector is in range; each component on its own
                     // only at the edge.
-                    let ok = ctx.below(e, b, addr, lim_whole);
+                    let ok = ctx.in_range(e, b, addr, Check::Whole);
                     e.if_else(
                         b,
                         ok,
@@ -471,7 +568,7 @@ impl Backend {
                             for k in 0..n {
                                 let v = e.pure(b, op::COMPOSITE_EXTRACT, comp_ty, &[value, k]);
                                 let at = ctx.at(e, b, k * c);
-                                let ok = at.below(e, b, at.addr, lim_comp);
+                                let ok = at.in_range(e, b, at.addr, Check::Comp);
                                 e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, v));
                                 ctx.atomics.set(ctx.atomics.get() + at.atomics.get());
                             }
@@ -493,15 +590,15 @@ impl Backend {
             let raw = match shape.robustness {
                 Robustness::None => ctx.load_raw(e, b, size, shape.align),
                 Robustness::PerElement { .. } => {
-                    let ok = ctx.below(e, b, elem.expect("per-element access without an element offset"), lim_elem);
+                    let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
                     e.if_or(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, size, shape.align), &oobs)
                 }
                 Robustness::PerComponent if n == 1 => {
-                    let ok = ctx.below(e, b, addr, lim_comp);
+                    let ok = ctx.in_range(e, b, addr, Check::Comp);
                     e.if_or(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, c, c), &oobs)
                 }
                 Robustness::PerComponent => {
-                    let ok = ctx.below(e, b, addr, lim_whole);
+                    let ok = ctx.in_range(e, b, addr, Check::Whole);
                     e.if_else(
                         b,
                         ok,
@@ -511,7 +608,7 @@ impl Backend {
                             (0..n)
                                 .map(|k| {
                                     let at = ctx.at(e, b, k * c);
-                                    let ok = at.below(e, b, at.addr, lim_comp);
+                                    let ok = at.in_range(e, b, at.addr, Check::Comp);
                                     e.if_or(b, ok, &[u32t], |e, b| at.load_raw(e, b, c, c), &[oob])[0]
                                 })
                                 .collect()
@@ -532,17 +629,17 @@ impl Backend {
             let loaded = match shape.robustness {
                 Robustness::None => ctx.load_value(e, b, size, shape.align),
                 Robustness::PerElement { .. } => {
-                    let ok = ctx.below(e, b, elem.expect("per-element access without an element offset"), lim_elem);
+                    let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
                     let oob = ctx.oob_value(b, poison, merge_ty, n);
                     e.if_or(b, ok, &[merge_ty], |e, b| smallvec::smallvec![ctx.load_value(e, b, size, shape.align)], &[oob])[0]
                 }
                 Robustness::PerComponent if n == 1 => {
-                    let ok = ctx.below(e, b, addr, lim_comp);
+                    let ok = ctx.in_range(e, b, addr, Check::Comp);
                     let oob = ctx.oob_value(b, poison, merge_ty, 1);
                     e.if_or(b, ok, &[merge_ty], |e, b| smallvec::smallvec![ctx.load_value(e, b, c, c)], &[oob])[0]
                 }
                 Robustness::PerComponent => {
-                    let ok = ctx.below(e, b, addr, lim_whole);
+                    let ok = ctx.in_range(e, b, addr, Check::Whole);
                     let comp_ty = ctx.comp.comp_ty;
                     let oob = ctx.oob_value(b, poison, comp_ty, 1);
                     e.if_else(
@@ -554,7 +651,7 @@ impl Backend {
                             let comps: Vals = (0..n)
                                 .map(|k| {
                                     let at = ctx.at(e, b, k * c);
-                                    let ok = at.below(e, b, at.addr, lim_comp);
+                                    let ok = at.in_range(e, b, at.addr, Check::Comp);
                                     e.if_or(b, ok, &[comp_ty], |e, b| smallvec::smallvec![at.load_value(e, b, c, c)], &[oob])[0]
                                 })
                                 .collect();
@@ -589,7 +686,7 @@ impl Backend {
             nonuniform,
             wide: false,
         };
-        let ctx = Ctx { shape: &shape, views, view_ptrs, addr, comp: shape.value, u32t, atomic_scope: self.atomic_scope, atomics: Default::default() };
+        let ctx = Ctx { shape: &shape, views, view_ptrs, addr, comp: shape.value, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds: Bounds::None };
         ctx.word_ptr(e, b, addr)
     }
 
@@ -706,6 +803,65 @@ impl Ctx<'_> {
     fn below(&self, e: &mut Emitter, b: &mut Builder, off: u32, limit: u32) -> u32 {
         let bool_t = b.t_bool();
         e.pure(b, op::U_LESS_THAN, bool_t, &[off, limit])
+    }
+
+    /// Does check `which` pass for the bytes at offset `off`?
+    fn in_range(&self, e: &mut Emitter, b: &mut Builder, off: u32, which: Check) -> u32 {
+        let c = self.comp.width / 8;
+        let (size, align) = match which {
+            Check::Elem => {
+                let Robustness::PerElement { stride } = self.shape.robustness else { unreachable!("a per-element check") };
+                (stride, 1 << stride.trailing_zeros().min(4))
+            }
+            Check::Whole => (self.shape.size(), self.shape.align),
+            Check::Comp => (c, c),
+        };
+        match self.bounds {
+            Bounds::Limits { elem, whole, comp } => self.below(e, b, off, match which {
+                Check::Elem => elem,
+                Check::Whole => whole,
+                Check::Comp => comp,
+            }),
+            Bounds::Counted => self.counted(e, b, off, size, align),
+            Bounds::None => unreachable!("a check of an access without robustness"),
+        }
+    }
+
+    /// `off + size <= len` in elements of the widest view that fits (see [`granule`]), with
+    /// `len / element` from OpArrayLength of the view; without one (8/16-bit checks on a target
+    /// without those views), in bytes of the word view's length (rounded down to whole words).
+    fn counted(&self, e: &mut Emitter, b: &mut Builder, off: u32, size: u32, align: u32) -> u32 {
+        let (u32t, bool_t) = (self.u32t, b.t_bool());
+        let limit = |e: &mut Emitter, b: &mut Builder, n: u32, units: u32| {
+            if units == 1 {
+                return n;
+            }
+            // n >= units ? n - units + 1 : 0, the number of offsets where `units` fit.
+            let (u, room_c, zero) = (b.c_u32(units), b.c_u32(units - 1), b.c_u32(0));
+            let ge = e.pure(b, op::U_GREATER_THAN_EQUAL, bool_t, &[n, u]);
+            let room = e.pure(b, op::I_SUB, u32t, &[n, room_c]);
+            e.pure(b, op::SELECT, u32t, &[ge, room, zero])
+        };
+        let (idx, lim) = match granule(size, align, |k| self.views.kinds.contains(&k)) {
+            Some(k) => {
+                let shift = k.bytes().trailing_zeros();
+                let idx = if shift == 0 {
+                    off
+                } else {
+                    let s = b.c_u32(shift);
+                    e.pure(b, op::SHIFT_RIGHT_LOGICAL, u32t, &[off, s])
+                };
+                let n = e.pure(b, op::ARRAY_LENGTH, u32t, &[self.view_ptr(k), 0]);
+                (idx, limit(e, b, n, size / k.bytes()))
+            }
+            None => {
+                let words = e.pure(b, op::ARRAY_LENGTH, u32t, &[self.view_ptr(AliasKind::U32), 0]);
+                let two = b.c_u32(2);
+                let len = e.pure(b, op::SHIFT_LEFT_LOGICAL, u32t, &[words, two]);
+                (off, limit(e, b, len, size))
+            }
+        };
+        e.pure(b, op::U_LESS_THAN, bool_t, &[idx, lim])
     }
 
     /// The 32-bit twin of the value type with `n` components: f32, u32 or i32 components.

@@ -81,6 +81,22 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
 
     // 2. Which pointer ids need shadows: chain bases, followed back to their variables.
     let trace = trace_bases(&b, functions, &walk)?;
+    // Accesses whose Base points straight at a descriptor (a variable or a descriptor-array
+    // element) count view elements for their checks (Backend::emit_counted); those through
+    // selected, phi'd, copied or passed pointers take a byte length that follows the pointer, and
+    // so do NonUniform descriptor-array elements on drivers with the array-length quirk (their
+    // length comes from a waterfall loop).
+    let quirk = options.target.nonuniform_array_length_broken;
+    let direct = |b: &Builder, id: u32| {
+        b.global(id).is_some_and(|g| g.op == op::VARIABLE)
+            || walk.def(id).is_some_and(|l| {
+                let inst = l.inst(functions);
+                l.b != PARAM
+                    && matches!(inst.op, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN)
+                    && !(quirk && inst.ops.len() == 2 && (b.has_decoration(id, deco::NON_UNIFORM) || b.has_decoration(inst.ops[1], deco::NON_UNIFORM)))
+            })
+    };
+    let counted: Vec<bool> = walk.chains.iter().map(|c| !c.physical() && direct(&b, c.base)).collect();
 
     // 3. Alias views per storage class, from what every access needs. A storage class whose
     //    roots all are the same `struct { uint data[]; }` block uses them as its word view.
@@ -97,8 +113,12 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     for chain in walk.chains.iter().filter(|c| !c.physical()) {
         add_kind(chain.storage, AliasKind::U32);
     }
-    for shape in &walk.shapes {
-        let mask = shape.view_mask(&options.target);
+    for a in &walk.accesses {
+        let shape = &walk.shapes[a.shape as usize];
+        let mut mask = shape.view_mask(&options.target);
+        if !counted[a.chain as usize] && shape.needs_byte_length() && AliasKind::U8.available(&options.target, shape.storage) {
+            mask |= 1 << AliasKind::U8 as usize; // the exact byte length for a byte-length check
+        }
         for k in AliasKind::ALL.into_iter().filter(|&k| mask & (1 << k as usize) != 0) {
             add_kind(shape.storage, k);
         }
@@ -132,11 +152,14 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                 _ => {}
             }
         }
-        // Checks of whole words are exact on the word view's length; only 8/16-bit ones need
-        // the 8-bit view's.
-        if !kinds.contains(&AliasKind::U8) && walk.shapes.iter().any(|a| a.storage == storage && a.needs_byte_length()) {
-            stats.word_granular_bounds = true;
-        }
+        // Checks rounded to whole words: 8/16-bit ones without the 8/16-bit view that counts
+        // them (element counts) or the 8-bit view that gives the byte length.
+        let rounded = walk.accesses.iter().any(|a| {
+            let shape = &walk.shapes[a.shape as usize];
+            shape.storage == storage
+                && if counted[a.chain as usize] { !shape.counted_exact(&options.target) } else { shape.needs_byte_length() && !kinds.contains(&AliasKind::U8) }
+        });
+        stats.word_granular_bounds |= rounded;
     }
     // Views that get shadow pointers (the reused word view is the pointer itself).
     let shadow_kinds = |backend: &Backend, storage: u32, id: u32| -> Result<Vec<AliasKind>, RewriteError> {
@@ -167,7 +190,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     // variable pointer (spirv-val), so a length is taken where the pointer is still a variable
     // or descriptor-array chain and then follows the pointer through OpSelect/OpPhi/OpCopyObject
     // and function parameters as a u32 "length shadow".
-    let need_len = walk.shapes.iter().any(|a| a.robustness != Robustness::None);
+    let need_len = walk.accesses.iter().any(|a| walk.shapes[a.shape as usize].robustness != Robustness::None && !counted[a.chain as usize]);
     let mut len_shadow: HashMap<u32, u32> = HashMap::default();
     if need_len {
         for &id in trace.shadowed.iter().filter(|id| !trace.roots.contains(id) && !trace.nulls.contains(id)) {
@@ -288,7 +311,6 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     }
 
     // Lengths of NonUniform descriptor-array elements on drivers with the array-length quirk.
-    let quirk = options.target.nonuniform_array_length_broken;
     let waterfall = |b: &Builder, id: u32, ops: &[u32]| -> bool {
         quirk && ops.len() == 2 && (b.has_decoration(id, deco::NON_UNIFORM) || b.has_decoration(ops[1], deco::NON_UNIFORM))
     };
@@ -391,6 +413,16 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                         return Err(RewriteError::malformed(0, format!("{} comes before its OpRawAccessChainNV", describe(&inst))));
                     }
                     let view_ptrs = shadow.all(chain.base, views_of(&backend, shape.storage, chain.base)?)?;
+                    if counted[c] {
+                        if inst.op == op::STORE {
+                            backend.emit_counted(&mut e, &mut b, shape, &view_ptrs, addr, Some(elem), Some(inst.ops[1]), None);
+                            stats.stores += 1;
+                        } else {
+                            backend.emit_counted(&mut e, &mut b, shape, &view_ptrs, addr, Some(elem), None, Some(inst.id));
+                            stats.loads += 1;
+                        }
+                        continue;
+                    }
                     let len = if shape.robustness != Robustness::None {
                         Some(length(&mut b, &backend, &shadow, &trace, &mut root_len, &mut entry_lens, &len_shadow, chain.base, shape.storage)?)
                     } else {
