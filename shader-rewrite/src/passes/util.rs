@@ -88,16 +88,19 @@ fn refs(g: &Inst) -> impl Iterator<Item = u32> + '_ {
 
 /// Removes types and constants nothing refers to (a lowering's old types may still need the
 /// capabilities it removed), and globals with an opcode in `also_removable` nothing refers to.
+/// Dense per-id tables: every instruction of the module is looked at.
 pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
     let is_removable = |g: &Inst| {
         matches!(g.op, op::TYPE_STRUCT | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY | op::TYPE_POINTER | op::TYPE_VECTOR | op::TYPE_INT | op::TYPE_FLOAT | 24)
             || matches!(g.op, op::CONSTANT | op::CONSTANT_COMPOSITE | op::CONSTANT_NULL | op::CONSTANT_TRUE | op::CONSTANT_FALSE)
             || also_removable.contains(&g.op)
     };
-    let mut live: HashSet<u32> = HashSet::default();
+    let bound = m.header[3] as usize;
+    let mut live = vec![false; bound];
     let mut work: Vec<u32> = vec![];
     let mut mark = |id: u32, work: &mut Vec<u32>| {
-        if live.insert(id) {
+        if let Some(l) = live.get_mut(id as usize).filter(|l| !**l) {
+            *l = true;
             work.push(id);
         }
     };
@@ -121,18 +124,25 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
     for g in m.globals.iter().filter(|g| !is_removable(g)) {
         mark(g.id, &mut work);
     }
-    let index = m.global_index();
+    // Position + 1 of each global by id.
+    let mut index = vec![0u32; bound];
+    for (n, g) in m.globals.iter().enumerate() {
+        if let Some(x) = index.get_mut(g.id as usize).filter(|_| g.id != 0) {
+            *x = n as u32 + 1;
+        }
+    }
     while let Some(id) = work.pop() {
-        if let Some(&n) = index.get(&id) {
-            let g = &m.globals[n];
-            for r in refs(g) {
-                if live.insert(r) {
-                    work.push(r);
-                }
+        if let Some(&n) = index.get(id as usize).filter(|&&n| n != 0) {
+            for r in refs(&m.globals[n as usize - 1]) {
+                mark(r, &mut work);
             }
         }
     }
-    let dead: HashSet<u32> = m.globals.iter().filter(|g| is_removable(g) && !live.contains(&g.id)).map(|g| g.id).collect();
+    let dead: HashSet<u32> =
+        m.globals.iter().filter(|g| is_removable(g) && !live.get(g.id as usize).copied().unwrap_or(false)).map(|g| g.id).collect();
+    if dead.is_empty() {
+        return;
+    }
     m.globals.retain(|g| !dead.contains(&g.id));
     forget_ids(m, &dead);
 }
