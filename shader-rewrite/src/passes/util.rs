@@ -5,6 +5,40 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::module::{op, Function, Inst, Module};
 
+/// A map kept as a list of pairs: for the few entries a pass tracks, a linear search costs
+/// less than hashing, and its code is the same small loop for every key type (less code to
+/// fault in on a process's first rewrite than a hash map per key type).
+#[derive(Debug, Clone)]
+pub struct ListMap<K, V>(pub Vec<(K, V)>);
+
+impl<K, V> Default for ListMap<K, V> {
+    fn default() -> Self {
+        ListMap(Vec::new())
+    }
+}
+
+impl<K: PartialEq, V> ListMap<K, V> {
+    pub fn get(&self, k: &K) -> Option<&V> {
+        self.0.iter().find(|(x, _)| x == k).map(|(_, v)| v)
+    }
+    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        self.0.iter_mut().find(|(x, _)| x == k).map(|(_, v)| v)
+    }
+    pub fn contains_key(&self, k: &K) -> bool {
+        self.get(k).is_some()
+    }
+    /// Sets `k` to `v` (replacing an earlier value).
+    pub fn insert(&mut self, k: K, v: V) {
+        match self.get_mut(&k) {
+            Some(x) => *x = v,
+            None => self.0.push((k, v)),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Memory operand bit Aligned (SPIR-V spec 3.26).
 pub const MEM_ALIGNED: u32 = 0x2;
 

@@ -3,6 +3,7 @@
 //! waterfall loop of the lavapipe array-length quirk.
 use super::*;
 use crate::module::{leading_id_operands, string_is, Block};
+use rustc_hash::FxHashMap as HashMap;
 
 /// A loop header whose body needs bounds-check branches: its OpLoopMerge must stay right before
 /// its terminator (SPIR-V spec 2.11), so the header keeps its OpPhis and the OpLoopMerge and

@@ -15,8 +15,6 @@
 //! Cost: one walk over the bodies ([`walk`]) finds everything; only the blocks holding a chain,
 //! an access, a shadowed definition or a call that passes shadows are rebuilt, the others stay
 //! as they are.
-use rustc_hash::FxHashMap as HashMap;
-
 use crate::builder::{deco, sc, Builder, Emitter};
 use crate::byte_address::{AccessShape, AliasKind, AliasViews, Backend, Robustness};
 use crate::error::RewriteError;
@@ -31,7 +29,7 @@ mod physical;
 mod shadows;
 mod walk;
 
-use super::util::{forget_ids, pointer_operand_positions, split_memory_operands, MEM_ALIGNED};
+use super::util::{forget_ids, pointer_operand_positions, split_memory_operands, ListMap, MEM_ALIGNED};
 use chains::{describe, Chain};
 use control_flow::{legalize_split, split_loop_header, waterfall_length};
 use physical::physical_address;
@@ -168,8 +166,8 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     };
 
     // 4. Shadow ids for every shadowed pointer.
-    let mut shadow = Shadows(HashMap::default());
-    let mut shadow_ty_cache: HashMap<(u32, AliasKind), u32> = HashMap::default();
+    let mut shadow = Shadows(ListMap::default());
+    let mut shadow_ty_cache: ListMap<(u32, AliasKind), u32> = ListMap::default();
     for &id in &trace.shadowed {
         let ty = walk.type_of(&b, id);
         let (storage, _) = b.pointer(ty).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "raw access chain base is not a pointer"))?;
@@ -181,7 +179,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         for k in views.kinds.clone() {
             if !shadow.0.contains_key(&(id, k)) {
                 let sid = b.id();
-                shadow.0.insert((id, k), sid);
+                shadow.0 .0.push(((id, k), sid));
             }
             shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
         }
@@ -191,7 +189,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     // or descriptor-array chain and then follows the pointer through OpSelect/OpPhi/OpCopyObject
     // and function parameters as a u32 "length shadow".
     let need_len = walk.accesses.iter().any(|a| walk.shapes[a.shape as usize].robustness != Robustness::None && !counted[a.chain as usize]);
-    let mut len_shadow: HashMap<u32, u32> = HashMap::default();
+    let mut len_shadow: ListMap<u32, u32> = ListMap::default();
     if need_len {
         for &id in trace.shadowed.iter().filter(|id| !trace.roots.contains(id) && !trace.nulls.contains(id)) {
             len_shadow.insert(id, b.id());
@@ -284,9 +282,13 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         extra_params.push((loc.f as usize, loc.i as usize, ps));
     }
     extra_params.sort_by_key(|(f, p, _)| (*f, *p));
-    let mut shadowed_params: HashMap<u32, Vec<usize>> = HashMap::default();
+    let mut shadowed_params: ListMap<u32, Vec<usize>> = ListMap::default();
     for (fi, p, ps) in &extra_params {
-        shadowed_params.entry(functions[*fi].def.id).or_default().push(*p);
+        let callee = functions[*fi].def.id;
+        match shadowed_params.get_mut(&callee) {
+            Some(v) => v.push(*p),
+            None => shadowed_params.0.push((callee, vec![*p])),
+        }
         functions[*fi].params.extend(ps.iter().cloned());
     }
     for fi in extra_params.iter().map(|(f, _, _)| *f).collect::<std::collections::BTreeSet<_>>() {
@@ -337,7 +339,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         let mut root_len: Vec<(u32, u32)> = trace.nulls.iter().map(|&n| (n, zero)).collect();
         let mut entry_lens: Vec<Inst> = vec![];
         backend.begin_function([]);
-        let mut relabel: HashMap<u32, u32> = HashMap::default();
+        let mut relabel: ListMap<u32, u32> = ListMap::default();
         let old_blocks = std::mem::take(&mut f.blocks);
         let mut new_blocks = Vec::with_capacity(old_blocks.len() + 8);
         for (bi, blk) in old_blocks.into_iter().enumerate() {
@@ -441,7 +443,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                 } else if inst.op == op::FUNCTION_CALL && inst.ops.first().is_some_and(|f| shadowed_params.contains_key(f)) {
                     let mut inst = inst;
                     let mut extra: Vec<u32> = vec![];
-                    for &p in &shadowed_params[&inst.ops[0]] {
+                    for &p in shadowed_params.get(&inst.ops[0]).expect("checked above") {
                         let arg = *inst.ops.get(1 + p).ok_or_else(|| RewriteError::malformed(0, format!("call of %{} has too few arguments", inst.ops[0])))?;
                         let (storage, _) = pointer_of(&b, walk.type_of(&b, arg), arg)?;
                         for k in shadow_kinds(&backend, storage, arg)? {
@@ -577,7 +579,7 @@ fn length(
     trace: &Trace,
     root_len: &mut Vec<(u32, u32)>,
     entry_lens: &mut Vec<Inst>,
-    len_shadow: &HashMap<u32, u32>,
+    len_shadow: &ListMap<u32, u32>,
     id: u32,
     storage: u32,
 ) -> Result<u32, RewriteError> {
@@ -608,7 +610,7 @@ fn trace_bases(b: &Builder, functions: &[Function], walk: &Walk) -> Result<Trace
     let mut work: Vec<u32> = walk.chains.iter().filter(|c| !c.physical()).map(|c| c.base).collect();
     work.reverse();
     // Calls per function id, built when a parameter is first traced.
-    let mut callers: Option<HashMap<u32, Vec<Loc>>> = None;
+    let mut callers: Option<ListMap<u32, Vec<Loc>>> = None;
     while let Some(id) = work.pop() {
         match t.is_shadowed.get_mut(id as usize) {
             Some(seen) if !*seen => *seen = true,
@@ -635,10 +637,13 @@ fn trace_bases(b: &Builder, functions: &[Function], walk: &Walk) -> Result<Trace
         match (loc.b, inst.op) {
             (PARAM, _) => {
                 let callers = callers.get_or_insert_with(|| {
-                    let mut map: HashMap<u32, Vec<Loc>> = HashMap::default();
+                    let mut map: ListMap<u32, Vec<Loc>> = ListMap::default();
                     for &c in &walk.calls {
                         if let Some(&callee) = c.inst(functions).ops.first() {
-                            map.entry(callee).or_default().push(c);
+                            match map.get_mut(&callee) {
+                                Some(v) => v.push(c),
+                                None => map.0.push((callee, vec![c])),
+                            }
                         }
                     }
                     map

@@ -3,7 +3,7 @@
 use super::*;
 
 /// Shadow pointer ids by (original pointer, view).
-pub(super) struct Shadows(pub(super) HashMap<(u32, AliasKind), u32>);
+pub(super) struct Shadows(pub(super) ListMap<(u32, AliasKind), u32>);
 
 impl Shadows {
     pub(super) fn get(&self, id: u32, k: AliasKind) -> Result<u32, RewriteError> {
@@ -47,7 +47,7 @@ pub(super) fn check_block(b: &Builder, pointee: u32, storage: u32, root: u32) ->
 pub(super) fn shadow_ty(
     b: &mut Builder,
     backend: &Backend,
-    cache: &mut HashMap<(u32, AliasKind), u32>,
+    cache: &mut ListMap<(u32, AliasKind), u32>,
     ty: u32,
     k: AliasKind,
     id: u32,
