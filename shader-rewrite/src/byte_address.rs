@@ -579,88 +579,64 @@ impl Backend {
             }
             self.atomic_subword_stores += ctx.atomics.get();
             0
-        } else if small {
-            // 8/16-bit components merge as raw bits (a u32 each) and are widened after the merge:
-            // an OpPhi of an 8/16-bit type is not allowed without Int8/Int16/Float16 arithmetic,
-            // and bits moved untouched keep NaN payloads that a float round trip could lose.
-            let poison = self.oob_poison;
-            let oob = b.c_u32(poison.unwrap_or(0) as u32 * 0x0101_0101);
-            let raw_tys: Vals = std::iter::repeat_n(u32t, n as usize).collect();
-            let oobs: Vals = std::iter::repeat_n(oob, n as usize).collect();
-            let raw = match shape.robustness {
-                Robustness::None => ctx.load_raw(e, b, size, shape.align),
-                Robustness::PerElement { .. } => {
-                    let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
-                    e.if_or(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, size, shape.align), &oobs)
-                }
-                Robustness::PerComponent if n == 1 => {
-                    let ok = ctx.in_range(e, b, addr, Check::Comp);
-                    e.if_or(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, c, c), &oobs)
-                }
-                Robustness::PerComponent => {
-                    let ok = ctx.in_range(e, b, addr, Check::Whole);
-                    e.if_else(
-                        b,
-                        ok,
-                        &raw_tys,
-                        |e, b| ctx.load_raw(e, b, size, shape.align),
-                        |e, b| {
-                            (0..n)
-                                .map(|k| {
-                                    let at = ctx.at(e, b, k * c);
-                                    let ok = at.in_range(e, b, at.addr, Check::Comp);
-                                    e.if_or(b, ok, &[u32t], |e, b| at.load_raw(e, b, c, c), &[oob])[0]
-                                })
-                                .collect()
-                        },
-                    )
-                }
-            };
-            let wide = ctx.wide_from_raw(e, b, &raw);
-            let v = if shape.wide {
-                wide
-            } else {
-                let to = b.t_vec(ctx.comp.comp_ty, n);
-                ctx.convert(e, b, wide, to)
-            };
-            ctx.finish_load(e, v, result)
         } else {
+            // What the branches of the checks merge: 8/16-bit components as raw bits (a u32
+            // each), widened after the merge (an OpPhi of an 8/16-bit type is not allowed without
+            // Int8/Int16/Float16 arithmetic, and bits moved untouched keep NaN payloads a float
+            // round trip could lose); other values whole, as their type.
             let poison = self.oob_poison;
-            let loaded = match shape.robustness {
-                Robustness::None => ctx.load_value(e, b, size, shape.align),
+            let (tys, oobs, comp_ty, comp_oob): (Vals, Vals, u32, u32) = if small {
+                let oob = b.c_u32(poison.unwrap_or(0) as u32 * 0x0101_0101);
+                (std::iter::repeat_n(u32t, n as usize).collect(), std::iter::repeat_n(oob, n as usize).collect(), u32t, oob)
+            } else {
+                let comp_ty = ctx.comp.comp_ty;
+                (smallvec::smallvec![merge_ty], smallvec::smallvec![ctx.oob_value(b, poison, merge_ty, n)], comp_ty, ctx.oob_value(b, poison, comp_ty, 1))
+            };
+            let load = |ctx: &Ctx, e: &mut Emitter, b: &mut Builder, size: u32, align: u32| -> Vals {
+                if small { ctx.load_raw(e, b, size, align) } else { smallvec::smallvec![ctx.load_value(e, b, size, align)] }
+            };
+            let merged = match shape.robustness {
+                Robustness::None => load(&ctx, e, b, size, shape.align),
                 Robustness::PerElement { .. } => {
                     let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
-                    let oob = ctx.oob_value(b, poison, merge_ty, n);
-                    e.if_or(b, ok, &[merge_ty], |e, b| smallvec::smallvec![ctx.load_value(e, b, size, shape.align)], &[oob])[0]
+                    e.if_or(b, ok, &tys, |e, b| load(&ctx, e, b, size, shape.align), &oobs)
                 }
                 Robustness::PerComponent if n == 1 => {
                     let ok = ctx.in_range(e, b, addr, Check::Comp);
-                    let oob = ctx.oob_value(b, poison, merge_ty, 1);
-                    e.if_or(b, ok, &[merge_ty], |e, b| smallvec::smallvec![ctx.load_value(e, b, c, c)], &[oob])[0]
+                    e.if_or(b, ok, &tys, |e, b| load(&ctx, e, b, c, c), &oobs)
                 }
                 Robustness::PerComponent => {
+                    // One check when the whole vector is in range; each component on its own
+                    // only at the edge.
                     let ok = ctx.in_range(e, b, addr, Check::Whole);
-                    let comp_ty = ctx.comp.comp_ty;
-                    let oob = ctx.oob_value(b, poison, comp_ty, 1);
                     e.if_else(
                         b,
                         ok,
-                        &[merge_ty],
-                        |e, b| smallvec::smallvec![ctx.load_value(e, b, size, shape.align)],
+                        &tys,
+                        |e, b| load(&ctx, e, b, size, shape.align),
                         |e, b| {
                             let comps: Vals = (0..n)
                                 .map(|k| {
                                     let at = ctx.at(e, b, k * c);
                                     let ok = at.in_range(e, b, at.addr, Check::Comp);
-                                    e.if_or(b, ok, &[comp_ty], |e, b| smallvec::smallvec![at.load_value(e, b, c, c)], &[oob])[0]
+                                    e.if_or(b, ok, &[comp_ty], |e, b| load(&at, e, b, c, c), &[comp_oob])[0]
                                 })
                                 .collect();
-                            smallvec::smallvec![e.op(b, op::COMPOSITE_CONSTRUCT, merge_ty, &comps[..])]
+                            if small { comps } else { smallvec::smallvec![e.op(b, op::COMPOSITE_CONSTRUCT, merge_ty, &comps[..])] }
                         },
-                    )[0]
+                    )
                 }
             };
-            ctx.finish_load(e, loaded, result)
+            let v = if !small {
+                merged[0]
+            } else if shape.wide {
+                ctx.wide_from_raw(e, b, &merged)
+            } else {
+                let wide = ctx.wide_from_raw(e, b, &merged);
+                let to = b.t_vec(ctx.comp.comp_ty, n);
+                ctx.convert(e, b, wide, to)
+            };
+            ctx.finish_load(e, v, result)
         }
     }
 

