@@ -434,15 +434,43 @@ pub type Vals = smallvec::SmallVec<[u32; 4]>;
 /// A pure instruction's identity for [`Emitter::pure`]: opcode, result type, up to four operands.
 type PureKey = (u32, u32, [u32; 4]);
 
+/// Slots of an emitter's pure-instruction cache: direct-mapped (a slot keeps the latest key that
+/// hashes to it), so a lookup is one hash and one compare, and nothing is inserted into or
+/// removed from a map as branch arms open and close.
+const PURE_SLOTS: usize = 128;
+/// Slots a key may sit in, from its own.
+const PURE_PROBES: usize = 2;
+
+#[derive(Clone, Copy, Default)]
+struct PureSlot {
+    key: PureKey,
+    /// The result (0: empty).
+    id: u32,
+    /// The branch arm it was emitted in (0: outside every arm); valid while that arm is open.
+    arm: u32,
+}
+
+fn pure_slot(key: &PureKey) -> usize {
+    let mut h = key.0.wrapping_mul(0x9e37_79b1) ^ key.1;
+    for &w in &key.2 {
+        h = h.rotate_left(5).wrapping_mul(0x9e37_79b1) ^ w;
+    }
+    (h.wrapping_mul(0x9e37_79b1) >> 25) as usize % PURE_SLOTS
+}
+
 /// Straight-line and structured code emission into a list of blocks.
 pub struct Emitter {
     pub blocks: Vec<Block>,
     label: u32,
     insts: Vec<Inst>,
-    /// Results of pure instructions emitted so far that dominate the current point (see
-    /// [`Emitter::pure`]), and the keys added since each open branch arm began.
-    pure: HashMap<PureKey, u32>,
-    pure_log: Vec<PureKey>,
+    /// Results of pure instructions emitted so far (see [`Emitter::pure`]), allocated on first
+    /// use; an entry dominates the current point while the arm it was emitted in is open.
+    pure: Vec<PureSlot>,
+    /// The arms open now, innermost last, and the serial the next one gets.
+    arms: Vec<u32>,
+    next_arm: u32,
+    /// The key of the last pure instruction emitted (for [`Emitter::rename_last`]).
+    last_pure: Option<PureKey>,
 }
 
 impl Emitter {
@@ -451,7 +479,7 @@ impl Emitter {
     }
     /// An emitter whose scratch list starts with room for `n` instructions.
     pub fn with_capacity(label: u32, n: usize) -> Self {
-        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n), pure: HashMap::default(), pure_log: vec![] }
+        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n), pure: vec![], arms: vec![], next_arm: 0, last_pure: None }
     }
     pub fn label(&self) -> u32 {
         self.label
@@ -476,25 +504,40 @@ impl Emitter {
         let mut key_ops = [u32::MAX; 4];
         key_ops[..ops.len()].copy_from_slice(ops);
         let key = (opcode, ty, key_ops);
-        if let Some(&found) = self.pure.get(&key) {
-            return found;
+        if self.pure.is_empty() {
+            self.pure = vec![PureSlot::default(); PURE_SLOTS];
+        }
+        // Up to PURE_PROBES slots from the key's own; a new entry takes the first one not
+        // holding a live entry (else the key's own slot).
+        let home = pure_slot(&key);
+        let mut free = None;
+        for p in 0..PURE_PROBES {
+            let slot = (home + p) % PURE_SLOTS;
+            let s = self.pure[slot];
+            let live = s.id != 0 && (s.arm == 0 || self.arms.contains(&s.arm));
+            if live && s.key == key {
+                return s.id;
+            }
+            if !live && free.is_none() {
+                free = Some(slot);
+            }
         }
         let id = if id == 0 { b.id() } else { id };
         self.insts.push(Inst { op: opcode, ty, id, ops: crate::module::ops_from(ops) });
-        self.pure.insert(key, id);
-        self.pure_log.push(key);
+        self.pure[free.unwrap_or(home)] = PureSlot { key, id, arm: self.arms.last().copied().unwrap_or(0) };
+        self.last_pure = Some(key);
         id
     }
     /// Starts a branch arm: what [`Emitter::pure`] emits in it does not dominate what follows
-    /// the construct.
-    fn open_arm(&self) -> usize {
-        self.pure_log.len()
+    /// the construct (nor the construct's other arm).
+    fn open_arm(&mut self) -> usize {
+        self.next_arm += 1;
+        self.arms.push(self.next_arm);
+        self.arms.len()
     }
-    /// Ends a branch arm opened at `mark`.
+    /// Ends the branch arm [`Emitter::open_arm`] returned `mark` for.
     fn close_arm(&mut self, mark: usize) {
-        for key in self.pure_log.drain(mark..) {
-            self.pure.remove(&key);
-        }
+        self.arms.truncate(mark - 1);
     }
     /// Emits an instruction without a result id.
     pub fn stmt(&mut self, opcode: u32, ops: impl Into<crate::module::Ops>) {
@@ -510,9 +553,14 @@ impl Emitter {
         match self.insts.last_mut() {
             Some(last) if last.id == from && from != 0 => {
                 last.id = to;
-                // A pure result is the latest key of the log when it is the last instruction.
-                if let Some(id) = self.pure_log.last().and_then(|k| self.pure.get_mut(k)).filter(|id| **id == from) {
-                    *id = to;
+                // A pure result is the last pure key's when it is the last instruction.
+                if let Some(key) = self.last_pure {
+                    let home = pure_slot(&key);
+                    for p in 0..PURE_PROBES {
+                        if let Some(s) = self.pure.get_mut((home + p) % PURE_SLOTS).filter(|s| s.id == from && s.key == key) {
+                            s.id = to;
+                        }
+                    }
                 }
                 true
             }
@@ -547,8 +595,9 @@ impl Emitter {
         let insts = std::mem::replace(&mut self.insts, Vec::with_capacity(room));
         self.blocks.push(Block { label: self.label, insts });
         self.label = next;
-        self.pure.clear();
-        self.pure_log.clear();
+        self.pure.fill(PureSlot::default());
+        self.arms.clear();
+        self.last_pure = None;
         std::mem::take(&mut self.blocks)
     }
     /// Starts block `label` on an emitter that holds nothing (after [`Emitter::take_blocks`]).
@@ -578,6 +627,7 @@ impl Emitter {
         self.close_arm(mark);
         let end_then = self.label;
         self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_else);
+        let mark = self.open_arm();
         let v_else = otherwise(self, b);
         self.close_arm(mark);
         let end_else = self.label;
