@@ -191,7 +191,7 @@ impl Inst {
 /// are certainly ids: those before its first literal, enumerant or optional operand (all of them
 /// when the rest are a list of ids). From rspirv's grammar, tabled at compile time.
 #[inline]
-pub fn leading_id_operands(op: u32) -> usize {
+pub const fn leading_id_operands(op: u32) -> usize {
     opcode_table::leading_ids(opcode_table::info(op))
 }
 

@@ -37,8 +37,12 @@ static INFO: [u16; LIMIT] = {
 
 /// The entry of `op` (0: unknown).
 #[inline]
-pub(crate) fn info(op: u32) -> u16 {
-    INFO.get(op as usize).copied().unwrap_or(0)
+pub(crate) const fn info(op: u32) -> u16 {
+    if (op as usize) < LIMIT {
+        INFO[op as usize]
+    } else {
+        0
+    }
 }
 
 #[inline]
@@ -48,7 +52,7 @@ pub(crate) fn min_operands(info: u16) -> usize {
 
 /// Leading operands that are ids (`usize::MAX`: all of them).
 #[inline]
-pub(crate) fn leading_ids(info: u16) -> usize {
+pub(crate) const fn leading_ids(info: u16) -> usize {
     match (info >> LEAD_SHIFT) & 31 {
         ALL_IDS => usize::MAX,
         n => n as usize,

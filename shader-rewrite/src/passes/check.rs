@@ -48,11 +48,11 @@ impl Pass {
     }
 
     /// Instructions the pass removes (anywhere in the module).
-    fn removes(self, opcode: u32) -> bool {
+    const fn removes(self, opcode: u32) -> bool {
         match self {
             Pass::RawAccessChains => opcode == op::RAW_ACCESS_CHAIN_NV,
             // OpConvertUTo{Image,Sampler}NV .. OpSamplerImageAddressingModeNV.
-            Pass::Bindless => (5391..=5397).contains(&opcode),
+            Pass::Bindless => matches!(opcode, 5391..=5397),
             // They need Addresses or PhysicalStorageBuffer64 addressing.
             Pass::PhysicalStorageBuffer => opcode == op::CONVERT_U_TO_PTR || opcode == op::CONVERT_PTR_TO_U,
             Pass::SmallStorage(_) => false,
@@ -156,28 +156,32 @@ struct Check<'m> {
     m: &'m Module,
     pass: Pass,
     defs: Vec<Def>,
-    /// [`opcode_table`], read once per check.
-    opcodes: &'static [u8; 512],
 }
 
 /// Per opcode below 512: [`leading_id_operands`] in the low 7 bits (`ALL_IDS`: every operand),
 /// and `SPECIAL` where a typed rule applies or a pass removes it. One lookup per instruction:
-/// most take no other branch.
-fn opcode_table() -> &'static [u8; 512] {
-    static TABLE: std::sync::OnceLock<[u8; 512]> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        std::array::from_fn(|o| {
-            let o = o as u32;
-            let special = special(o) || [Pass::RawAccessChains, Pass::Bindless, Pass::PhysicalStorageBuffer].iter().any(|p| p.removes(o));
-            leading_id_operands(o).min(ALL_IDS as usize) as u8 | if special { SPECIAL } else { 0 }
-        })
-    })
-}
+/// most take no other branch. Built by the compiler (no setup on the first module).
+static OPCODES: [u8; 512] = {
+    let mut t = [0u8; 512];
+    let mut o = 0;
+    while o < t.len() {
+        t[o] = opcode_entry(o as u32);
+        o += 1;
+    }
+    t
+};
 const ALL_IDS: u8 = 0x7f;
 const SPECIAL: u8 = 0x80;
 
+/// The [`OPCODES`] entry of `o` (computed for opcodes past the table).
+const fn opcode_entry(o: u32) -> u8 {
+    let special = special(o) || Pass::RawAccessChains.removes(o) || Pass::Bindless.removes(o) || Pass::PhysicalStorageBuffer.removes(o);
+    let lead = leading_id_operands(o);
+    (if lead < ALL_IDS as usize { lead as u8 } else { ALL_IDS }) | if special { SPECIAL } else { 0 }
+}
+
 /// Opcodes with a typed rule in [`Check::special`].
-fn special(opcode: u32) -> bool {
+const fn special(opcode: u32) -> bool {
     matches!(
         opcode,
         op::LOAD | op::STORE | op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN | op::RAW_ACCESS_CHAIN_NV
@@ -190,7 +194,7 @@ fn special(opcode: u32) -> bool {
 /// shader-rewrite/tests/check.rs, `callgrind_workload`).
 #[inline(never)]
 pub fn after(m: &Module, pass: Pass) -> Result<(), RewriteError> {
-    let mut c = Check { m, pass, defs: vec![Def::default(); m.header[3] as usize], opcodes: opcode_table() };
+    let mut c = Check { m, pass, defs: vec![Def::default(); m.header[3] as usize] };
     c.walk().map_err(|(i, f, ret)| {
         RewriteError::unsupported(describe(i), format!("the {} lowering does not handle this shape (its output would be invalid: {})", pass.name(), c.explain(i, f, ret)))
     })
@@ -312,7 +316,7 @@ impl<'m> Check<'m> {
     #[inline(always)]
     fn operands_defined(&self, i: &Inst) -> Rule {
         self.operands_defined_n(i, match i.op {
-            o if o < 512 => self.opcodes[o as usize] & ALL_IDS,
+            o if o < 512 => OPCODES[o as usize] & ALL_IDS,
             o => leading_id_operands(o).min(ALL_IDS as usize) as u8,
         })
     }
@@ -340,7 +344,7 @@ impl<'m> Check<'m> {
     /// One instruction of a function body. `ret`: the function's return type.
     #[inline(always)]
     fn instruction(&self, i: &Inst, ret: u32) -> Rule {
-        let entry = if i.op < 512 { self.opcodes[i.op as usize] } else { SPECIAL | leading_id_operands(i.op).min(ALL_IDS as usize) as u8 };
+        let entry = if i.op < 512 { OPCODES[i.op as usize] } else { SPECIAL | leading_id_operands(i.op).min(ALL_IDS as usize) as u8 };
         self.operands_defined_n(i, entry & ALL_IDS)?;
         if entry & SPECIAL == 0 {
             return Ok(());

@@ -96,7 +96,7 @@ pub fn pointer_operand_positions(opcode: u32) -> Option<(usize, usize, usize)> {
 
 /// Instructions whose first operand is the image or sampled image they work on (SPIR-V spec
 /// 3.56.10 "Image Instructions", and the vendor ones that follow the same shape).
-pub fn consumes_image(opcode: u32) -> bool {
+pub const fn consumes_image(opcode: u32) -> bool {
     // OpImageSample*..OpImageQuerySamples (87..=107, OpImage = 100 included), the sparse ones
     // but OpImageSparseTexelsResident (316), OpFragmentMaskFetchAMD / OpFragmentFetchAMD,
     // OpImageSampleFootprintNV.
