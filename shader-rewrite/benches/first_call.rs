@@ -10,6 +10,12 @@
 //! all modules. Target (issue 24, printed,
 //! never asserted): first call ≤ 50 µs median.
 //!
+//! The children run a copy of this executable (`std::fs::copy`, as `cp` or `install` make an
+//! installed library). The linker writes its output through a shared mapping, and running
+//! that file itself takes costlier page faults (on the 2-core machine behind the README's
+//! figures, 10-15 µs more per first call for the same bytes; presumably the page cache holds it
+//! in single pages instead of larger folios). `FIRST_CALL_IN_PLACE=1` runs the linker's file.
+//!
 //! Run: `cargo bench -p shader-rewrite --bench first_call`. Env: `FIRST_CALL_RUNS` (processes
 //! per module and profile, default 21), `FIRST_CALL_FILTER` (substring of `corpus/module`).
 #[path = "common/mod.rs"]
@@ -72,7 +78,15 @@ fn main() {
     let exe = std::env::current_exe().unwrap();
     let dir = std::env::temp_dir().join(format!("first-call-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    println!("== first rewrite in a fresh process (median of {runs} processes per row), and the second call in the same process ==");
+    let exe = if std::env::var_os("FIRST_CALL_IN_PLACE").is_some() {
+        exe
+    } else {
+        let copy = dir.join("first_call");
+        std::fs::copy(&exe, &copy).unwrap();
+        copy
+    };
+    let copied = if std::env::var_os("FIRST_CALL_IN_PLACE").is_some() { "the linker's file" } else { "a copy" };
+    println!("== first rewrite in a fresh process ({copied}; median of {runs} processes per row), and the second call in the same process ==");
     println!("{:<44} {:<6} {:>10} {:>10} {:>10} {:>7}", "module", "target", "first us", "first cpu", "warm us", "faults");
     let (mut firsts, mut cpus) = (vec![], vec![]);
     for m in common::corpus().into_iter().filter(|m| m.name.contains(&filter)) {
