@@ -5,9 +5,10 @@
 //! [`ContextOptions::bindless`]: crate::vk::ContextOptions::bindless
 
 use super::gpu::{Img, Scope, Write};
-use super::shaders::{self, Asm};
+use super::shaders;
 use super::*;
-use crate::tools;
+use crate::tools::{self, Assemble};
+use spvasm::{Module, GID_X};
 use ash::vk;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -16,7 +17,7 @@ const SSBO: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
 
 /// Every shader the cases use: (name, assembled words, spirv-val target env).
 pub fn all_shaders() -> Result<Vec<(String, Vec<u32>, &'static str)>, String> {
-    let mut v: Vec<(String, Asm)> = Vec::new();
+    let mut v: Vec<(String, Module)> = Vec::new();
     for k in HandleKind::ALL {
         v.push((format!("sample_many_{}", k.name()), shaders::sample_many(k, false, 6)));
         v.push((format!("sample_many_uniform_{}", k.name()), shaders::sample_many(k, true, 6)));
@@ -715,42 +716,16 @@ pub fn rebinding(ctx: &Context, native_max_sets: u32) -> Result<(), String> {
 
 /// Vertex shader of the draw cases/bench: a quad in cell `pc.cell` (offset 4) of a 4×4 grid.
 pub fn cell_vs() -> String {
-    "OpCapability Shader
-OpMemoryModel Logical GLSL450
-OpEntryPoint Vertex %main \"main\" %vid %pos %pc
-OpDecorate %vid BuiltIn VertexIndex
-OpDecorate %pos BuiltIn Position
-OpMemberDecorate %pcb 0 Offset 0
-OpMemberDecorate %pcb 1 Offset 4
-OpDecorate %pcb Block
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%i32 = OpTypeInt 32 1
-%f32 = OpTypeFloat 32
-%v4f = OpTypeVector %f32 4
-%pcb = OpTypeStruct %u32 %u32
-%ppcb = OpTypePointer PushConstant %pcb
-%ppu = OpTypePointer PushConstant %u32
-%pin_i = OpTypePointer Input %i32
-%pout = OpTypePointer Output %v4f
-%vid = OpVariable %pin_i Input
-%pos = OpVariable %pout Output
-%pc = OpVariable %ppcb PushConstant
-%c1 = OpConstant %u32 1
-%c2 = OpConstant %u32 2
-%c3 = OpConstant %u32 3
-%c26 = OpConstant %u32 26
-%c52 = OpConstant %u32 52
-%f0 = OpConstant %f32 0
-%f1 = OpConstant %f32 1
-%fhalf = OpConstant %f32 0.5
-%fm1 = OpConstant %f32 -1
-%main = OpFunction %void None %fn
-%l = OpLabel
-%vs = OpLoad %i32 %vid
+    Module::new("Vertex")
+        .spirv(6)
+        .builtin("%vid", "VertexIndex", "Input", "%i32")
+        .builtin("%pos", "Position", "Output", "%v4f")
+        .push_constants("pc", &[("%u32", 0), ("%u32", 4)])
+        .globals("%fhalf = OpConstant %f32 0.5\n%fm1 = OpConstant %f32 -1")
+        .main(
+            "%vs = OpLoad %i32 %vid
 %v = OpBitcast %u32 %vs
-%cp = OpAccessChain %ppu %pc %c1
+%cp = OpAccessChain %pp_u32 %pc %c1
 %cell = OpLoad %u32 %cp
 %cx = OpBitwiseAnd %u32 %cell %c3
 %cy = OpShiftRightLogical %u32 %cell %c2
@@ -767,11 +742,9 @@ OpDecorate %pcb Block
 %x = OpFAdd %f32 %x1 %fm1
 %y = OpFAdd %f32 %y1 %fm1
 %p = OpCompositeConstruct %v4f %x %y %f0 %f1
-OpStore %pos %p
-OpReturn
-OpFunctionEnd
-"
-    .into()
+OpStore %pos %p",
+        )
+        .text()
 }
 
 /// Case 8b: 16 draws into the cells of a 32×32 target, alternating a bindless pipeline (handle in
@@ -893,28 +866,22 @@ pub fn garbage_handles(ctx: &Context, pattern: Option<u32>) -> Result<(), String
 /// `out[i]` (binding 1); binding 2: 48 sampled images, binding 3: 5 samplers. What the
 /// lowering produces, written by hand: validates the harness (uploads, samplers, references).
 pub fn control_shader() -> String {
-    "OpCapability Shader
-OpCapability SampledImageArrayNonUniformIndexing
-OpCapability ShaderNonUniform
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main \"main\" %gid %params %out %texs %smps
-OpExecutionMode %main LocalSize 16 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpMemberDecorate %prm_t 0 Offset 0
+    Module::compute(16)
+        .spirv(6)
+        .cap("SampledImageArrayNonUniformIndexing")
+        .cap("ShaderNonUniform")
+        .gid()
+        .decorate(
+            "OpMemberDecorate %prm_t 0 Offset 0
 OpMemberDecorate %prm_t 1 Offset 4
 OpMemberDecorate %prm_t 2 Offset 8
-OpMemberDecorate %prm_t 3 Offset 12
-OpDecorate %prm_rta ArrayStride 16
-OpMemberDecorate %prm_blk 0 Offset 0
-OpDecorate %prm_blk Block
-OpDecorate %out_rta ArrayStride 16
-OpMemberDecorate %out_blk 0 Offset 0
-OpDecorate %out_blk Block
-OpDecorate %params DescriptorSet 0
-OpDecorate %params Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-OpDecorate %texs DescriptorSet 0
+OpMemberDecorate %prm_t 3 Offset 12",
+        )
+        .globals("%prm_t = OpTypeStruct %u32 %u32 %f32 %f32\n%ps_prm_t = OpTypePointer StorageBuffer %prm_t")
+        .ssbo("params", "%prm_t", 16, 0, 0)
+        .ssbo("out", "%v4f", 16, 0, 1)
+        .decorate(
+            "OpDecorate %texs DescriptorSet 0
 OpDecorate %texs Binding 2
 OpDecorate %smps DescriptorSet 0
 OpDecorate %smps Binding 3
@@ -924,65 +891,40 @@ OpDecorate %tp NonUniform
 OpDecorate %sp NonUniform
 OpDecorate %im NonUniform
 OpDecorate %sm NonUniform
-OpDecorate %si NonUniform
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v2f = OpTypeVector %f32 2
-%v3u = OpTypeVector %u32 3
-%v4f = OpTypeVector %f32 4
-%img = OpTypeImage %f32 2D 0 0 0 1 Unknown
+OpDecorate %si NonUniform",
+        )
+        .globals(
+            "%img = OpTypeImage %f32 2D 0 0 0 1 Unknown
 %simg = OpTypeSampledImage %img
 %smp = OpTypeSampler
-%c0 = OpConstant %u32 0
-%c5 = OpConstant %u32 5
-%c48 = OpConstant %u32 48
-%f0 = OpConstant %f32 0
 %arr_img = OpTypeArray %img %c48
 %arr_smp = OpTypeArray %smp %c5
-%pu_arr_img = OpTypePointer UniformConstant %arr_img
-%pu_arr_smp = OpTypePointer UniformConstant %arr_smp
-%pu_img = OpTypePointer UniformConstant %img
-%pu_smp = OpTypePointer UniformConstant %smp
-%prm_t = OpTypeStruct %u32 %u32 %f32 %f32
-%prm_rta = OpTypeRuntimeArray %prm_t
-%prm_blk = OpTypeStruct %prm_rta
-%pprm_blk = OpTypePointer StorageBuffer %prm_blk
-%pprm = OpTypePointer StorageBuffer %prm_t
-%out_rta = OpTypeRuntimeArray %v4f
-%out_blk = OpTypeStruct %out_rta
-%pout_blk = OpTypePointer StorageBuffer %out_blk
-%pv4 = OpTypePointer StorageBuffer %v4f
-%pin = OpTypePointer Input %v3u
-%gid = OpVariable %pin Input
-%params = OpVariable %pprm_blk StorageBuffer
-%out = OpVariable %pout_blk StorageBuffer
-%texs = OpVariable %pu_arr_img UniformConstant
-%smps = OpVariable %pu_arr_smp UniformConstant
-%main = OpFunction %void None %fn
-%l = OpLabel
-%g = OpLoad %v3u %gid
-%i = OpCompositeExtract %u32 %g 0
-%pp = OpAccessChain %pprm %params %c0 %i
+%puc_arr_img = OpTypePointer UniformConstant %arr_img
+%puc_arr_smp = OpTypePointer UniformConstant %arr_smp
+%puc_img = OpTypePointer UniformConstant %img
+%puc_smp = OpTypePointer UniformConstant %smp
+%texs = OpVariable %puc_arr_img UniformConstant
+%smps = OpVariable %puc_arr_smp UniformConstant",
+        )
+        .main(&format!(
+            "{GID_X}
+%pp = OpAccessChain %ps_prm_t %params %c0 %i
 %p = OpLoad %prm_t %pp
 %ti = OpCompositeExtract %u32 %p 0
 %sj = OpCompositeExtract %u32 %p 1
 %u = OpCompositeExtract %f32 %p 2
 %v = OpCompositeExtract %f32 %p 3
 %uv = OpCompositeConstruct %v2f %u %v
-%tp = OpAccessChain %pu_img %texs %ti
-%sp = OpAccessChain %pu_smp %smps %sj
+%tp = OpAccessChain %puc_img %texs %ti
+%sp = OpAccessChain %puc_smp %smps %sj
 %im = OpLoad %img %tp
 %sm = OpLoad %smp %sp
 %si = OpSampledImage %simg %im %sm
 %r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0
-%po = OpAccessChain %pv4 %out %c0 %i
-OpStore %po %r
-OpReturn
-OpFunctionEnd
-"
-    .into()
+%po = OpAccessChain %ps_v4f %out %c0 %i
+OpStore %po %r"
+        ))
+        .text()
 }
 
 /// Control (no layer needed): [`control_shader`] on 48 textures × the 5 samplers of the

@@ -2,7 +2,7 @@
 //! layouts with the descriptor table and binds the table after vkCmdBindShadersEXT.
 use super::gpu::Scope;
 use super::{compare_vec4, shaders, texel, textures, vec4s, HandleApi, HandleKind, TEX};
-use crate::Context;
+use crate::{Assemble, Context};
 use ash::vk;
 
 const SSBO: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
