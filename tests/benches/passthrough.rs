@@ -26,6 +26,7 @@ mod common;
 
 use common::*;
 use polyfill_e2e::ash::vk;
+use polyfill_e2e::spvasm::{Module, GID_X_CHAIN};
 use polyfill_e2e::{layer, spirv_as, Context, ContextOptions};
 use std::ffi::CStr;
 use std::path::PathBuf;
@@ -34,48 +35,18 @@ use std::time::Instant;
 /// A plain compute module (no raw access chains): `out[i] = sum_k in[i + k] * k` over `steps`
 /// terms, bindings 0 (in) and 1 (out). About 116 bytes per step plus ~700 bytes.
 fn plain_module(steps: usize) -> String {
-    let mut s = String::from(
-        r#"OpCapability Shader
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%pv3 = OpTypePointer Input %v3
-%gid = OpVariable %pv3 Input
-%pin = OpTypePointer Input %u32
-%pu = OpTypePointer StorageBuffer %u32
-%c0 = OpConstant %u32 0
-"#,
-    );
-    for k in 1..=steps {
-        s += &format!("%c{k} = OpConstant %u32 {}\n", k * 7 + 3);
-    }
-    s += "%main = OpFunction %void None %fn\n%l = OpLabel\n%px = OpAccessChain %pin %gid %c0\n%i = OpLoad %u32 %px\n%acc0 = OpCopyObject %u32 %c0\n";
+    let mut consts = String::new();
+    let mut body = format!("{GID_X_CHAIN}\n%acc0 = OpCopyObject %u32 %c0\n");
     for k in 1..=steps {
         let p = k - 1;
-        s += &format!(
-            "%i{k} = OpIAdd %u32 %i %c{k}\n%p{k} = OpAccessChain %pu %in %c0 %i{k}\n%ld{k} = OpLoad %u32 %p{k}\n\
-             %m{k} = OpIMul %u32 %ld{k} %c{k}\n%acc{k} = OpIAdd %u32 %acc{p} %m{k}\n"
+        consts += &format!("%k{k} = OpConstant %u32 {}\n", k * 7 + 3);
+        body += &format!(
+            "%i{k} = OpIAdd %u32 %i %k{k}\n%p{k} = OpAccessChain %ps_u32 %in %c0 %i{k}\n%ld{k} = OpLoad %u32 %p{k}\n\
+             %m{k} = OpIMul %u32 %ld{k} %k{k}\n%acc{k} = OpIAdd %u32 %acc{p} %m{k}\n"
         );
     }
-    s += &format!("%po = OpAccessChain %pu %out %c0 %i\nOpStore %po %acc{steps}\nOpReturn\nOpFunctionEnd\n");
-    s
+    body += &format!("%po = OpAccessChain %ps_u32 %out %c0 %i\nOpStore %po %acc{steps}");
+    Module::compute(64).gid().word_buffers(&["in", "out"]).globals(&consts).main(&body).text()
 }
 
 /// The shared object holding `addr` (dladdr).
