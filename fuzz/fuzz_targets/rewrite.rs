@@ -3,9 +3,12 @@
 //!
 //! Input: little-endian 32-bit words (a trailing partial word is dropped), i.e. a `.spv` file
 //! as-is; seeds are the assembled test corpora (fuzz/seed.sh). Every input is rewritten under
-//! three option sets (default = every optional device feature; `Target::core()` = Vulkan 1.0
-//! only, which takes the 8/16/64-bit emulation paths and lowers every 8/16-bit storage
-//! capability; default + a bindless descriptor table, which lowers SPV_NV_bindless_texture).
+//! the four option sets of shader-rewrite/tests/common/fuzz_options.rs: default (every optional
+//! device feature); `Target::core()` with every 8/16-bit storage capability emulated (the
+//! 8/16/64-bit emulation paths); default + a bindless descriptor table (SPV_NV_bindless_texture
+//! lowered); that + a buffer-address table on a target without Int64
+//! (SPV_KHR_physical_storage_buffer lowered to uvec2 addresses). The rewriter's structural check
+//! after each pass (shader-rewrite/src/passes/check.rs) runs inside `rewrite`.
 //!
 //! Properties: no panic, and on `Ok`:
 //! - the output has the 5-word header with the SPIR-V magic;

@@ -45,9 +45,14 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     }
     let mut module = module::Module::parse(words)?;
     let mut stats = Stats::default();
+    // After each pass, a structural check (passes::check) turns a shape the pass let through
+    // unhandled into an error instead of a module the driver chokes on.
+    use passes::check::{after, Pass};
     if found.raw_access_chains && options.emulate_raw_access_chains {
         passes::raw_access_chains::run(&mut module, options, &mut stats)?;
+        after(&module, Pass::RawAccessChains)?;
     }
+    let lowered_storage = Pass::SmallStorage(found.small_storage.and(&options.emulate_storage));
     let small_storage = found.small_storage.intersects(&options.emulate_storage);
     // Physical pointers are lowered after raw chains (which turn raw chains on physical bases
     // into address arithmetic) and bindless handles (which may live in physical memory), and
@@ -56,14 +61,18 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     let bda = options.bda.filter(|_| found.physical_storage_buffer);
     if small_storage && bda.is_none() {
         passes::small_storage::run(&mut module, options, &mut stats)?;
+        after(&module, lowered_storage)?;
     }
     if let (true, Some(table)) = (found.bindless_texture, options.bindless) {
         passes::bindless::run(&mut module, &table, options, &mut stats)?;
+        after(&module, Pass::Bindless)?;
     }
     if let Some(table) = bda {
         passes::physical_storage_buffer::run(&mut module, &table, options, &mut stats)?;
+        after(&module, Pass::PhysicalStorageBuffer)?;
         if small_storage {
             passes::small_storage::run(&mut module, options, &mut stats)?;
+            after(&module, lowered_storage)?;
         }
     }
     // The lowering allocates fresh ids past the input's bound; an input already near the

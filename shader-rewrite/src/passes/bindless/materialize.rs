@@ -4,6 +4,9 @@ use super::handles::{Form, Leaf, BOUND, HANDLE, LOCAL};
 use super::table::Array;
 use super::*;
 use crate::module::leading_id_operands;
+use crate::passes::util::consumes_image;
+
+mod texel;
 
 /// GLSL.std.450 UMin.
 const GLSL_UMIN: u32 = 38;
@@ -36,6 +39,11 @@ struct Ctx<'a> {
     /// The function being rewritten, and whether it returns a handle.
     function: u32,
     returns_handle: bool,
+    /// OpLoad of an image from a UniformConstant pointer → that pointer (an image value where
+    /// OpImageTexelPointer needs the pointer).
+    image_loads: HashMap<u32, u32>,
+    /// Storage image type → the same with the format atomics need (`texel`).
+    atomic_types: HashMap<u32, u32>,
 }
 
 /// Rewrites every function; returns the ids whose definitions were dropped.
@@ -53,10 +61,16 @@ pub(super) fn rewrite_functions(
     let k = |id: u32| kind.get(&id).copied().unwrap_or(0);
     let mut recipes = HashMap::default();
     let mut returns_handle: HashSet<u32> = HashSet::default();
+    let mut image_loads = HashMap::default();
     for f in functions.iter() {
         for blk in &f.blocks {
             for inst in &blk.insts {
                 match inst.op {
+                    op::LOAD if types.leaf.contains_key(&inst.ty)
+                        && ty_of.get(&inst.ops[0]).and_then(|t| types.pointers.get(t)).is_some_and(|&(s, _)| s == UNIFORM_CONSTANT) =>
+                    {
+                        image_loads.insert(inst.id, inst.ops[0]);
+                    }
                     op::SAMPLED_IMAGE if k(inst.id) != HANDLE => {
                         recipes.insert(inst.id, Recipe { ty: inst.ty, image: inst.ops[0], sampler: inst.ops[1], block: blk.label });
                     }
@@ -84,6 +98,8 @@ pub(super) fn rewrite_functions(
         handle_params,
         function: 0,
         returns_handle: false,
+        image_loads,
+        atomic_types: HashMap::default(),
     };
     let mut dropped = HashSet::default();
     for f in functions.iter_mut() {
@@ -166,14 +182,7 @@ impl Ctx<'_> {
             // The image of a handle sampled image: the same handle (same image slot).
             op::IMAGE if k == HANDLE => e.push(Inst::new(op::COPY_OBJECT, m, inst.id, ops![inst.ops[0]])),
             op::IMAGE_TEXEL_POINTER => {
-                let ptr = inst.ops[0];
-                if let Some(image) = self.types.handle_memory(self.ty(ptr)) {
-                    // The handle is in memory: point into the storage-image alias array instead.
-                    let h = e.op(b, op::LOAD, m, ops![ptr]);
-                    inst.ops[0] = self.image_pointer(e, b, &inst, h, image)?.0;
-                    // Atomics on it access a non-uniform descriptor (Vulkan "Descriptor indexing").
-                    b.decorate(inst.id, deco::NON_UNIFORM, &[]);
-                }
+                self.texel_pointer(e, b, &mut inst)?;
                 e.push(inst);
             }
             o if consumes_image(o) => {
@@ -187,6 +196,14 @@ impl Ctx<'_> {
                     if matches!(inst.op, op::PHI | op::SELECT) {
                         self.stats.bindless_handle_values += 1;
                     }
+                } else if matches!(inst.op, op::PHI | op::SELECT) && self.types.leaf.contains_key(&inst.ty) {
+                    // Only the extension allows an image or sampler there ("Using image/sampler
+                    // with OpSelect requires capability BindlessTextureNV"; OpPhi likewise), and
+                    // these come from ordinary descriptors, which have no handle to carry.
+                    return Err(RewriteError::unsupported(
+                        describe(&inst),
+                        "chooses between images/samplers from ordinary descriptors (not bindless handles); core SPIR-V allows no OpPhi or OpSelect of them and the lowering carries only handles through those",
+                    ));
                 } else if k != HANDLE && !carries_handles(inst.op) {
                     let ids = leading_id_operands(inst.op).min(inst.ops.len());
                     if let Some(&x) = inst.ops[..ids].iter().find(|&&x| self.kind(x) & (HANDLE | LOCAL) != 0) {
@@ -330,7 +347,7 @@ impl Ctx<'_> {
     }
 
     fn load_image(&mut self, e: &mut Emitter, b: &mut Builder, inst: &Inst, h: u32, ty: u32) -> Result<u32, RewriteError> {
-        let (ptr, _) = self.image_pointer(e, b, inst, h, ty)?;
+        let ptr = self.image_pointer(e, b, inst, h, ty)?;
         Ok(self.load(e, b, ty, ptr))
     }
 
@@ -345,19 +362,31 @@ impl Ctx<'_> {
 
     /// Pointer to the image descriptor `h` names in the alias array for image type `ty`:
     /// storage images (Sampled = 2) in the storage-image array, others in the sampled-image one.
-    fn image_pointer(&mut self, e: &mut Emitter, b: &mut Builder, inst: &Inst, h: u32, ty: u32) -> Result<(u32, Array), RewriteError> {
+    fn image_pointer(&mut self, e: &mut Emitter, b: &mut Builder, inst: &Inst, h: u32, ty: u32) -> Result<u32, RewriteError> {
+        let sampled = self.table_image(inst, ty)?;
+        let a = if sampled == 2 { Array::StorageImages } else { Array::SampledImages };
+        let slot = self.image_slot(e, b, h);
+        Ok(self.element(e, b, a, ty, slot))
+    }
+
+    /// The Sampled operand of image type `ty`, which a handle may name: an image view (not a
+    /// texel buffer or subpass input, which the table does not hold).
+    fn table_image(&self, inst: &Inst, ty: u32) -> Result<u32, RewriteError> {
         let Some(Leaf::Image { dim, sampled }) = self.types.leaf.get(&ty).copied() else {
             return Err(RewriteError::malformed(0, format!("{}: %{ty} is not an image type", describe(inst))));
         };
         if dim == DIM_BUFFER || dim == DIM_SUBPASS_DATA {
             return Err(RewriteError::unsupported(describe(inst), "a bindless texel buffer or subpass input (the table holds only image views)"));
         }
-        let a = if sampled == 2 { Array::StorageImages } else { Array::SampledImages };
+        Ok(sampled)
+    }
+
+    /// The image slot of handle `h` (bits 0..20 of its low word).
+    fn image_slot(&mut self, e: &mut Emitter, b: &mut Builder, h: u32) -> u32 {
         let u32t = self.repr.u32t;
         let lo = self.low_word(e, b, h);
         let mask = b.c_u32((1 << BindlessTable::IMAGE_SLOT_BITS) - 1);
-        let slot = e.op(b, op::BITWISE_AND, u32t, ops![lo, mask]);
-        Ok((self.element(e, b, a, ty, slot), a))
+        e.op(b, op::BITWISE_AND, u32t, ops![lo, mask])
     }
 
     /// `&alias[min(slot, count - 1)]`: a garbage handle cannot index past the array.
@@ -391,15 +420,6 @@ impl Ctx<'_> {
             Form::UVec2 => e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![h, 0]),
         }
     }
-}
-
-/// Instructions whose first operand is the image or sampled image they work on (SPIR-V spec
-/// 3.56.10 "Image Instructions", and the vendor ones that follow the same shape).
-fn consumes_image(opcode: u32) -> bool {
-    // OpImageSample*..OpImageQuerySamples (87..=107, OpImage = 100 included), the sparse ones
-    // but OpImageSparseTexelsResident (316), OpFragmentMaskFetchAMD / OpFragmentFetchAMD,
-    // OpImageSampleFootprintNV.
-    matches!(opcode, 87..=107 | 305..=315 | 320 | 5011 | 5012 | 5283)
 }
 
 /// Instructions that may take handles as operands besides image instructions.

@@ -113,7 +113,7 @@ fn remove_extension(m: &mut Module) {
 }
 
 /// `%id = OpName` (or `OpName %first-operand` for instructions without a result), for errors.
-fn describe(inst: &Inst) -> String {
+pub(crate) fn describe(inst: &Inst) -> String {
     if inst.id != 0 {
         format!("%{} = {}", inst.id, opcode_name(inst.op))
     } else {
