@@ -54,25 +54,15 @@ struct Shape {
 }
 
 /// The module every shape starts from: `%buf` and `%buf2` (`uint[]`, bindings 0 and 1), a
-/// texture `%tex` and a sampler `%smp` (bindings 2 and 3), the source file `%file`.
+/// texture `%tex` and a sampler `%sampler` (bindings 2 and 3), the source file `%file`.
 fn head() -> Module {
     Module::compute(1)
         .raw_access_chains()
         .debug("%file = OpString \"split.hlsl\"")
         .gid()
         .word_buffers(&["buf", "buf2"])
-        .decorate("OpDecorate %tex DescriptorSet 0\nOpDecorate %tex Binding 2\nOpDecorate %smp DescriptorSet 0\nOpDecorate %smp Binding 3")
-        .globals(
-            "%img_t = OpTypeImage %f32 2D 0 0 0 1 Unknown
-%smp_t = OpTypeSampler
-%si_t = OpTypeSampledImage %img_t
-%pimg = OpTypePointer UniformConstant %img_t
-%psmp = OpTypePointer UniformConstant %smp_t
-%tex = OpVariable %pimg UniformConstant
-%smp = OpVariable %psmp UniformConstant
-%fhalf = OpConstant %f32 0.5
-%coord = OpConstantComposite %v2f %fhalf %fhalf",
-        )
+        .texture_and_sampler(2, 3)
+        .globals("%fhalf = OpConstant %f32 0.5\n%coord = OpConstantComposite %v2f %fhalf %fhalf")
 }
 
 /// The debug-info declarations of `Location::DebugInfo` (NonSemantic.Shader.DebugInfo.100 takes
@@ -153,8 +143,8 @@ impl Shape {
         };
         let before = match self.images {
             Images::None => "",
-            Images::SharedSampledImage => "%img = OpLoad %img_t %tex\n%sm = OpLoad %smp_t %smp\n%si = OpSampledImage %si_t %img %sm\n%s1 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s1x = OpCompositeExtract %f32 %s1 0\n%val = OpConvertFToU %u32 %s1x\n",
-            Images::LoadsBefore => "%img = OpLoad %img_t %tex\n%sm = OpLoad %smp_t %smp\n",
+            Images::SharedSampledImage => "%im = OpLoad %img %tex\n%sm = OpLoad %smp %sampler\n%si = OpSampledImage %simg %im %sm\n%s1 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s1x = OpCompositeExtract %f32 %s1 0\n%val = OpConvertFToU %u32 %s1x\n",
+            Images::LoadsBefore => "%im = OpLoad %img %tex\n%sm = OpLoad %smp %sampler\n",
         };
         let val = if self.images == Images::SharedSampledImage { "%val" } else { "%k" };
         let access = match self.access {
@@ -166,7 +156,7 @@ impl Shape {
         let after = match self.images {
             Images::None => "%out = OpCopyObject %u32 %res\n",
             Images::SharedSampledImage => "%s2 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s2x = OpCompositeExtract %f32 %s2 0\n%s2u = OpConvertFToU %u32 %s2x\n%out = OpIAdd %u32 %res %s2u\n",
-            Images::LoadsBefore => "%si = OpSampledImage %si_t %img %sm\n%s2 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s2x = OpCompositeExtract %f32 %s2 0\n%s2u = OpConvertFToU %u32 %s2x\n%out = OpIAdd %u32 %res %s2u\n",
+            Images::LoadsBefore => "%si = OpSampledImage %simg %im %sm\n%s2 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s2x = OpCompositeExtract %f32 %s2 0\n%s2u = OpConvertFToU %u32 %s2x\n%out = OpIAdd %u32 %res %s2u\n",
         };
         format!("{before}{access}{after}%q = OpRawAccessChainNV %ps_u32 %buf2 %c4 %k %c0\nOpStore %q %out Aligned 4\n")
     }

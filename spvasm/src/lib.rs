@@ -27,6 +27,10 @@ pub const GID_X_CHAIN: &str = "%px = OpAccessChain %pin_u32 %gid %c0\n%i = OpLoa
 /// A body's first lines: `%i` = `gl_GlobalInvocationID.x`, from `%g`, the loaded `%gid`.
 pub const GID_X: &str = "%g = OpLoad %v3u %gid\n%i = OpCompositeExtract %u32 %g 0";
 
+/// `%img` (a 2D float image to sample, format Unknown), its sampled-image type `%simg` and the
+/// sampler type `%smp`.
+pub const IMAGE_TYPES: &str = "%img = OpTypeImage %f32 2D 0 0 0 1 Unknown\n%simg = OpTypeSampledImage %img\n%smp = OpTypeSampler";
+
 /// A module with one entry point, `%main`, under construction.
 #[derive(Debug, Clone)]
 pub struct Module {
@@ -115,6 +119,15 @@ impl Module {
     pub fn raw_access_chains(self) -> Module {
         self.cap("RawAccessChainsNV").ext("SPV_NV_raw_access_chains")
     }
+    /// `SPV_NV_bindless_texture` with `OpSamplerImageAddressingModeNV mode` (none: no
+    /// instruction).
+    pub fn bindless_textures(self, mode: Option<u32>) -> Module {
+        let m = self.cap("BindlessTextureNV").ext("SPV_NV_bindless_texture");
+        match mode {
+            Some(mode) => m.header(&format!("OpSamplerImageAddressingModeNV {mode}")),
+            None => m,
+        }
+    }
     /// `OpMemoryModel addressing memory`.
     pub fn memory_model(mut self, addressing: &str, memory: &str) -> Module {
         self.addressing = addressing.into();
@@ -178,6 +191,21 @@ impl Module {
     /// `%gid`, the GlobalInvocationId (`%v3u`).
     pub fn gid(self) -> Module {
         self.builtin("%gid", "GlobalInvocationId", "Input", "%v3u")
+    }
+
+    /// [`IMAGE_TYPES`] (once).
+    pub fn image_types(self) -> Module {
+        if self.globals.iter().any(|g| g.starts_with("%img = ")) {
+            return self;
+        }
+        self.globals(IMAGE_TYPES)
+    }
+    /// A texture `%tex` (`%img`) and a sampler `%sampler` (`%smp`) at set 0, bindings `tex` and
+    /// `sampler` ([`IMAGE_TYPES`]; pointer types `%puc_img`, `%puc_smp`).
+    pub fn texture_and_sampler(self, tex: u32, sampler: u32) -> Module {
+        self.image_types()
+            .decorate(&format!("OpDecorate %tex DescriptorSet 0\nOpDecorate %tex Binding {tex}\nOpDecorate %sampler DescriptorSet 0\nOpDecorate %sampler Binding {sampler}"))
+            .globals("%puc_img = OpTypePointer UniformConstant %img\n%puc_smp = OpTypePointer UniformConstant %smp\n%tex = OpVariable %puc_img UniformConstant\n%sampler = OpVariable %puc_smp UniformConstant")
     }
 
     /// A block type `%name = { elem data[]; }` (ArrayStride `stride`, Block) with its runtime

@@ -28,7 +28,6 @@ use common::*;
 use polyfill_e2e::ash::vk;
 use polyfill_e2e::spvasm::{Module, GID_X_CHAIN};
 use polyfill_e2e::{layer, spirv_as, Context, ContextOptions};
-use std::ffi::CStr;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -47,17 +46,6 @@ fn plain_module(steps: usize) -> String {
     }
     body += &format!("%po = OpAccessChain %ps_u32 %out %c0 %i\nOpStore %po %acc{steps}");
     Module::compute(64).gid().word_buffers(&["in", "out"]).globals(&consts).main(&body).text()
-}
-
-/// The shared object holding `addr` (dladdr).
-fn object_of(addr: usize) -> Option<PathBuf> {
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) };
-    if r == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    let p = PathBuf::from(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned());
-    Some(p.canonicalize().unwrap_or(p))
 }
 
 /// Per-context objects for the pipeline and recording benches.
@@ -230,7 +218,7 @@ fn main() {
     );
     let lib = layer::try_library_path().ok();
     for (ctx, n) in ctxs.iter().zip(names) {
-        let f = ctx.get_device_proc_addr("vkCreateShaderModule").map(|f| f as usize).and_then(object_of);
+        let f = ctx.get_device_proc_addr("vkCreateShaderModule").map(|f| f as usize).and_then(layer::object_of);
         let ours = lib.is_some() && f == lib;
         println!("  {n:<10} vkCreateShaderModule -> {}", if ours { "the layer's hook".to_string() } else { format!("{:?}", f.unwrap_or_default()) });
     }

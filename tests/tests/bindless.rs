@@ -269,7 +269,7 @@ fn shaders_assemble() {
     }
     // Non-bindless helpers assemble too.
     tools::spirv_as(&shaders::fullscreen_vs(), "vulkan1.3").unwrap();
-    tools::spirv_as(&cases::cell_vs(), "vulkan1.3").unwrap();
+    tools::spirv_as(&shaders::cell_vs(), "vulkan1.3").unwrap();
     tools::spirv_as(&shaders::draw_fs(false), "vulkan1.3").unwrap();
     tools::spirv_as(&shaders::rebind_compute(0, false), "vulkan1.3").unwrap();
 }

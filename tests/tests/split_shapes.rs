@@ -89,23 +89,13 @@ fn sample_around_store() -> String {
         .raw_access_chains()
         .gid()
         .word_buffers(&["in", "out", "res"])
-        .decorate("OpDecorate %tex DescriptorSet 0\nOpDecorate %tex Binding 3\nOpDecorate %smp DescriptorSet 0\nOpDecorate %smp Binding 4")
-        .globals(
-            "%img_t = OpTypeImage %f32 2D 0 0 0 1 Unknown
-%smp_t = OpTypeSampler
-%si_t = OpTypeSampledImage %img_t
-%pimg = OpTypePointer UniformConstant %img_t
-%psmp = OpTypePointer UniformConstant %smp_t
-%tex = OpVariable %pimg UniformConstant
-%smp = OpVariable %psmp UniformConstant
-%fhalf = OpConstant %f32 0.5
-%fquarter = OpConstant %f32 0.25",
-        )
+        .texture_and_sampler(3, 4)
+        .globals("%fhalf = OpConstant %f32 0.5\n%fquarter = OpConstant %f32 0.25")
         .main(&format!(
             "{GID_X}
-%img = OpLoad %img_t %tex
-%sm = OpLoad %smp_t %smp
-%si = OpSampledImage %si_t %img %sm
+%im = OpLoad %img %tex
+%sm = OpLoad %smp %sampler
+%si = OpSampledImage %simg %im %sm
 %fi = OpConvertUToF %f32 %i
 %fi5 = OpFAdd %f32 %fi %fhalf
 %u1 = OpFMul %f32 %fi5 %fquarter

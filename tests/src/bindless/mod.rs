@@ -262,6 +262,15 @@ pub fn compare_vec4(what: &str, got: &[[f32; 4]], want: &[[f32; 4]], tol: f32) -
 }
 
 /// Bytes → vec4s.
+/// `Ok` where `errs` is empty, else the error: `what` (when not empty) and the errors, one a line.
+pub fn no_errors(what: &str, errs: &[String]) -> Result<(), String> {
+    match (errs.is_empty(), what.is_empty()) {
+        (true, _) => Ok(()),
+        (false, true) => Err(errs.join("\n")),
+        (false, false) => Err(format!("{what}:\n{}", errs.join("\n"))),
+    }
+}
+
 pub fn vec4s(b: &[u8]) -> Vec<[f32; 4]> {
     b.chunks_exact(16)
         .map(|c| {

@@ -10,27 +10,20 @@
 use super::HandleKind;
 use spvasm::{Module, GID_X};
 
-/// The image types and the float constants the shaders share (those without a standard name).
-const IMAGE_TYPES: &str = "%img = OpTypeImage %f32 2D 0 0 0 1 Unknown
-%simg = OpTypeSampledImage %img
-%smp = OpTypeSampler
-%stimg = OpTypeImage %f32 2D 0 0 0 2 Rgba8
+/// The storage image type and the float constants the shaders share (those without a standard
+/// name), after [`spvasm::IMAGE_TYPES`].
+const SHARED_GLOBALS: &str = "%stimg = OpTypeImage %f32 2D 0 0 0 2 Rgba8
 %fhalf = OpConstant %f32 0.5
 %fquarter = OpConstant %f32 0.25
 %f255inv = OpConstant %f32 0.0039215688";
 
-/// A SPIR-V 1.`minor` module with the bindless capability, [`IMAGE_TYPES`] and `mode`
-/// (`OpSamplerImageAddressingModeNV`; `None`: no instruction).
+/// A SPIR-V 1.`minor` module with the bindless capability and `mode`
+/// (`OpSamplerImageAddressingModeNV`; `None`: no instruction), the image types and
+/// [`SHARED_GLOBALS`].
 pub fn bindless(model: &str, minor: u32, mode: Option<u32>, int64: bool) -> Module {
-    let mut m = Module::new(model).spirv(minor).cap("BindlessTextureNV");
-    if int64 {
-        m = m.cap("Int64");
-    }
-    m = m.ext("SPV_NV_bindless_texture");
-    if let Some(mode) = mode {
-        m = m.header(&format!("OpSamplerImageAddressingModeNV {mode}"));
-    }
-    m.globals(IMAGE_TYPES)
+    let m = Module::new(model).spirv(minor).bindless_textures(mode);
+    let m = if int64 { m.cap("Int64") } else { m };
+    m.image_types().globals(SHARED_GLOBALS)
 }
 
 /// The addressing mode of handle kind `kind` (u32 → 32, u64/uvec2 → 64) and whether it needs
@@ -79,7 +72,7 @@ const CENTER_UV: &str = "%xf = OpConvertUToF %f32 %x
 %uv = OpCompositeConstruct %v2f %uf %vf";
 
 /// Function-body lines computing the integer coordinate `%xy` (v2i) of texel (`%x`, `%y`).
-const TEXEL_XY: &str = "%xs = OpBitcast %i32 %x
+pub const TEXEL_XY: &str = "%xs = OpBitcast %i32 %x
 %ys = OpBitcast %i32 %y
 %xy = OpCompositeConstruct %v2i %xs %ys";
 
@@ -104,16 +97,16 @@ const WRITTEN_COLOR: &str = "%x16 = OpIMul %u32 %x %c16
 %cb = OpFMul %f32 %bf %f255inv
 %color = OpCompositeConstruct %v4f %cr %cg %cb %f1";
 
-/// Function-body lines storing the n `values` (ids) to `out[n·base + k]` (`%ps_v4f`), the
-/// k-th to the k-th slot.
-fn store_each(base: &str, values: &[&str]) -> String {
+/// Function-body lines storing the n `values` (ids) to `out[n·base + k]` through pointers
+/// of type `ptr`, the k-th to the k-th slot.
+pub fn store_each(base: &str, ptr: &str, values: &[&str]) -> String {
     let n = values.len();
     let mut s = format!("%o0 = OpIMul %u32 {base} %c{n}\n");
     for k in 1..n {
         s += &format!("%o{k} = OpIAdd %u32 %o0 %c{k}\n");
     }
     for (k, v) in values.iter().enumerate() {
-        s += &format!("%p{k} = OpAccessChain %ps_v4f %out %c0 %o{k}\nOpStore %p{k} {v}\n");
+        s += &format!("%p{k} = OpAccessChain {ptr} %out %c0 %o{k}\nOpStore %p{k} {v}\n");
     }
     s
 }
@@ -142,7 +135,7 @@ pub fn sample_many(kind: HandleKind, uniform: bool, minor: u32) -> Module {
 %t = OpImageFetch %v4f %im %xy Lod %i0
 {}",
         coords(),
-        store_each("%o", &["%s", "%t"])
+        store_each("%o", "%ps_v4f", &["%s", "%t"])
     ))
 }
 
@@ -218,7 +211,7 @@ OpDecorate %bound Binding 2",
 %s2 = OpSampledImage %simg %himg %sm
 %r2 = OpImageSampleExplicitLod %v4f %s2 %uv Lod %f0
 {}",
-            store_each("%i", &["%r1", "%r2"])
+            store_each("%i", "%ps_v4f", &["%r1", "%r2"])
         ))
 }
 
@@ -281,7 +274,7 @@ OpBranch %m2
 {}%pb = OpAccessChain %ps_{hn} %back %c0 %i
 OpStore %pb %hback",
         coords(),
-        store_each("%i", &["%r0", "%r1", "%r2", "%r3"])
+        store_each("%i", "%ps_v4f", &["%r0", "%r1", "%r2", "%r3"])
     ))
 }
 
@@ -376,30 +369,60 @@ OpMemberDecorate %slot_t 3 Offset 24",
 OpImageWrite %simgs %xy %color
 {}",
             coords(),
-            store_each("%i", &["%f", "%s", "%r"])
+            store_each("%i", "%ps_v4f", &["%f", "%s", "%r"])
         ))
+}
+
+/// A vertex shader: `%vid` (VertexIndex, i32) in, `%pos` (Position) out, `%fm1` = -1.0.
+fn vertex_module() -> Module {
+    Module::new("Vertex").spirv(6).builtin("%vid", "VertexIndex", "Input", "%i32").builtin("%pos", "Position", "Output", "%v4f").globals("%fm1 = OpConstant %f32 -1")
+}
+
+/// Function-body lines: `%pos` = (`%fx`·`scale` - 1, `%fy`·`scale` - 1, 0, 1), the clip-space
+/// position of grid point (`%fx`, `%fy`).
+fn clip_position(scale: &str) -> String {
+    format!("%x1 = OpFMul %f32 %fx {scale}\n%y1 = OpFMul %f32 %fy {scale}\n%x = OpFAdd %f32 %x1 %fm1\n%y = OpFAdd %f32 %y1 %fm1\n%p = OpCompositeConstruct %v4f %x %y %f0 %f1\nOpStore %pos %p")
 }
 
 /// Fullscreen triangle from VertexIndex (no vertex input). Not a bindless module.
 pub fn fullscreen_vs() -> String {
-    Module::new("Vertex")
-        .builtin("%vid", "VertexIndex", "Input", "%i32")
-        .builtin("%pos", "Position", "Output", "%v4f")
-        .globals("%fm1 = OpConstant %f32 -1")
-        .main(
+    vertex_module()
+        .main(&format!(
             "%v = OpLoad %i32 %vid
 %b0 = OpBitwiseAnd %i32 %v %i1
 %v2 = OpShiftRightLogical %i32 %v %i1
 %b1 = OpBitwiseAnd %i32 %v2 %i1
-%x0 = OpConvertSToF %f32 %b0
-%y0 = OpConvertSToF %f32 %b1
-%x1 = OpFMul %f32 %x0 %f4
-%y1 = OpFMul %f32 %y0 %f4
-%x = OpFAdd %f32 %x1 %fm1
-%y = OpFAdd %f32 %y1 %fm1
-%p = OpCompositeConstruct %v4f %x %y %f0 %f1
-OpStore %pos %p",
-        )
+%fx = OpConvertSToF %f32 %b0
+%fy = OpConvertSToF %f32 %b1
+{}",
+            clip_position("%f4")
+        ))
+        .text()
+}
+
+/// Vertex shader of the draw cases/bench: a quad in cell `pc.cell` (offset 4) of a 4×4 grid.
+pub fn cell_vs() -> String {
+    vertex_module()
+        .push_constants("pc", &[("%u32", 0), ("%u32", 4)])
+        .globals("%fhalf = OpConstant %f32 0.5")
+        .main(&format!(
+            "%vs = OpLoad %i32 %vid
+%v = OpBitcast %u32 %vs
+%cp = OpAccessChain %pp_u32 %pc %c1
+%cell = OpLoad %u32 %cp
+%cx = OpBitwiseAnd %u32 %cell %c3
+%cy = OpShiftRightLogical %u32 %cell %c2
+%bx0 = OpShiftRightLogical %u32 %c26 %v
+%bx = OpBitwiseAnd %u32 %bx0 %c1
+%by0 = OpShiftRightLogical %u32 %c52 %v
+%by = OpBitwiseAnd %u32 %by0 %c1
+%gx = OpIAdd %u32 %cx %bx
+%gy = OpIAdd %u32 %cy %by
+%fx = OpConvertUToF %f32 %gx
+%fy = OpConvertUToF %f32 %gy
+{}",
+            clip_position("%fhalf")
+        ))
         .text()
 }
 
@@ -466,7 +489,7 @@ OpStore %p {value}"
 pub fn draw_fs(bindless: bool) -> String {
     let (m, get) = if bindless {
         (
-            Module::new("Fragment").cap("BindlessTextureNV").ext("SPV_NV_bindless_texture").header("OpSamplerImageAddressingModeNV 32").interface(&["%color", "%pc"]),
+            Module::new("Fragment").bindless_textures(Some(32)).interface(&["%color", "%pc"]),
             "%hp = OpAccessChain %pp_u32 %pc %c0\n%h = OpLoad %u32 %hp\n%im = OpConvertUToImageNV %img %h",
         )
     } else {
@@ -475,7 +498,8 @@ pub fn draw_fs(bindless: bool) -> String {
     m.spirv(6)
         .mode("OriginUpperLeft")
         .decorate("OpDecorate %color Location 0\nOpDecorate %tex DescriptorSet 0\nOpDecorate %tex Binding 0")
-        .globals("%img = OpTypeImage %f32 2D 0 0 0 1 Unknown\n%simg = OpTypeSampledImage %img\n%puc_simg = OpTypePointer UniformConstant %simg\n%tex = OpVariable %puc_simg UniformConstant")
+        .image_types()
+        .globals("%puc_simg = OpTypePointer UniformConstant %simg\n%tex = OpVariable %puc_simg UniformConstant")
         .push_constants("pc", &[("%u32", 0)])
         .globals("%color = OpVariable %pout_v4f Output\n%xy = OpConstantComposite %v2i %i1 %i2")
         .main(&format!("{get}\n%t = OpImageFetch %v4f %im %xy Lod %i0\nOpStore %color %t"))
