@@ -33,6 +33,8 @@ const STATS: &[(&CStr, Reader)] = &[
     (c"physical_stores", |s| s.physical_stores),
     (c"physical_atomics", |s| s.physical_atomics),
     (c"physical_chains", |s| s.physical_chains),
+    (c"physical_located", |s| s.physical_located),
+    (c"physical_reused_loads", |s| s.physical_reused_loads),
 ];
 
 /// The reader of the statistic called `name`.
@@ -80,8 +82,10 @@ mod tests {
             physical_stores: 20,
             physical_atomics: 21,
             physical_chains: 22,
+            physical_located: 23,
+            physical_reused_loads: 24,
         };
         let read: Vec<u32> = super::STATS.iter().map(|(_, f)| f(&s)).collect();
-        assert_eq!(read, (1..=22).map(|v| if v == 9 { 1 } else { v }).collect::<Vec<_>>());
+        assert_eq!(read, (1..=24).map(|v| if v == 9 { 1 } else { v }).collect::<Vec<_>>());
     }
 }

@@ -6,6 +6,11 @@
 //! layer-owned array of storage-buffer descriptors ([`BdaTable`]). The rewritten shader decodes
 //! an address into (slot, offset) and accesses `table[slot]` at byte `offset`. An address whose
 //! tag is not [`ADDRESS_TAG`], or whose slot is `>= count`, lies outside every buffer.
+//!
+//! Slot 0 is never handed out: the rewritten shader sends every access outside a buffer there
+//! (at offset 0, without a branch), so the layer keeps a null descriptor in it (or, without
+//! `nullDescriptor`, a buffer of at least 16 bytes that nothing reads), and a valid or null
+//! descriptor in every other slot below `count`.
 
 /// Where the layer's array of storage-buffer descriptors lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

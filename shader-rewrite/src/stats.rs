@@ -43,6 +43,10 @@ pub struct Stats {
     pub physical_stores: u32,
     pub physical_atomics: u32,
     pub physical_chains: u32,
+    /// Pointer classes located (address decoded, buffer length taken) once for all their
+    /// accesses, and physical loads that reused an earlier load's value.
+    pub physical_located: u32,
+    pub physical_reused_loads: u32,
 }
 
 impl Stats {
@@ -89,8 +93,8 @@ impl fmt::Display for Stats {
         if self.physical_loads + self.physical_stores + self.physical_atomics + self.physical_chains > 0 {
             write!(
                 f,
-                "; physical storage buffer: {} loads, {} stores, {} atomics, {} access chains",
-                self.physical_loads, self.physical_stores, self.physical_atomics, self.physical_chains
+                "; physical storage buffer: {} loads, {} stores, {} atomics, {} access chains, {} pointers located, {} loads reused",
+                self.physical_loads, self.physical_stores, self.physical_atomics, self.physical_chains, self.physical_located, self.physical_reused_loads
             )?;
         }
         Ok(())

@@ -582,3 +582,85 @@ fn small_types_with_emulated_storage() {
         assert_eq!((stats.physical_loads, stats.physical_stores, stats.atomic_subword_stores), (1, 1, atomics as u32), "{stats:?}");
     }
 }
+
+/// The buffer lengths the rewrite takes: one per located class when each is located by an
+/// inlined copy of the `locate` helper (one class), one in the helper otherwise.
+fn lengths(dis: &str) -> usize {
+    dis.matches("OpArrayLength").count()
+}
+
+const NODE: &str = "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 1 Offset 4\nOpMemberDecorate %S 2 Offset 16";
+const NODE_TYPES: &str = "%v4f = OpTypeVector %float 4\n%S = OpTypeStruct %uint %uint %v4f\n\
+     %pS = OpTypePointer PhysicalStorageBuffer %S\n%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
+     %pv4 = OpTypePointer PhysicalStorageBuffer %v4f\n";
+
+/// One pointer accessed in both arms of a selection and after it: located once, before the
+/// selection (the arms' common dominator), for all five accesses.
+#[test]
+fn pointer_accessed_in_several_blocks_is_located_once() {
+    let body = format!(
+        "{NODE_TYPES}%main = OpFunction %void None %fn\n%l = OpLabel\n\
+         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n\
+         %c = OpAccessChain %pu %p %i0\n%v = OpLoad %uint %c Aligned 16\n%z = OpIEqual %bool %v %u0\n\
+         OpSelectionMerge %m None\nOpBranchConditional %z %t %e\n\
+         %t = OpLabel\n%q = OpAccessChain %pu %p %i1\nOpStore %q %u1 Aligned 4\nOpBranch %m\n\
+         %e = OpLabel\n%w = OpAccessChain %pv4 %p %i2\n%wv = OpLoad %v4f %w Aligned 16\nOpStore %w %wv Aligned 16\nOpBranch %m\n\
+         %m = OpLabel\nOpStore %c %u4 Aligned 16\nOpReturn\nOpFunctionEnd\n"
+    );
+    let (dis, stats) = lower(&module(&[], NODE, &body));
+    assert_eq!((stats.physical_loads, stats.physical_stores, stats.physical_located), (2, 3, 1), "{stats:?}");
+    assert_eq!(lengths(&dis), 1, "{dis}");
+    // The address's pointer chains were never needed as values: no address arithmetic.
+    assert!(!dis.contains("OpBitwiseOr"), "{dis}");
+}
+
+/// A pointer from a push constant accessed inside a loop is located before the loop (its
+/// value is the same in every iteration); a pointer that changes per iteration (a phi) is
+/// located in the loop, once per iteration for both of its accesses.
+#[test]
+fn located_outside_the_loops_it_does_not_change_in() {
+    let body = format!(
+        "{NODE_TYPES}%pp = OpTypePointer PhysicalStorageBuffer %pS\n%main = OpFunction %void None %fn\n%entry = OpLabel\n\
+         OpBranch %header\n\
+         %header = OpLabel\n%k = OpPhi %uint %u0 %entry %k2 %body\n%more = OpULessThan %bool %k %u4\nOpLoopMerge %exit %body None\nOpBranchConditional %more %body %exit\n\
+         %body = OpLabel\n%a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n\
+         %e = OpAccessChain %pu %p %i1\n%v = OpLoad %uint %e Aligned 4\n%v2 = OpIAdd %uint %v %k\nOpStore %e %v2 Aligned 4\n\
+         %k2 = OpIAdd %uint %k %u1\nOpBranch %header\n\
+         %exit = OpLabel\nOpReturn\nOpFunctionEnd\n"
+    );
+    let (dis, stats) = lower(&module(&[], NODE, &body));
+    assert_eq!((stats.physical_loads, stats.physical_stores, stats.physical_located), (1, 1, 1), "{stats:?}");
+    // Located in the entry block: before the loop header's OpLoopMerge.
+    let located = dis.find("OpArrayLength").expect("a length");
+    let loop_merge = dis.find("OpLoopMerge").expect("the loop");
+    assert!(located < loop_merge, "{dis}");
+}
+
+/// Loads of what an earlier load read, with no write between on any path, reuse its value
+/// (glslang reloads a pointer chain at each use); a store, a barrier or a call in between
+/// keeps the later load.
+#[test]
+fn loads_reuse_earlier_loads_until_a_write() {
+    let types = format!("{NODE_TYPES}%pp = OpTypePointer PhysicalStorageBuffer %pS\n%Q = OpTypeStruct %pS\n%pQ = OpTypePointer PhysicalStorageBuffer %Q\n%u2 = OpConstant %uint 2\n%acq_rel = OpConstant %uint 72\n");
+    let decorations = format!("{NODE}\nOpMemberDecorate %Q 0 Offset 0");
+    let body = |between: &str| {
+        format!(
+            "{types}%main = OpFunction %void None %fn\n%l = OpLabel\n\
+             %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%q = OpConvertUToPtr %pQ %x\n\
+             %f1 = OpAccessChain %pp %q %i0\n%p1 = OpLoad %pS %f1 Aligned 8\n%c1 = OpAccessChain %pu %p1 %i0\n%v1 = OpLoad %uint %c1 Aligned 16\n\
+             {between}\
+             %a2 = OpAccessChain %pcu %pc %i0\n%x2 = OpLoad %ulong %a2\n%q2 = OpConvertUToPtr %pQ %x2\n\
+             %f2 = OpAccessChain %pp %q2 %i0\n%p2 = OpLoad %pS %f2 Aligned 8\n%c2 = OpAccessChain %pu %p2 %i1\n%v2 = OpLoad %uint %c2 Aligned 4\n\
+             %s = OpIAdd %uint %v1 %v2\n%o = OpAccessChain %pu %p2 %i1\nOpStore %o %s Aligned 4\nOpReturn\nOpFunctionEnd\n"
+        )
+    };
+    // No write between: the second pointer load is the first's value (same class, located once).
+    let (_, stats) = lower(&module(&[], &decorations, &body("")));
+    assert_eq!((stats.physical_loads, stats.physical_reused_loads, stats.physical_located), (3, 1, 2), "{stats:?}");
+    // A store through a physical pointer between: the pointer is loaded (and located) again.
+    let (_, stats) = lower(&module(&[], &decorations, &body("OpStore %c1 %u1 Aligned 16\n")));
+    assert_eq!((stats.physical_loads, stats.physical_reused_loads, stats.physical_located), (4, 0, 3), "{stats:?}");
+    // A barrier between (other invocations' writes become visible): loaded again.
+    let (_, stats) = lower(&module(&[], &decorations, &body("OpControlBarrier %u2 %u2 %acq_rel\n")));
+    assert_eq!((stats.physical_loads, stats.physical_reused_loads), (4, 0), "{stats:?}");
+}

@@ -9,14 +9,22 @@
 //!
 //! Outputs are checked equal first. Wall time per submit (record once, submit + wait).
 //!
+//! Pipeline creation (`vkCreateShaderModule` + `vkCreateComputePipelines`, no pipeline cache:
+//! the layer's rewrite plus lavapipe's compile) of the physical-storage-buffer corpus
+//! (`tests/corpus/physical-storage-buffer`) and the kernels, each module created and destroyed
+//! on both sides in alternating order, round by round; with the words the rewrite hands lavapipe
+//! (the layer's options on lavapipe: the array-length quirk, the table at set 7).
+//!
 //! Run: `cargo bench -p polyfill-e2e --bench bda`
-//! Env: `BDA_REPS` (rounds, default 31), `BDA_LOG2_INVOCATIONS` (default 20).
+//! Env: `BDA_REPS` (kernel rounds, default 31), `BDA_LOG2_INVOCATIONS` (default 20),
+//! `BDA_CREATE_REPS` (creation rounds, default 25), `BDA_PARTS` (`create,kernels` by default).
 mod common;
 
 use common::*;
 use polyfill_e2e::ash::vk;
 use polyfill_e2e::bindless::gpu::{Buf, Scope, ALL_STAGES};
-use polyfill_e2e::{bda, bytes, Context, ContextOptions};
+use polyfill_e2e::{bda, bytes, spirv_as, spirv_val, Context, ContextOptions};
+use shader_rewrite::{BdaTable, Options, Target};
 use std::time::Instant;
 
 const WORKGROUP: u32 = 64;
@@ -67,15 +75,111 @@ fn side<'a>(name: &'static str, ctx: &'a Context, input: &[u8], n: u32) -> Side<
     Side { name, scope, stream_out, chase_out, stream, chase }
 }
 
+/// The modules of the creation comparison: the corpus (SPIR-V 1.3) and the bench kernels.
+fn creation_modules() -> Vec<(String, Vec<u32>)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/physical-storage-buffer");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir).unwrap_or_else(|e| fail(&format!("{}: {e}", dir.display()))).flatten().map(|e| e.path()).collect();
+    paths.retain(|p| p.extension().is_some_and(|x| x == "spvasm"));
+    paths.sort();
+    let mut modules: Vec<(String, Vec<u32>)> = paths
+        .iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_else(|e| fail(&format!("{}: {e}", p.display())));
+            let name = p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+            (name, spirv_as(&text, "vulkan1.1").unwrap_or_else(|e| fail(&e)))
+        })
+        .collect();
+    modules.push(("kernel stream".into(), bda::copy_scale()));
+    modules.push(("kernel chase".into(), bda::chase()));
+    modules
+}
+
+/// The module the layer hands lavapipe for `words` under `force` (its options there: every
+/// feature, the array-length quirk, the table at set maxBoundDescriptorSets - 1 = 7 with 65536
+/// slots), checked with spirv-val.
+fn emulated_words(name: &str, words: &[u32]) -> Vec<u32> {
+    let options = Options {
+        target: Target { nonuniform_array_length_broken: true, ..Target::all() },
+        bda: Some(BdaTable { set: 7, binding: 3, count: 65536 }),
+        ..Options::default()
+    };
+    let out = shader_rewrite::rewrite(words, &options).unwrap_or_else(|e| fail(&format!("{name}: {e}")));
+    spirv_val(&out.words, "vulkan1.2").unwrap_or_else(|e| fail(&format!("{name}: rewrite fails spirv-val: {e}")));
+    out.words
+}
+
+/// `vkCreateShaderModule` + `vkCreateComputePipelines` of `words` (no pipeline cache), in ms;
+/// both are destroyed after.
+fn create_ms(ctx: &Context, layout: vk::PipelineLayout, words: &[u32]) -> f64 {
+    let d = ctx.device();
+    let main = c"main";
+    let t = Instant::now();
+    let module = ok(ctx.create_shader_module(words), "vkCreateShaderModule");
+    let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(main);
+    let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
+    let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }.unwrap_or_else(|(_, e)| fail(&format!("vkCreateComputePipelines: {e:?}")))[0];
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    unsafe { d.destroy_pipeline(p, None) };
+    ctx.destroy_shader_module(module);
+    ms
+}
+
+/// Pipeline creation of every module on both sides, interleaved; prints words and times.
+fn creation(ctxs: [&Context; 2], reps: usize) {
+    let modules = creation_modules();
+    let layouts = ctxs.map(|ctx| {
+        let mut scope = Scope::new(ctx).unwrap_or_else(|e| fail(&e));
+        // Set 0 binding 0: the storage buffer of the corpus's `mixed`; push constants for all.
+        let set = scope.set_layout(&[(0, vk::DescriptorType::STORAGE_BUFFER, 1)]).unwrap_or_else(|e| fail(&e));
+        let layout = scope.pipeline_layout(&[set], 32).unwrap_or_else(|e| fail(&e));
+        (scope, layout)
+    });
+    let mut ms = vec![[Vec::new(), Vec::new()]; modules.len()];
+    for r in 0..reps {
+        for (k, (_, words)) in modules.iter().enumerate() {
+            for j in 0..2 {
+                let s = (j + r + k) % 2;
+                ms[k][s].push(create_ms(ctxs[s], layouts[s].1, words));
+            }
+        }
+    }
+    println!("pipeline creation, ms (vkCreateShaderModule + vkCreateComputePipelines, no pipeline cache; median of {reps} interleaved rounds):");
+    println!("  {:<22} {:>8} {:>9} {:>6}   {:>8} {:>8} {:>6} {:>8}", "module", "words in", "words out", "x", "native", "emulated", "ratio", "(paired)");
+    for ((name, words), [nat, emu]) in modules.iter().zip(&ms) {
+        let out = emulated_words(name, words).len();
+        let paired: Vec<f64> = emu.iter().zip(nat).map(|(e, n)| e / n).collect();
+        println!(
+            "  {name:<22} {:>8} {:>9} {:>6.2}   {:>8.3} {:>8.3} {:>6.2} {:>8.2}",
+            words.len(),
+            out,
+            out as f64 / words.len() as f64,
+            median(nat),
+            median(emu),
+            median(emu) / median(nat),
+            median(&paired)
+        );
+    }
+    println!();
+}
+
 fn main() {
     let reps = env_num("BDA_REPS", 31).max(1) as usize;
+    let create_reps = env_num("BDA_CREATE_REPS", 25).max(1) as usize;
     let log2 = env_num("BDA_LOG2_INVOCATIONS", 20).clamp(16, 24);
+    let parts = std::env::var("BDA_PARTS").unwrap_or_else(|_| "create,kernels".into());
     let n = 1u32 << log2;
     let native_ctx = Context::new(&ContextOptions::native()).unwrap_or_else(|e| fail(&format!("native context: {e}")));
-    let emulated_ctx = Context::new(&ContextOptions::with_layer().setting("buffer_device_address", "force"))
+    // No shader dumps (the test contexts' default): creation times would include file writes.
+    let emulated_ctx = Context::new(&ContextOptions::with_layer().setting("buffer_device_address", "force").setting("dump_shaders_dir", ""))
         .unwrap_or_else(|e| fail(&format!("layer context: {e}")));
     println!("== bda: emulated (buffer_device_address=force) vs native buffer device addresses ==");
     println!("device: {} | {n} invocations | {reps} rounds | load {}", native_ctx.device_name(), loadavg());
+    if parts.contains("create") {
+        creation([&native_ctx, &emulated_ctx], create_reps);
+    }
+    if !parts.contains("kernels") {
+        return;
+    }
     let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2654435761)).collect();
     let input = bytes::from_u32s(&input);
     let sides = [side("native", &native_ctx, &input, n), side("emulated", &emulated_ctx, &input, n)];

@@ -60,24 +60,24 @@ pub fn assemble_with(capabilities: &str, decorations: &str, types: &str, code: &
     words
 }
 
+/// A shader with two pointers from the push constants, `%src` (offset 0) and `%dst` (offset
+/// 8), loaded at the top of `main`, then `code`; `capabilities` and `types` add to the common
+/// ones.
+fn src_dst(capabilities: &str, types: &str, code: &str) -> Vec<u32> {
+    assemble_with(
+        capabilities,
+        "OpMemberDecorate %PC 0 Offset 0\nOpMemberDecorate %PC 1 Offset 8\n",
+        &format!("%PC = OpTypeStruct %pbuf %pbuf\n%ppc = OpTypePointer PushConstant %PC\n%pc = OpVariable %ppc PushConstant\n%ppc_pbuf = OpTypePointer PushConstant %pbuf\n{types}"),
+        &format!("%src_p = OpAccessChain %ppc_pbuf %pc %c0\n%src = OpLoad %pbuf %src_p\n%dst_p = OpAccessChain %ppc_pbuf %pc %c1\n%dst = OpLoad %pbuf %dst_p\n{code}"),
+    )
+}
+
 /// `out = in * 2 + 1` per invocation through two pointers in the push constants.
 pub fn copy_scale() -> Vec<u32> {
-    assemble(
+    src_dst(
+        "",
+        "",
         r#"
-OpMemberDecorate %PC 0 Offset 0
-OpMemberDecorate %PC 1 Offset 8
-"#,
-        r#"
-%PC = OpTypeStruct %pbuf %pbuf
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppc_pbuf = OpTypePointer PushConstant %pbuf
-"#,
-        r#"
-%src_p = OpAccessChain %ppc_pbuf %pc %c0
-%src = OpLoad %pbuf %src_p
-%dst_p = OpAccessChain %ppc_pbuf %pc %c1
-%dst = OpLoad %pbuf %dst_p
 %ep = OpAccessChain %pu %src %c0 %gx
 %v = OpLoad %uint %ep Aligned 4
 %v2 = OpIMul %uint %v %c2
@@ -216,6 +216,58 @@ OpControlBarrier %workgroup %workgroup %semantics
 OpStore %dp %s Aligned 4
 "#,
     )
+}
+
+/// `out[i] = sum over k < 8 of (k odd ? in[i + k] : 2 * in[i + k])`: one pointer (push
+/// constant 0) read in a loop, in both arms of a selection inside it (located once, before the
+/// loop, for every access), reaching past the input's end for the last invocations when the
+/// input is shorter than 64 + 7 words.
+pub fn window_sum() -> Vec<u32> {
+    src_dst(
+        "",
+        "%c8 = OpConstant %uint 8\n",
+        r#"
+OpBranch %header
+%header = OpLabel
+%k = OpPhi %uint %c0 %entry %k2 %cont
+%s = OpPhi %uint %c0 %entry %s2 %cont
+%more = OpULessThan %bool %k %c8
+OpLoopMerge %exit %cont None
+OpBranchConditional %more %body %exit
+%body = OpLabel
+%j = OpIAdd %uint %gx %k
+%bit = OpBitwiseAnd %uint %k %c1
+%odd = OpINotEqual %bool %bit %c0
+OpSelectionMerge %join None
+OpBranchConditional %odd %one %two
+%one = OpLabel
+%pa = OpAccessChain %pu %src %c0 %j
+%va = OpLoad %uint %pa Aligned 4
+OpBranch %join
+%two = OpLabel
+%pb = OpAccessChain %pu %src %c0 %j
+%vb0 = OpLoad %uint %pb Aligned 4
+%vb = OpIMul %uint %vb0 %c2
+OpBranch %join
+%join = OpLabel
+%v = OpPhi %uint %va %one %vb %two
+%s2 = OpIAdd %uint %s %v
+OpBranch %cont
+%cont = OpLabel
+%k2 = OpIAdd %uint %k %c1
+OpBranch %header
+%exit = OpLabel
+%op = OpAccessChain %pu %dst %c0 %gx
+OpStore %op %s Aligned 4
+"#,
+    )
+}
+
+/// What [`window_sum`] writes for `input`, words past its end reading `past`.
+pub fn window_sum_reference(input: &[u32], past: u32) -> Vec<u32> {
+    (0..64)
+        .map(|i| (0..8).fold(0u32, |s, k| s.wrapping_add(input.get(i + k).copied().unwrap_or(past).wrapping_mul(if k % 2 == 1 { 1 } else { 2 }))))
+        .collect()
 }
 
 /// Bench kernel, run once: `nodes[i] = { i, 0, &nodes[(i * 40503 + 1) % n] }` for `n` (a power
@@ -447,25 +499,10 @@ OpStore %mine %gx Aligned 4
 /// `out[i] = in[4 i + 1]` through an OpRawAccessChainNV on a physical base (stride 16, index i,
 /// offset 4): SPV_NV_raw_access_chains and SPV_KHR_physical_storage_buffer both emulated.
 pub fn raw_chain_on_pointer() -> Vec<u32> {
-    assemble_with(
+    src_dst(
         "OpCapability RawAccessChainsNV\nOpExtension \"SPV_NV_raw_access_chains\"\n",
+        "%c4 = OpConstant %uint 4\n%c16 = OpConstant %uint 16\n",
         r#"
-OpMemberDecorate %PC 0 Offset 0
-OpMemberDecorate %PC 1 Offset 8
-"#,
-        r#"
-%PC = OpTypeStruct %pbuf %pbuf
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppc_pbuf = OpTypePointer PushConstant %pbuf
-%c4 = OpConstant %uint 4
-%c16 = OpConstant %uint 16
-"#,
-        r#"
-%src_p = OpAccessChain %ppc_pbuf %pc %c0
-%src = OpLoad %pbuf %src_p
-%dst_p = OpAccessChain %ppc_pbuf %pc %c1
-%dst = OpLoad %pbuf %dst_p
 %rc = OpRawAccessChainNV %pu %src %c16 %gx %c4
 %v = OpLoad %uint %rc Aligned 4
 %op = OpAccessChain %pu %dst %c0 %gx

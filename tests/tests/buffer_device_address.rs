@@ -11,7 +11,7 @@ use polyfill_e2e::bytes;
 use polyfill_e2e::child::{self, read_log};
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
-    atomics_and_ptr_chains, copy_elements, copy_scale, graphics_fs, graphics_vs, linked_list, raw_chain_on_pointer, struct_of_pointers, ELEMENTS,
+    atomics_and_ptr_chains, copy_elements, copy_scale, graphics_fs, graphics_vs, linked_list, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
 };
 use polyfill_e2e::tools::spirv_val;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
@@ -283,6 +283,35 @@ fn out_of_range_reads_zero_and_writes_are_dropped(target: &str) {
     let want: Vec<u32> = (0..48).map(|i| if i < 32 { (i + 100) * 2 + 1 } else { 1 }).collect();
     assert_eq!(bytes::to_u32s(&got[1]), want);
     assert_eq!(got[0], bytes::from_u32s(&input), "the source is untouched");
+    // The layer's own check, not the driver's robustness (lavapipe reads 0 past a descriptor's
+    // range too): with debug_oob_poison the reads past the end give the pattern.
+    let got = forced_with("oob-poison", target, &copy_scale(), &job, options("force").setting("debug_oob_poison", "0x5a"));
+    let want: Vec<u32> = (0..48).map(|i| if i < 32 { (i + 100) * 2 + 1 } else { 0x5a5a_5a5au32.wrapping_mul(2) + 1 }).collect();
+    assert_eq!(bytes::to_u32s(&got[1]), want, "poisoned reads past the end");
+}
+
+/// A pointer located once before a loop and read in both arms of a selection inside it, up to
+/// and past its buffer's end: in range natively and through the layer alike; past the end the
+/// layer's own check reads 0, or the debug_oob_poison pattern.
+fn window_past_the_end(target: &str) {
+    let input: Vec<u32> = (0..80).map(|i| i * 3 + 1).collect();
+    let job = ComputeJob {
+        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 64 * 4])],
+        ..Default::default()
+    };
+    let (want, got) = native_and_forced("window", target, &window_sum(), &job);
+    assert_eq!(got, want, "in range: emulated vs native");
+    assert_eq!(bytes::to_u32s(&got[1]), window_sum_reference(&input, 0));
+    // 60 words: the last 11 invocations read past the end.
+    let short = &input[..60];
+    let job = ComputeJob {
+        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(short)), BufferSpec::device_address(8, vec![0; 64 * 4])],
+        ..Default::default()
+    };
+    let got = forced("window-edge", target, &window_sum(), &job);
+    assert_eq!(bytes::to_u32s(&got[1]), window_sum_reference(short, 0), "past the end");
+    let got = forced_with("window-edge-poison", target, &window_sum(), &job, options("force").setting("debug_oob_poison", "0x5a"));
+    assert_eq!(bytes::to_u32s(&got[1]), window_sum_reference(short, 0x5a5a_5a5a), "past the end, poisoned");
 }
 
 /// Reads past a buffer's size but inside its memory allocation (issue 25): the layer's slot
@@ -434,6 +463,7 @@ both_targets! {
     out_of_range_reads_zero_and_writes_are_dropped => out_of_range_device_target, out_of_range_core_target;
     reads_past_the_size_inside_the_allocation_read_zero => past_size_device_target, past_size_core_target;
     linked_list_across_buffers => linked_list_device_target, linked_list_core_target;
+    window_past_the_end => window_device_target, window_core_target;
     struct_of_pointers_in_device_memory => struct_of_pointers_device_target, struct_of_pointers_core_target;
     shader_object_through_pointers => shader_object_device_target, shader_object_core_target;
 }

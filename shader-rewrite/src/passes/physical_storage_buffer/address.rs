@@ -29,35 +29,30 @@ pub(super) struct Decoded {
 }
 
 impl Addr {
-    /// (offset, tag << 24 | slot): the low and high words.
+    /// (offset, tag << 24 | slot): the low and high words (a u64 bitcast to its two words, low
+    /// first: no 64-bit shift, which drivers may lower to 32-bit pieces anyway).
     fn words(&self, e: &mut Emitter, b: &mut Builder, a: u32) -> (u32, u32) {
         let u32t = b.t_u32();
-        if self.int64 {
-            let lo = e.op(b, op::U_CONVERT, u32t, ops![a]);
-            let s = b.c_u32(32);
-            let high = e.op(b, op::SHIFT_RIGHT_LOGICAL, self.ty, ops![a, s]);
-            let hi = e.op(b, op::U_CONVERT, u32t, ops![high]);
-            (lo, hi)
+        let v = if self.int64 {
+            let uv2 = b.t_vec(u32t, 2);
+            e.op(b, op::BITCAST, uv2, ops![a])
         } else {
-            (e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![a, 0]), e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![a, 1]))
-        }
+            a
+        };
+        (e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![v, 0]), e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![v, 1]))
     }
 
-    /// Decodes `a` for a table of `count` slots.
+    /// Decodes `a` for a table of `count` slots (at most 2^24): `hi - (TAG << 24)` is below
+    /// `count` exactly when the tag matches and the slot lies in the table.
     pub fn decode(&self, e: &mut Emitter, b: &mut Builder, a: u32, count: u32) -> Decoded {
         let (u32t, bool_t) = (b.t_u32(), b.t_bool());
         let (offset, hi) = self.words(e, b, a);
-        let shift = b.c_u32(SLOT_BITS);
-        let tag = e.op(b, op::SHIFT_RIGHT_LOGICAL, u32t, ops![hi, shift]);
-        let mask = b.c_u32((1 << SLOT_BITS) - 1);
-        let slot = e.op(b, op::BITWISE_AND, u32t, ops![hi, mask]);
-        let want = b.c_u32(ADDRESS_TAG as u32);
-        let tagged = e.op(b, I_EQUAL, bool_t, ops![tag, want]);
+        let tag = b.c_u32((ADDRESS_TAG as u32) << SLOT_BITS);
+        let rel = e.op(b, op::I_SUB, u32t, ops![hi, tag]);
         let n = b.c_u32(count);
-        let below = e.op(b, op::U_LESS_THAN, bool_t, ops![slot, n]);
-        let in_table = e.op(b, op::LOGICAL_AND, bool_t, ops![tagged, below]);
+        let in_table = e.op(b, op::U_LESS_THAN, bool_t, ops![rel, n]);
         let zero = b.c_u32(0);
-        let slot = e.op(b, op::SELECT, u32t, ops![in_table, slot, zero]);
+        let slot = e.op(b, op::SELECT, u32t, ops![in_table, rel, zero]);
         Decoded { slot, offset, in_table }
     }
 

@@ -1,10 +1,11 @@
-//! Atomics through addresses: the same atomic on the buffer's u32 view (32-bit integers) or on
-//! a view of the value's type (64-bit integers as u64, 32/64-bit floats), when the whole value
-//! lies inside the buffer; otherwise nothing happens and the result is 0.
+//! Atomics through addresses: a call of the helper for the opcode, its type and its constant
+//! scope and semantics operands ([`super::helpers`]), which does the same atomic on the buffer's
+//! u32 view (32-bit integers) or on a view of the value's type (64-bit integers as u64, 32/64-bit
+//! floats) when the whole value lies inside the buffer; otherwise nothing happens and the result
+//! is 0.
 use super::*;
-use crate::builder::{deco, sc};
-use crate::byte_address::AliasKind;
 use crate::ops;
+use helpers::Kind;
 
 const ATOMIC_LOAD: u32 = 227;
 const ATOMIC_STORE: u32 = 228;
@@ -30,67 +31,31 @@ impl Cx<'_, '_> {
         if sv.width == 64 && !sv.float && !self.int64_target {
             return Err(RewriteError::unsupported(describe(inst), "a 64-bit atomic needs shaderInt64 on the target"));
         }
-        // 32-bit integers use the word view; others a view of their (unsigned) type.
-        let word = sv.width == 32 && !sv.float;
+        // Signed integers are done on their unsigned twin (the table's views are unsigned).
         let uty = if sv.float { p.pointee } else { self.b.t_int(sv.width, false) };
-        // Value operands follow pointer, scope and semantics (two semantics for compare-exchange).
+        // Scope and semantics (two for compare-exchange) follow the pointer; values come last.
         let first_value = if matches!(inst.op, ATOMIC_COMPARE_EXCHANGE | ATOMIC_COMPARE_EXCHANGE_WEAK) { 4 } else { 3 };
-        let mut ops = inst.ops.clone();
-        if sv.signed {
-            for k in first_value..ops.len() {
-                ops[k] = e.op(self.b, op::BITCAST, uty, ops![ops[k]]);
-            }
+        let first_value = first_value.min(inst.ops.len());
+        let value_ty = inst.ops.get(first_value).map_or(uty, |&v| self.type_of(v));
+        let mut args = ops![0];
+        let (rec, delta) = self.record(e, inst.ops[0])?;
+        args.extend([rec, delta]);
+        for &v in &inst.ops[first_value..] {
+            args.push(if sv.signed { e.op(self.b, op::BITCAST, uty, ops![v]) } else { v });
         }
-        let mut at = self.locate(e, inst.ops[0], (!word).then_some(uty));
-        let ok = self.fits(e, at.offset, at.len, sv.width / 8);
-        let view_ptrs = if word { at.view_ptrs(e, self.b, &[AliasKind::U32]).to_vec() } else { vec![] };
-        self.table.used(self.function, &at);
-        let backend = &self.backend;
-        let zero = self.b.constant(uty, &vec![0; sv.width as usize / 32]);
-        let tys: &[u32] = if inst.op == ATOMIC_STORE { &[] } else { &[uty] };
-        let fallback: &[u32] = if inst.op == ATOMIC_STORE { &[] } else { &[zero] };
-        let r = e.if_or(
-            self.b,
-            ok,
-            tys,
-            |e, b| {
-                ops[0] = match at.typed {
-                    Some(view) => {
-                        let shift = b.c_u32((sv.width / 8).trailing_zeros());
-                        let u32t = b.t_u32();
-                        let index = e.op(b, op::SHIFT_RIGHT_LOGICAL, u32t, ops![at.offset, shift]);
-                        let ptr_ty = b.t_ptr(sc::STORAGE_BUFFER, uty);
-                        let c0 = b.c_u32(0);
-                        let ptr = e.op(b, op::ACCESS_CHAIN, ptr_ty, ops![view, c0, index]);
-                        b.decorate(ptr, deco::NON_UNIFORM, &[]);
-                        ptr
-                    }
-                    None => backend.word_pointer(e, b, sc::STORAGE_BUFFER, &view_ptrs, at.offset, true),
-                };
-                if inst.op == ATOMIC_STORE {
-                    e.stmt(inst.op, ops);
-                    smallvec::smallvec![]
-                } else {
-                    smallvec::smallvec![e.op(b, inst.op, uty, ops)]
-                }
-            },
-            fallback,
-        );
-        if let Some(&r) = r.first() {
-            let opcode = if sv.signed { op::BITCAST } else { op::COPY_OBJECT };
-            e.push(Inst::new(opcode, inst.ty, inst.id, ops![r]));
+        let (result_ty, value_ty) = if sv.signed { (if inst.op == ATOMIC_STORE { self.b.t_void() } else { uty }, uty) } else { (if inst.op == ATOMIC_STORE { self.b.t_void() } else { inst.ty }, value_ty) };
+        let kind = Kind::Atomic { opcode: inst.op, result_ty, uty, value_ty, constants: inst.ops[1..first_value].to_vec(), values: inst.ops.len() - first_value };
+        args[0] = self.h.get(self.b, kind, inst)?;
+        if inst.op == ATOMIC_STORE {
+            let void = self.b.t_void();
+            e.op(self.b, op::FUNCTION_CALL, void, args);
+        } else if sv.signed {
+            let r = e.op(self.b, op::FUNCTION_CALL, uty, args);
+            e.push(Inst::new(op::BITCAST, inst.ty, inst.id, ops![r]));
+        } else {
+            e.push(Inst::new(op::FUNCTION_CALL, inst.ty, inst.id, args));
         }
         self.stats.physical_atomics += 1;
         Ok(())
-    }
-
-    /// `size` bytes at `offset` lie inside `len` bytes: `len >= size && offset <= len - size`.
-    fn fits(&mut self, e: &mut Emitter, offset: u32, len: u32, size: u32) -> u32 {
-        let (u32t, bool_t) = (self.b.t_u32(), self.b.t_bool());
-        let s = self.b.c_u32(size);
-        let room = e.op(self.b, op::I_SUB, u32t, ops![len, s]);
-        let big = e.op(self.b, op::U_GREATER_THAN_EQUAL, bool_t, ops![len, s]);
-        let below = e.op(self.b, 178 /* OpULessThanEqual */, bool_t, ops![offset, room]);
-        e.op(self.b, op::LOGICAL_AND, bool_t, ops![big, below])
     }
 }

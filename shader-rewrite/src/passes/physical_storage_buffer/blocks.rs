@@ -1,55 +1,92 @@
-//! Function bodies, block by block: memory accesses branch (bounds checks), splitting their
-//! block. A loop header first hands its body to a new block (its OpLoopMerge must stay right
-//! before its terminator, SPIR-V spec 2.11), the pieces get what may not cross a block boundary,
-//! and successors' OpPhis name the last piece.
+//! Function bodies, block by block: each pointer class is located where [`super::roots`]
+//! placed it (a call of the `locate` helper on the class's address, re-loaded from its push
+//! constant where that is its source), then every instruction is rewritten in place. Accesses
+//! are calls, so no block is split.
 use super::*;
-use crate::passes::raw_access_chains::control_flow::{legalize_split, split_loop_header};
+use crate::ops;
+use roots::Source;
 
 impl Cx<'_, '_> {
     /// Lowers `f`'s blocks.
     pub(super) fn lower_blocks(&mut self, f: &mut Function) -> Result<(), RewriteError> {
-        let original: HashSet<u32> = f.blocks.iter().map(|blk| blk.label).collect();
-        let mut relabel: HashMap<u32, u32> = HashMap::default();
-        let mut blocks = vec![];
-        for blk in std::mem::take(&mut f.blocks) {
-            let mut e = Emitter::with_capacity(blk.label, blk.insts.len() * 2);
-            let mut insts = blk.insts;
-            if insts.iter().any(|i| self.accesses_memory(i)) {
-                if let Some(lm) = insts.iter().position(|i| i.op == op::LOOP_MERGE) {
-                    insts = split_loop_header(&mut e, self.b, insts, lm)?;
+        self.roots = self.analyze(f);
+        self.deltas.clear();
+        self.records.clear();
+        for blk in f.blocks.iter_mut() {
+            let mut e = Emitter::with_capacity(blk.label, blk.insts.len() + 4);
+            for (n, inst) in std::mem::take(&mut blk.insts).into_iter().enumerate() {
+                if let Some(classes) = self.roots.place.get(&(blk.label, n)).cloned() {
+                    for c in classes {
+                        let rec = self.locate(&mut e, c)?;
+                        self.records.insert(c, rec);
+                        self.stats.physical_located += 1;
+                    }
+                }
+                match self.roots.reused.get(&inst.id) {
+                    Some(&earlier) => {
+                        e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![earlier]));
+                        self.stats.physical_reused_loads += 1;
+                    }
+                    None => self.rewrite(&mut e, inst)?,
                 }
             }
-            for inst in insts {
-                self.rewrite(&mut e, inst)?;
-            }
-            let mut pieces = e.finish();
-            if pieces.len() > 1 {
-                let types = self.types;
-                legalize_split(self.b, &mut pieces, |b, id| types.get(&id).copied().or_else(|| b.global(id).map(|g| g.ty)).unwrap_or(0));
-                relabel.insert(blk.label, pieces[pieces.len() - 1].label);
-            }
-            blocks.extend(pieces);
+            blk.insts = e.take_insts();
         }
-        // Only the function's own OpPhis: the backend's may name an original label as the
-        // parent that really branches to them.
-        for phi in blocks.iter_mut().filter(|blk| original.contains(&blk.label)).flat_map(|blk| blk.insts.iter_mut()).filter(|i| i.op == op::PHI) {
-            for parent in phi.ops.iter_mut().skip(1).step_by(2) {
-                if let Some(&l) = relabel.get(parent) {
-                    *parent = l;
-                }
-            }
-        }
-        f.blocks = blocks;
         Ok(())
     }
 
-    /// Does `inst` access memory through an address (and so branch)?
-    fn accesses_memory(&self, inst: &Inst) -> bool {
-        let through = |k: usize| inst.ops.get(k).is_some_and(|&id| self.phys(id).is_some());
-        match inst.op {
-            op::LOAD | op::STORE => through(0),
-            op::COPY_MEMORY => through(0) || through(1),
-            opcode => is_atomic(opcode) && through(0),
-        }
+    /// The record of class `c`, made at the current point.
+    fn locate(&mut self, e: &mut Emitter, c: usize) -> Result<u32, RewriteError> {
+        let class = &self.roots.classes[c];
+        let uniform = class.uniform;
+        let a = match class.source.clone() {
+            Source::Id(id) => id,
+            Source::PushConstant { chain, var, loaded_ty } => {
+                let p = match chain {
+                    Some(mut chain) => {
+                        chain.id = self.b.id();
+                        let p = chain.id;
+                        e.push(chain);
+                        p
+                    }
+                    None => var,
+                };
+                let v = e.op(self.b, op::LOAD, loaded_ty, ops![p]);
+                if self.ptrs.contains_key(&loaded_ty) {
+                    v
+                } else {
+                    let a = self.b.id();
+                    self.addr().value_to_address(e, self.b, v, loaded_ty, a);
+                    a
+                }
+            }
+        };
+        self.call_locate(e, a, uniform)
+    }
+
+    /// `locate(a)`: the record of address `a`.
+    fn call_locate(&mut self, e: &mut Emitter, a: u32, uniform: bool) -> Result<u32, RewriteError> {
+        let length = match (uniform, self.waterfall) {
+            (true, _) => table::Length::Uniform,
+            (false, true) => table::Length::Waterfall,
+            (false, false) => table::Length::NonUniform,
+        };
+        // The instruction named in errors (none can arise: locating splits no value).
+        let named = Inst::new(op::LOAD, 0, 0, ops![a]);
+        let f = self.h.get(self.b, helpers::Kind::Locate { length }, &named)?;
+        let rec_ty = Helpers::record_ty(self.b);
+        Ok(e.op(self.b, op::FUNCTION_CALL, rec_ty, ops![f, a]))
+    }
+
+    /// The record and byte offset an access through `ptr` uses (its class's record, or one made
+    /// here for an access the analysis did not place: in an unreachable block).
+    pub(super) fn record(&mut self, e: &mut Emitter, ptr: u32) -> Result<(u32, u32), RewriteError> {
+        let root = self.roots.root_of.get(&ptr).copied().unwrap_or(ptr);
+        let placed = self.roots.class_of.get(&root).and_then(|c| self.records.get(c)).copied();
+        let rec = match placed {
+            Some(rec) if !self.roots.unreachable.contains(&e.label()) => rec,
+            _ => self.call_locate(e, root, false)?,
+        };
+        Ok((rec, self.delta(ptr)))
     }
 }

@@ -1,29 +1,71 @@
-//! Access chains on addresses: the explicit layout's byte offset added to the address.
+//! Access chains on addresses: the explicit layout's byte offset from the pointer's root
+//! ([`super::roots`]), constants folded. Accesses use that offset with the root's record; the
+//! chain's address (`root + offset` in the offset word) is made only where the pointer is used
+//! as a value.
 use super::*;
+use crate::ops;
 use crate::passes::leaves::Cursor;
+use fold::Folder;
 
 impl Cx<'_, '_> {
     /// OpAccessChain / OpInBoundsAccessChain (indices into the pointee) and OpPtrAccessChain /
     /// OpInBoundsPtrAccessChain (first an Element step of the pointer type's ArrayStride, SPIR-V
-    /// spec 2.16.2: "OpPtrAccessChain ... must have an ArrayStride decoration").
+    /// spec 2.16.2: "OpPtrAccessChain ... must have an ArrayStride decoration"); OpCopyObject and
+    /// pointer-to-pointer OpBitcast (no step).
     pub(super) fn chain(&mut self, e: &mut Emitter, inst: &Inst) -> Result<(), RewriteError> {
         let base = inst.ops[0];
         let p = self.phys(base).expect("a physical base");
+        let base_delta = self.delta(base);
+        let mut scratch = Emitter::new(0);
         let mut cur = Cursor::at_start(self.b, p.pointee, 16);
-        let mut indices = &inst.ops[1..];
+        cur.off = base_delta;
+        let mut indices = if matches!(inst.op, op::COPY_OBJECT | op::BITCAST) { &[][..] } else { &inst.ops[1..] };
         if matches!(inst.op, PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN) {
             let element = *indices.first().ok_or_else(|| RewriteError::malformed(0, format!("{}: no Element operand", describe(inst))))?;
             let stride = p.stride.ok_or_else(|| RewriteError::unsupported(describe(inst), "OpPtrAccessChain on a PhysicalStorageBuffer pointer type without ArrayStride"))?;
             let ty = self.type_of(element);
-            cur.advance(e, self.b, Some(element), ty, stride);
+            cur.advance(&mut scratch, self.b, Some(element), ty, stride);
             indices = &indices[1..];
         }
         for &idx in indices {
             let ty = self.type_of(idx);
-            cur = cur.step(e, self.b, self.layouts, idx, ty, inst)?;
+            cur = cur.step(&mut scratch, self.b, self.layouts, idx, ty, inst)?;
         }
-        self.addr.add(e, self.b, base, cur.off, inst.id);
-        self.stats.physical_chains += 1;
+        let delta = fold_constants(self.b, e, scratch.take_insts(), cur.off);
+        self.deltas.insert(inst.id, delta);
+        if self.roots.needs_value.contains(&inst.id) {
+            let root = self.roots.root_of.get(&inst.id).copied().unwrap_or(base);
+            if self.b.const_value(delta) == Some(0) {
+                e.push(Inst::new(op::COPY_OBJECT, self.addr().ty, inst.id, ops![root]));
+            } else {
+                self.addr().add(e, self.b, root, delta, inst.id);
+            }
+        } else {
+            self.elided.insert(inst.id);
+        }
+        if !matches!(inst.op, op::COPY_OBJECT | op::BITCAST) {
+            self.stats.physical_chains += 1;
+        }
         Ok(())
     }
+
+    /// The byte offset of pointer `ptr` from its root (a u32 id; constant 0 for a root).
+    pub(super) fn delta(&mut self, ptr: u32) -> u32 {
+        match self.deltas.get(&ptr) {
+            Some(&d) => d,
+            None => self.b.c_u32(0),
+        }
+    }
+}
+
+/// Emits `insts` (integer offset arithmetic on u32 values) into `e`, folded; returns what
+/// `result` became.
+fn fold_constants(b: &mut Builder, e: &mut Emitter, insts: Vec<Inst>, result: u32) -> u32 {
+    let mut f = Folder::default();
+    for inst in insts {
+        if let Some(inst) = f.visit(b, inst) {
+            e.push(inst);
+        }
+    }
+    f.resolve(b, result)
 }

@@ -3,7 +3,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::byte_address::AliasKind;
-use crate::passes::util::{add_to_interfaces, forget_ids};
+use crate::passes::util::{add_to_interfaces, forget_ids, sweep_dead_globals};
 use crate::scan::CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES;
 
 const ADDRESSING_PHYSICAL_STORAGE_BUFFER_64: u32 = 5348;
@@ -16,7 +16,9 @@ const CAP_STORAGE_BUFFER_8: u32 = 4448;
 const RESTRICT_POINTER: u32 = 5355;
 const ALIASED_POINTER: u32 = 5356;
 
-pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, addr: Addr) {
+pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, elided: &HashSet<u32>, addr: Addr) {
+    // Access chains only accessed through are not defined: their names and decorations go.
+    forget_ids(m, elided);
     // Views no access used go (an 8-bit or 16-bit one would need its capability).
     let unused = table.unused_declarations(m);
     m.globals.retain(|g| !unused.contains(&g.id));
@@ -69,4 +71,7 @@ pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, a
     let functions = std::mem::take(&mut m.functions);
     add_to_interfaces(m, &functions, &table.used_by);
     m.functions = functions;
+    // Types, constants and function types nothing uses any more (the views' element types,
+    // the pointer types' pointees, the inlined helpers' function types).
+    sweep_dead_globals(m, &[op::TYPE_FUNCTION]);
 }

@@ -1,88 +1,201 @@
-//! OpLoad, OpStore and OpCopyMemory through addresses: the address is decoded once per
-//! instruction, then every scalar/vector leaf goes through the byte-address backend, bounds
-//! checked against the buffer's length (out of bounds: 0 loaded, nothing stored).
+//! OpLoad, OpStore and OpCopyMemory through addresses: a call of the access helper of the
+//! value's type with the pointer's located record and byte offset ([`super::helpers`]). Values
+//! holding 8/16-bit scalars are split here, each such leaf crossing the call as its 32-bit twin.
 use super::*;
 use crate::builder::sc;
 use crate::byte_address::{AccessShape, Robustness};
-use crate::target::Target;
 use crate::ops;
+use crate::passes::layout::contains_width;
 use crate::passes::leaves::{Cursor, Leaf};
 use crate::passes::util::{split_memory_operands, without_aligned};
+use crate::target::Target;
+use helpers::{Helpers, Kind};
 use table::Located;
 
-/// What every leaf of one load or store shares.
-struct LeafAccess<'l> {
-    at: &'l mut Located,
-    mem: &'l [u32],
-    target: Target,
+/// What every leaf of one access shares: the buffer, the memory operands for the emitted
+/// accesses, the target, and the bounds limits made so far.
+pub(super) struct LeafAccess<'l> {
+    pub at: &'l mut Located,
+    pub mem: &'l [u32],
+    pub target: Target,
+    pub old_select: bool,
+    pub oob_poison: Option<u8>,
+    /// Per access size: the limit, and the buffer if an access of that size fits in it at all
+    /// (else slot 0), with its view pointers made so far.
+    limits: Vec<(u32, u32, Located)>,
 }
 
-impl LeafAccess<'_> {
-    /// One leaf: the bytes [offset + leaf.off, + size) must lie inside the buffer.
-    fn emit(&mut self, backend: &mut Backend, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, value: Option<u32>) -> u32 {
-        let u32t = b.t_u32();
+impl<'l> LeafAccess<'l> {
+    pub fn new(at: &'l mut Located, mem: &'l [u32], target: Target, old_select: bool, oob_poison: Option<u8>) -> Self {
+        LeafAccess { at, mem, target, old_select, oob_poison, limits: vec![] }
+    }
+
+    /// `len >= size ? len - size + 1 : 0`: the offsets at which `size` bytes fit (so one
+    /// `offset < limit` is the whole check, without overflow), once per size; with the buffer
+    /// loads of that size read (slot 0 where none fits: offset 0 of it is then never outside a
+    /// buffer that is read).
+    fn limit(&mut self, e: &mut Emitter, b: &mut Builder, size: u32) -> usize {
+        if let Some(n) = self.limits.iter().position(|(s, _, _)| *s == size) {
+            return n;
+        }
+        let (u32t, bool_t) = (b.t_u32(), b.t_bool());
+        let (s, room_c, zero) = (b.c_u32(size), b.c_u32(size - 1), b.c_u32(0));
+        let big = e.op(b, op::U_GREATER_THAN_EQUAL, bool_t, ops![self.at.len, s]);
+        let room = e.op(b, op::I_SUB, u32t, ops![self.at.len, room_c]);
+        let l = e.op(b, op::SELECT, u32t, ops![big, room, zero]);
+        let slot = e.op(b, op::SELECT, u32t, ops![big, self.at.slot(), zero]);
+        self.limits.push((size, l, self.at.at_slot(slot)));
+        self.limits.len() - 1
+    }
+
+    /// One leaf, without a branch: when the bytes [offset + leaf.off, + size) lie inside the
+    /// buffer it is accessed there; else a load reads offset 0 (of this buffer when `size`
+    /// bytes fit in it, else of slot 0, a null descriptor) and yields 0 (or the poison pattern),
+    /// a store writes to offset 0 of slot 0 (dropped by the null descriptor; a real buffer there
+    /// would only see writes nobody reads).
+    pub fn emit(&mut self, backend: &mut Backend, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, value: Option<u32>) -> u32 {
+        let (u32t, bool_t) = (b.t_u32(), b.t_bool());
         let zero = b.c_u32(0);
         let a = if leaf.off == zero { self.at.offset } else { e.op(b, op::I_ADD, u32t, ops![self.at.offset, leaf.off]) };
+        let size = leaf.sv.n * leaf.sv.width / 8;
+        let n = self.limit(e, b, size);
+        let ok = e.op(b, op::U_LESS_THAN, bool_t, ops![a, self.limits[n].1]);
+        let a = e.op(b, op::SELECT, u32t, ops![ok, a, zero]);
         let shape = AccessShape {
             store: value.is_some(),
             storage: sc::STORAGE_BUFFER,
             value_ty: leaf.ty,
             value: leaf.sv,
             align: leaf.align,
-            robustness: Robustness::PerElement { stride: leaf.sv.n * leaf.sv.width / 8 },
+            robustness: Robustness::None,
             mem_ops: self.mem.to_vec(),
             nonuniform: true,
             wide: leaf.sv.width < 32,
         };
-        let view_ptrs = self.at.view_ptrs(e, b, &shape.views_used(&self.target)).to_vec();
-        backend.emit(e, b, &shape, &view_ptrs, a, Some(self.at.len), Some(a), value)
+        let views = shape.views_used(&self.target);
+        let view_ptrs = if value.is_some() {
+            let slot = e.op(b, op::SELECT, u32t, ops![ok, self.at.slot(), zero]);
+            let mut at = self.at.at_slot(slot);
+            let p = at.view_ptrs(e, b, &views).to_vec();
+            self.at.used.extend(at.used);
+            p
+        } else {
+            let at = &mut self.limits[n].2;
+            let p = at.view_ptrs(e, b, &views).to_vec();
+            self.at.used.extend(at.used.iter().copied());
+            p
+        };
+        let v = backend.emit(e, b, &shape, &view_ptrs, a, None, None, value);
+        if value.is_some() {
+            return v;
+        }
+        // The loaded value's type: the leaf's, or its 32-bit twin.
+        let ty = helpers::Helpers::boundary_ty(b, leaf.ty);
+        let oob = oob_value(b, ty, self.oob_poison);
+        let cond = if self.old_select && leaf.sv.n > 1 {
+            // Before SPIR-V 1.4 OpSelect of vectors wants a vector condition.
+            let bv = b.t_vec(bool_t, leaf.sv.n);
+            e.op(b, op::COMPOSITE_CONSTRUCT, bv, vec![ok; leaf.sv.n as usize])
+        } else {
+            ok
+        };
+        e.op(b, op::SELECT, ty, ops![cond, v, oob])
     }
 }
 
-impl Cx<'_, '_> {
-    /// The buffer address `a` names.
-    pub(super) fn locate(&mut self, e: &mut Emitter, a: u32, typed: Option<u32>) -> Located {
-        let d = self.addr.decode(e, self.b, a, self.table.count());
-        self.table.locate(e, self.b, &self.backend, &d, typed, self.waterfall)
+/// What an out-of-range load of a `ty` (a 32/64-bit scalar or vector) returns: 0, or the debug
+/// poison byte repeated.
+fn oob_value(b: &mut Builder, ty: u32, poison: Option<u8>) -> u32 {
+    let sv = b.scalar_vec(ty).expect("a scalar or vector");
+    let byte = poison.unwrap_or(0) as u32 * 0x0101_0101;
+    let comp = b.constant(sv.comp_ty, &vec![byte; sv.width as usize / 32]);
+    if sv.n == 1 {
+        comp
+    } else {
+        b.constant_composite(ty, &vec![comp; sv.n as usize])
     }
+}
 
-    /// Where an access through pointer `ptr` starts: the pointee at offset 0, aligned as the
-    /// memory operands' Aligned says (required on physical pointers; 1 without it).
-    fn start(&mut self, ptr: u32, mem: &[u32]) -> Cursor {
+/// An access through a pointer: the helper kind's common part and where it starts.
+struct Access {
+    rec: u32,
+    delta: u32,
+    cur: Cursor,
+    mem: Vec<u32>,
+}
+
+impl Cx<'_, '_> {
+    /// Where an access through pointer `ptr` starts: its record and byte offset, the pointee at
+    /// that offset, aligned as the memory operands' Aligned says (required on physical
+    /// pointers; 1 without it).
+    fn access(&mut self, e: &mut Emitter, ptr: u32, mem: &[u32]) -> Result<Access, RewriteError> {
         let p = self.phys(ptr).expect("a physical pointer");
         let align = split_memory_operands(mem).1.filter(|a| a.is_power_of_two()).unwrap_or(1).min(16);
-        Cursor::at_start(self.b, p.pointee, align)
+        let (rec, delta) = self.record(e, ptr)?;
+        let mut cur = Cursor::at_start(self.b, p.pointee, align);
+        cur.off = delta;
+        Ok(Access { rec, delta, cur, mem: without_aligned(mem) })
     }
 
-    fn load_from(&mut self, e: &mut Emitter, ptr: u32, mem: &[u32], inst: &Inst) -> Result<u32, RewriteError> {
-        let cur = self.start(ptr, mem);
-        let mut at = self.locate(e, ptr, None);
-        let mem = without_aligned(mem);
-        let mut access = LeafAccess { at: &mut at, mem: &mem, target: self.backend.target };
-        let backend = &mut self.backend;
-        let v = self.splitter.load(e, self.b, &cur, inst, &mut |e, b, leaf| access.emit(backend, e, b, leaf, None))?;
-        self.table.used(self.function, &at);
+    fn load_from(&mut self, e: &mut Emitter, ptr: u32, mem: &[u32], inst: &Inst, result: u32) -> Result<u32, RewriteError> {
+        let a = self.access(e, ptr, mem)?;
         self.stats.physical_loads += 1;
-        Ok(v)
+        let ty = a.cur.ty;
+        let result = if result == 0 { self.b.id() } else { result };
+        if !contains_width(self.b, ty, &[8, 16]) {
+            let rt = Helpers::boundary_ty(self.b, ty);
+            let f = self.h.get(self.b, Kind::Access { store: false, ty, align: a.cur.align, mem: a.mem }, inst)?;
+            e.push(Inst::new(op::FUNCTION_CALL, rt, result, ops![f, a.rec, a.delta]));
+            return Ok(result);
+        }
+        let (h, rec) = (&mut self.h, a.rec);
+        let mut err = None;
+        let v = self.splitter.load(e, self.b, &a.cur, inst, &mut |e, b, leaf| {
+            let kind = Kind::Access { store: false, ty: leaf.ty, align: leaf.align, mem: a.mem.clone() };
+            let rt = Helpers::boundary_ty(b, leaf.ty);
+            match h.get(b, kind, inst) {
+                Ok(f) => e.op(b, op::FUNCTION_CALL, rt, ops![f, rec, leaf.off]),
+                Err(x) => {
+                    err.get_or_insert(x);
+                    0
+                }
+            }
+        })?;
+        if let Some(x) = err {
+            return Err(x);
+        }
+        e.push(Inst::new(op::COPY_OBJECT, ty, result, ops![v]));
+        Ok(result)
     }
 
     fn store_to(&mut self, e: &mut Emitter, ptr: u32, value: u32, mem: &[u32], inst: &Inst) -> Result<(), RewriteError> {
-        let cur = self.start(ptr, mem);
-        let mut at = self.locate(e, ptr, None);
-        let mem = without_aligned(mem);
-        let mut access = LeafAccess { at: &mut at, mem: &mem, target: self.backend.target };
-        let backend = &mut self.backend;
-        self.splitter.store(e, self.b, &cur, value, inst, &mut |e, b, leaf, v| {
-            access.emit(backend, e, b, leaf, Some(v));
-        })?;
-        self.table.used(self.function, &at);
+        let a = self.access(e, ptr, mem)?;
         self.stats.physical_stores += 1;
-        Ok(())
+        let ty = a.cur.ty;
+        let void = self.b.t_void();
+        if !contains_width(self.b, ty, &[8, 16]) {
+            let f = self.h.get(self.b, Kind::Access { store: true, ty, align: a.cur.align, mem: a.mem }, inst)?;
+            e.op(self.b, op::FUNCTION_CALL, void, ops![f, a.rec, a.delta, value]);
+            return Ok(());
+        }
+        let (h, rec) = (&mut self.h, a.rec);
+        let mut err = None;
+        self.splitter.store(e, self.b, &a.cur, value, inst, &mut |e, b, leaf, v| {
+            let kind = Kind::Access { store: true, ty: leaf.ty, align: leaf.align, mem: a.mem.clone() };
+            match h.get(b, kind, inst) {
+                Ok(f) => {
+                    e.op(b, op::FUNCTION_CALL, void, ops![f, rec, leaf.off, v]);
+                }
+                Err(x) => {
+                    err.get_or_insert(x);
+                }
+            }
+        })?;
+        err.map_or(Ok(()), Err)
     }
 
     pub(super) fn load(&mut self, e: &mut Emitter, inst: &Inst) -> Result<(), RewriteError> {
-        let v = self.load_from(e, inst.ops[0], &inst.ops[1..], inst)?;
-        e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
+        self.load_from(e, inst.ops[0], &inst.ops[1..], inst, inst.id)?;
         Ok(())
     }
 
@@ -97,7 +210,7 @@ impl Cx<'_, '_> {
         let (dst, src) = (inst.ops[0], inst.ops[1]);
         let (dst_mem, src_mem) = copy_memory_operands(&inst.ops[2..]);
         let value = if self.phys(src).is_some() {
-            self.load_from(e, src, src_mem, inst)?
+            self.load_from(e, src, src_mem, inst, 0)?
         } else {
             let ty = self.b.pointer(self.type_of(src)).map(|(_, t)| t).ok_or_else(|| RewriteError::malformed(0, format!("{}: source %{src} is not a pointer", describe(inst))))?;
             e.op(self.b, op::LOAD, ty, ops![src])
@@ -121,4 +234,3 @@ fn copy_memory_operands(ops: &[u32]) -> (&[u32], &[u32]) {
     let rest = &ops[len..];
     (&ops[..len], if rest.is_empty() { &ops[..len] } else { rest })
 }
-

@@ -12,27 +12,43 @@
 //!    pointers move the value; OpPtrEqual, OpPtrNotEqual and OpPtrDiff compare integers; OpPhi,
 //!    OpSelect and calls carry addresses as they carried pointers.
 //! 3. `chains`: OpAccessChain, OpPtrAccessChain (Element × the pointer type's ArrayStride) and
-//!    their InBounds forms add a byte offset from the explicit layout to the address's offset
-//!    word (wrapping in 32 bits).
-//! 4. `memory` and `atomics`: OpLoad, OpStore, OpCopyMemory and 32/64-bit integer and float
-//!    atomics decode the address and go through the shared byte-address backend into the
-//!    table's descriptor at the slot (NonUniform), composites split into scalar/vector leaves.
-//! 5. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
+//!    their InBounds forms are a byte offset from the pointer's root (explicit layout, constants
+//!    folded); the address itself (that offset added to the offset word, wrapping in 32 bits)
+//!    is made only where the pointer is used as a value.
+//! 4. `roots`: every pointer is a root (phi, parameter, loaded or converted pointer) plus a byte
+//!    offset; roots loaded from the same push-constant member are one class (read-only,
+//!    dynamically uniform), and a load of what an earlier load of the same place read, with
+//!    no write, call, atomic or barrier on any path between, reuses its value (so glslang's
+//!    reload of a pointer chain at every use is one class). Each accessed class is *located*
+//!    once (`cfg`: at the nearest common dominator of its accesses, hoisted out of the loops
+//!    its value does not change in): its address decoded into a record
+//!    `uvec3(slot, offset, length)`.
+//! 5. `helpers`, `memory` and `atomics`: loads, stores, OpCopyMemory and 32/64-bit integer and
+//!    float atomics are calls of helper functions shared by all accesses of a kind (value
+//!    type, alignment, memory operands; atomics: opcode and constant operands) with the
+//!    record and the offset; composites call one helper per scalar/vector leaf; a helper
+//!    called once is inlined (`inline`), constant offsets folded (`fold`). Accesses never
+//!    branch: no block is split.
+//! 6. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
 //!    go (Logical); the capabilities the table needs come in (descriptor indexing, Int64 for u64
-//!    addresses, 8/16-bit storage for the byte views the target has).
+//!    addresses, 8/16-bit storage for the byte views the target has and the accesses need).
 //!
-//! Robustness: an access outside every live buffer never touches memory. An address whose tag
-//! is not 0xD3 or whose slot is `>= count` has length 0; otherwise the length is the slot's
-//! OpArrayLength (exact bytes through the 8-bit view, whole words without one; taken one slot at
-//! a time in a subgroup waterfall loop under Target::nonuniform_array_length_broken, in the
-//! functions of GLCompute and Fragment entry points only). Each scalar/vector leaf, and each
-//! atomic, checks `offset + size <= length`: loads outside return 0 (or the debug poison
-//! pattern), stores are dropped, atomics do nothing and return 0. The layer must keep a valid
-//! (or null) descriptor in every slot below `count`.
+//! Robustness: an access outside every live buffer never touches a live buffer. An address
+//! whose tag is not 0xD3 or whose slot is `>= count` names slot 0 with length 0; otherwise the
+//! length is the slot's OpArrayLength (exact bytes through the 8-bit view, whole words when
+//! every access is whole aligned words; a plain OpArrayLength for a uniform class, else
+//! NonUniform, or one slot at a time in a subgroup waterfall loop under
+//! Target::nonuniform_array_length_broken, in the functions of GLCompute and Fragment entry
+//! points only). Each scalar/vector leaf, and each atomic, checks `offset + size <= length`
+//! (`offset < length - size + 1`): a load outside reads offset 0 (of the buffer when the size
+//! fits in it at all, else of slot 0) and yields 0 (or the debug poison pattern), a store goes
+//! to offset 0 of slot 0, atomics branch around and return 0. Without branches: the layer
+//! must keep slot 0 (never handed out) holding a null descriptor (or a buffer of at least 16
+//! bytes nothing reads), and a valid or null descriptor in every slot below `count`.
 //!
-//! Memory accesses branch, so `blocks` splits their blocks. Raw access chains on physical bases
-//! (lowered to address arithmetic and OpBitcast) and bindless handles (integers, possibly in
-//! physical memory) are lowered before this pass, 8/16-bit storage after it (crate::rewrite).
+//! Raw access chains on physical bases (lowered to address arithmetic and OpBitcast) and
+//! bindless handles (integers, possibly in physical memory) are lowered before this pass,
+//! 8/16-bit storage after it (crate::rewrite).
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::bda::BdaTable;
@@ -43,21 +59,29 @@ use crate::module::{leading_id_operands, op, Function, Inst, Module};
 use crate::stats::Stats;
 use crate::target::Options;
 
-use super::layout::Layouts;
+use super::layout::{contains_width, Layouts};
 use super::leaves::{describe, Splitter};
+use crate::builder::sc;
 use super::util::call_tree;
 
 mod address;
 mod atomics;
 mod blocks;
+mod cfg;
 mod chains;
 mod cleanup;
+mod fold;
+mod helpers;
+mod inline;
 mod memory;
+mod roots;
 mod table;
 mod types;
 mod values;
 
 use address::Addr;
+use helpers::Helpers;
+use roots::Roots;
 use table::Table;
 use types::PhysPtr;
 
@@ -73,24 +97,25 @@ pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats)
     let mut functions = std::mem::take(&mut m.functions);
     let lowered = lower(m, &mut functions, cfg, options, addr, &retyped, &layouts, stats);
     m.functions = functions;
-    let (table, addr_values) = lowered?;
+    let (table, addr_values, elided) = lowered?;
     types::retype_functions(m, &retyped.ptrs, addr_ty);
-    cleanup::finish(m, table, &addr_values, addr);
+    cleanup::finish(m, table, &addr_values, &elided, addr);
     Ok(())
 }
 
-/// Lowers every function body; returns the table and the ids that held pointers.
+/// Lowers every function body; returns the table, the ids that held pointers and the pointer
+/// ids no longer defined (access chains only accessed through).
 #[allow(clippy::too_many_arguments)]
 fn lower(
     m: &mut Module,
-    functions: &mut [Function],
+    functions: &mut Vec<Function>,
     cfg: &BdaTable,
     options: &Options,
     addr: Addr,
     retyped: &types::Retyped,
     layouts: &Layouts,
     stats: &mut Stats,
-) -> Result<(Table, HashSet<u32>), RewriteError> {
+) -> Result<(Table, HashSet<u32>, HashSet<u32>), RewriteError> {
     let vulkan_mm = m.memory_model.first().is_some_and(|i| i.ops.get(1) == Some(&MEMORY_MODEL_VULKAN));
     let old_select = m.version() < (1, 4);
     // The waterfall loop needs subgroup operations: only in functions no entry point of another
@@ -104,7 +129,6 @@ fn lower(
         .collect();
     let mut b = Builder::new(m);
     let mut backend = Backend::new(options.target, options.oob_poison, vulkan_mm);
-    let table = Table::new(&mut b, *cfg, &mut backend, &options.target);
     let mut types: HashMap<u32, u32> = HashMap::default();
     for f in functions.iter() {
         for i in f.params.iter().chain(f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
@@ -113,55 +137,97 @@ fn lower(
             }
         }
     }
+    let words_only = words_only(&b, functions, &types, retyped);
+    let table = Table::new(&mut b, *cfg, &mut backend, &options.target, words_only);
     let mut cx = Cx {
         b: &mut b,
         layouts,
-        backend,
-        table,
-        addr,
+        h: Helpers::new(backend, table, addr, layouts, old_select),
         ptrs: &retyped.ptrs,
         global_values: &retyped.global_values,
         types: &types,
         splitter: Splitter::new(layouts),
         stats,
-        function: 0,
         waterfall: false,
         old_select,
         int64_target: options.target.int64,
+        roots: Roots::default(),
+        deltas: HashMap::default(),
+        records: HashMap::default(),
+        elided: HashSet::default(),
     };
     for f in functions.iter_mut() {
-        cx.function = f.def.id;
         cx.waterfall = options.target.nonuniform_array_length_broken && !without_subgroups.contains(&f.def.id);
         cx.lower_blocks(f)?;
     }
-    cx.stats.atomic_subword_stores += cx.backend.atomic_subword_stores;
+    cx.stats.atomic_subword_stores += cx.h.backend.atomic_subword_stores;
     let addr_values = types.iter().filter(|(_, t)| retyped.ptrs.contains_key(t)).map(|(&id, _)| id).collect();
-    Ok((cx.table, addr_values))
+    let helper_ids: HashSet<u32> = cx.h.functions.iter().map(|f| f.def.id).collect();
+    functions.append(&mut cx.h.functions);
+    {
+        // A helper called once costs a function for nothing: its body replaces the call.
+        let (gone, inlined) = inline::inline_single_calls(cx.b, functions, &helper_ids);
+        for (caller, helper) in inlined {
+            let vars = cx.h.table.used_by.get(&helper).cloned().unwrap_or_default();
+            cx.h.table.used_by.entry(caller).or_default().extend(vars);
+        }
+        cx.h.table.used_by.retain(|f, _| !gone.contains(f));
+        cx.elided.extend(gone);
+    }
+    let mut elided = std::mem::take(&mut cx.elided);
+    elided.extend(cx.h.dead.drain());
+    Ok((cx.h.table, addr_values, elided))
+}
+
+/// Is every access through a physical pointer a whole number of 4-aligned words (no 8/16-bit
+/// scalar in what it moves, `Aligned` at least 4)? Member offsets of 32/64-bit scalars are
+/// multiples of 4 in every Vulkan layout, so then each leaf is too.
+fn words_only(b: &Builder, functions: &[Function], types: &HashMap<u32, u32>, retyped: &types::Retyped) -> bool {
+    let pointee = |id: u32| types.get(&id).or_else(|| retyped.global_values.get(&id)).and_then(|t| retyped.ptrs.get(t)).map(|p| p.pointee);
+    let aligned = |mem: &[u32]| crate::passes::util::split_memory_operands(mem).1.is_some_and(|a| a >= 4);
+    functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|blk| blk.insts.iter()).all(|i| {
+        let through = |k: usize| i.ops.get(k).and_then(|&p| pointee(p));
+        let (ptr, mem) = match i.op {
+            op::LOAD => (through(0), i.ops.get(1..).unwrap_or(&[])),
+            op::STORE => (through(0), i.ops.get(2..).unwrap_or(&[])),
+            // Either side (its operands are checked as the first side's, conservatively).
+            op::COPY_MEMORY => (through(0).or(through(1)), i.ops.get(2..).unwrap_or(&[])),
+            opcode if is_atomic(opcode) => return through(0).is_none_or(|t| !contains_width(b, t, &[8, 16])),
+            _ => return true,
+        };
+        ptr.is_none_or(|t| !contains_width(b, t, &[8, 16]) && aligned(mem))
+    })
 }
 
 /// Lowering state.
 struct Cx<'a, 'm> {
     b: &'a mut Builder<'m>,
     layouts: &'a Layouts,
-    backend: Backend,
-    table: Table,
-    addr: Addr,
+    /// The helper functions, and the backend and table they emit through.
+    h: Helpers<'a>,
     /// The input's pointer types.
     ptrs: &'a HashMap<u32, PhysPtr>,
     /// Global null/undef pointers → their pointer type.
     global_values: &'a HashMap<u32, u32>,
     /// Result types of function-local ids, as in the input.
     types: &'a HashMap<u32, u32>,
+    /// Splits values holding 8/16-bit scalars in callers.
     splitter: Splitter<'a>,
     stats: &'a mut Stats,
-    /// The function being lowered.
-    function: u32,
     /// Take buffer lengths in a subgroup waterfall loop (Target::nonuniform_array_length_broken)
-    /// in the function being lowered.
+    /// in the function being lowered, for values not known to be uniform.
     waterfall: bool,
     /// SPIR-V < 1.4: OpSelect of vectors wants a vector condition.
     old_select: bool,
     int64_target: bool,
+    /// The function being lowered: its roots and classes.
+    roots: Roots,
+    /// Pointer → byte offset from its root (u32 id), for derived pointers.
+    deltas: HashMap<u32, u32>,
+    /// Class → its record (the `locate` result), once emitted.
+    records: HashMap<usize, u32>,
+    /// Derived pointers whose address was never needed as a value (left undefined).
+    elided: HashSet<u32>,
 }
 
 /// Atomic opcodes (OpAtomicLoad..OpAtomicXor, flag ops, min/max/float add).
@@ -194,26 +260,32 @@ impl Cx<'_, '_> {
         self.ptrs.get(&self.type_of(id)).copied()
     }
 
+    fn addr(&self) -> Addr {
+        self.h.addr
+    }
+
     fn rewrite(&mut self, e: &mut Emitter, inst: Inst) -> Result<(), RewriteError> {
         let first = inst.ops.first().copied().unwrap_or(0);
         let result_is_ptr = self.ptrs.contains_key(&inst.ty);
+        let first_is_ptr = self.phys(first).is_some();
         match inst.op {
+            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN if first_is_ptr => self.chain(e, &inst)?,
+            // A pointer-to-pointer copy or bitcast is the same address.
+            op::COPY_OBJECT | op::BITCAST if result_is_ptr && first_is_ptr => self.chain(e, &inst)?,
             op::CONVERT_U_TO_PTR | op::BITCAST if result_is_ptr => {
-                // A pointer-to-pointer OpBitcast moves an address.
-                let ty = if self.phys(first).is_some() { self.addr.ty } else { self.type_of(first) };
-                self.addr.value_to_address(e, self.b, first, ty, inst.id);
+                let ty = self.type_of(first);
+                self.addr().value_to_address(e, self.b, first, ty, inst.id);
             }
-            op::CONVERT_PTR_TO_U | op::BITCAST if self.phys(first).is_some() => self.addr.address_to_value(e, self.b, first, inst.ty, inst.id),
-            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN if self.phys(first).is_some() => self.chain(e, &inst)?,
-            op::LOAD if self.phys(first).is_some() => self.load(e, &inst)?,
-            op::STORE if self.phys(first).is_some() => self.store(e, &inst)?,
-            op::COPY_MEMORY if self.phys(first).is_some() || inst.ops.get(1).is_some_and(|&s| self.phys(s).is_some()) => self.copy_memory(e, &inst)?,
-            opcode if is_atomic(opcode) && self.phys(first).is_some() => self.atomic(e, &inst)?,
-            PTR_EQUAL | PTR_NOT_EQUAL if self.phys(first).is_some() => {
-                self.addr.compare(e, self.b, first, inst.ops[1], inst.op == PTR_EQUAL, inst.ty, inst.id);
+            op::CONVERT_PTR_TO_U | op::BITCAST if first_is_ptr => self.addr().address_to_value(e, self.b, first, inst.ty, inst.id),
+            op::LOAD if first_is_ptr => self.load(e, &inst)?,
+            op::STORE if first_is_ptr => self.store(e, &inst)?,
+            op::COPY_MEMORY if first_is_ptr || inst.ops.get(1).is_some_and(|&s| self.phys(s).is_some()) => self.copy_memory(e, &inst)?,
+            opcode if is_atomic(opcode) && first_is_ptr => self.atomic(e, &inst)?,
+            PTR_EQUAL | PTR_NOT_EQUAL if first_is_ptr => {
+                self.addr().compare(e, self.b, first, inst.ops[1], inst.op == PTR_EQUAL, inst.ty, inst.id);
             }
-            PTR_DIFF if self.phys(first).is_some() => self.diff(e, &inst)?,
-            op::SELECT if result_is_ptr && self.old_select && !self.addr.int64 => self.select(e, inst),
+            PTR_DIFF if first_is_ptr => self.diff(e, &inst)?,
+            op::SELECT if result_is_ptr && self.old_select && !self.addr().int64 => self.select(e, inst),
             opcode if moves_values(opcode) => e.push(inst),
             _ => {
                 let n = leading_id_operands(inst.op).min(inst.ops.len());

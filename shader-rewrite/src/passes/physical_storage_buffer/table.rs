@@ -18,6 +18,7 @@ use crate::passes::raw_access_chains::control_flow::waterfall_length;
 
 /// A buffer of the table, found from an address. Pointers to its views are made as accesses
 /// need them: a view no access uses is never declared (nor its 8/16-bit capability).
+#[derive(Clone)]
 pub(super) struct Located {
     /// Byte offset of the address in the buffer.
     pub offset: u32,
@@ -36,6 +37,16 @@ pub(super) struct Located {
 }
 
 impl Located {
+    /// The slot (an id).
+    pub fn slot(&self) -> u32 {
+        self.slot
+    }
+
+    /// The same buffer table at another slot (no view pointers made yet, nothing used).
+    pub fn at_slot(&self, slot: u32) -> Located {
+        Located { slot, view_ptrs: vec![0; self.vars.len()], typed: None, used: BTreeSet::new(), ..self.clone() }
+    }
+
     /// Pointers to the views' structs, in the views' order, made for `need` (others stay 0).
     pub fn view_ptrs(&mut self, e: &mut Emitter, b: &mut Builder, need: &[AliasKind]) -> &[u32] {
         for k in need {
@@ -49,11 +60,24 @@ impl Located {
     }
 }
 
+/// How a buffer's length is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Length {
+    /// The slot is dynamically uniform: a plain OpArrayLength (no NonUniform).
+    Uniform,
+    /// A NonUniform OpArrayLength.
+    NonUniform,
+    /// One slot at a time in a subgroup loop (Target::nonuniform_array_length_broken).
+    Waterfall,
+}
+
 pub(super) struct Table {
     cfg: BdaTable,
     /// Array variable per view, in the views' order.
     vars: Vec<u32>,
     kinds: Vec<AliasKind>,
+    /// Pointer to each view's struct, in the views' order.
+    struct_ptrs: Vec<u32>,
     /// The first id the table's declarations took: types from there on are its own.
     first_id: u32,
     /// Typed views by element type: (pointer to the struct, array variable), declared on
@@ -64,15 +88,18 @@ pub(super) struct Table {
 }
 
 impl Table {
-    /// Declares the views the target can have (8/16-bit ones with its storage features) in
-    /// `backend` and their array variables.
-    pub fn new(b: &mut Builder, cfg: BdaTable, backend: &mut Backend, target: &Target) -> Self {
+    /// Declares the views the target can have (8/16-bit ones with its storage features, unless
+    /// `words_only`: every access is a whole number of 4-aligned words, so the word view's length
+    /// is exact too) in `backend` and their array variables.
+    pub fn new(b: &mut Builder, cfg: BdaTable, backend: &mut Backend, target: &Target, words_only: bool) -> Self {
         let first_id = b.m.header[3];
-        let kinds: Vec<AliasKind> = AliasKind::ALL.into_iter().filter(|k| k.available(target, sc::STORAGE_BUFFER)).collect();
+        let small = |k: &AliasKind| matches!(k, AliasKind::U8 | AliasKind::U16);
+        let kinds: Vec<AliasKind> = AliasKind::ALL.into_iter().filter(|k| k.available(target, sc::STORAGE_BUFFER) && !(words_only && small(k))).collect();
         let views = AliasViews::new(b, sc::STORAGE_BUFFER, kinds.clone());
         let vars = views.struct_ty.clone().into_iter().map(|st| declare(b, &cfg, st)).collect();
+        let struct_ptrs = views.struct_ptr.clone();
         backend.views.insert(sc::STORAGE_BUFFER, views);
-        Table { cfg, vars, kinds, first_id, typed: BTreeMap::new(), used_by: BTreeMap::new() }
+        Table { cfg, vars, kinds, struct_ptrs, first_id, typed: BTreeMap::new(), used_by: BTreeMap::new() }
     }
 
     /// The declarations of the views no access used: each view's variable and the types only it
@@ -110,44 +137,59 @@ impl Table {
         self.cfg.count
     }
 
-    /// The buffer `d` names (its slot is clamped to the table): its byte length is taken only
-    /// when `d.in_table` (an unused slot may hold no valid descriptor), in a waterfall loop if
-    /// `waterfall`; `typed`: the view of that (scalar) element type too.
-    pub fn locate(&mut self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, typed: Option<u32>, waterfall: bool) -> Located {
-        b.decorate(d.slot, deco::NON_UNIFORM, &[]);
-        let views = &backend.views[&sc::STORAGE_BUFFER];
-        let mut at = Located {
+    /// The buffer at `d.slot`, at byte `d.offset`, `len` bytes long. Pointers to its views are
+    /// made as accesses need them (NonUniform: the pointers, not the slot, must be decorated,
+    /// Vulkan "Descriptor Indexing").
+    pub fn at(&self, d: &Decoded, len: u32) -> Located {
+        Located {
             offset: d.offset,
-            len: 0,
+            len,
             slot: d.slot,
             kinds: self.kinds.clone(),
             vars: self.vars.clone(),
-            struct_ptrs: views.struct_ptr.clone(),
+            struct_ptrs: self.struct_ptrs.clone(),
             view_ptrs: vec![0; self.vars.len()],
             typed: None,
             used: BTreeSet::new(),
-        };
-        if let Some(elem) = typed {
-            let (ptr, var) = *self.typed.entry(elem).or_insert_with(|| typed_view(b, &self.cfg, elem));
-            at.used.insert(var);
-            at.typed = Some(chain(e, b, ptr, var, d.slot));
         }
+    }
+
+    /// The byte length of the buffer `d` names, as `how` says: taken at the slot clamped to the
+    /// table (slot 0 outside it, which holds a null descriptor) and selected to 0 outside the
+    /// table, without a branch (lavapipe crashes on an OpArrayLength in a branch no invocation
+    /// of the subgroup takes).
+    pub fn length(&self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, how: Length, used: &mut BTreeSet<u32>) -> u32 {
         let length_view = backend.length_view(sc::STORAGE_BUFFER);
-        let view_ptrs = at.view_ptrs(e, b, &[length_view]).to_vec();
-        let n = at.kinds.iter().position(|&k| k == length_view).expect("the length view is declared");
-        let (var, struct_ptr) = (at.vars[n], at.struct_ptrs[n]);
+        let n = self.kinds.iter().position(|&k| k == length_view).expect("the length view is declared");
+        let (var, struct_ptr) = (self.vars[n], self.struct_ptrs[n]);
+        used.insert(var);
         let u32t = b.t_u32();
         let zero = b.c_u32(0);
         let length = |e: &mut Emitter, b: &mut Builder| {
-            if waterfall {
+            if how == Length::Waterfall {
                 // One OpArrayLength per subgroup on such drivers: one slot at a time.
                 waterfall_length(e, b, backend, sc::STORAGE_BUFFER, var, struct_ptr, d.slot)
             } else {
+                let p = e.op(b, op::ACCESS_CHAIN, struct_ptr, ops![var, d.slot]);
+
+                if how == Length::NonUniform {
+                    b.decorate(p, deco::NON_UNIFORM, &[]);
+                }
+                let mut view_ptrs = vec![0; self.vars.len()];
+                view_ptrs[n] = p;
                 backend.byte_length(e, b, sc::STORAGE_BUFFER, &view_ptrs)
             }
         };
-        at.len = e.if_or(b, d.in_table, &[u32t], |e, b| smallvec::smallvec![length(e, b)], &[zero])[0];
-        at
+        let l = length(e, b);
+        e.op(b, op::SELECT, u32t, ops![d.in_table, l, zero])
+    }
+
+    /// A pointer to the typed view (`struct { elem data[]; }`, 64-bit and float atomics) at
+    /// `slot`; its variable goes into `used`.
+    pub fn typed_view(&mut self, e: &mut Emitter, b: &mut Builder, elem: u32, slot: u32, used: &mut BTreeSet<u32>) -> u32 {
+        let (ptr, var) = *self.typed.entry(elem).or_insert_with(|| typed_view(b, &self.cfg, elem));
+        used.insert(var);
+        chain(e, b, ptr, var, slot)
     }
 
     /// Records that `function` used the variables of `at`.

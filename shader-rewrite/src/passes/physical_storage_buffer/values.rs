@@ -21,7 +21,7 @@ impl Cx<'_, '_> {
         let p = self.phys(inst.ops[0]).expect("a physical operand");
         let size = || crate::passes::layout::byte_size(self.b, self.layouts, p.pointee, Default::default());
         let stride = p.stride.or_else(size).filter(|&s| s > 0).ok_or_else(|| RewriteError::unsupported(describe(inst), "pointee of unknown size"))?;
-        self.addr.diff(e, self.b, inst.ops[0], inst.ops[1], stride, inst.ty, inst.id);
+        self.addr().diff(e, self.b, inst.ops[0], inst.ops[1], stride, inst.ty, inst.id);
         Ok(())
     }
 }

@@ -1,0 +1,306 @@
+//! The code behind every access, as functions the rewritten module calls: one per kind of
+//! access (shared by all accesses of that kind in the module), so a pointer access costs a call
+//! in the caller, not an inlined bounds-checked access.
+//!
+//! - `locate(address) -> uvec3(slot, offset, length)`: the address decoded (slot clamped to 0
+//!   outside the table, length 0 there) and its buffer's byte length (a plain OpArrayLength for
+//!   a dynamically uniform address, else NonUniform, or in a subgroup waterfall loop under the
+//!   array-length quirk). Called once per located pointer class ([`super::roots`]): the
+//!   *record* of the class.
+//! - `load(record, delta) -> T` / `store(record, delta, T)`: the value at byte `offset + delta`
+//!   of the record's buffer, split into scalar/vector leaves, each checked against the length
+//!   and branched around when outside (reads 0, writes dropped). T holds no 8/16-bit scalar
+//!   (those are split in the caller; a helper takes or returns one such leaf's 32-bit twin, as
+//!   functions cannot carry 8/16-bit values with storage capabilities only).
+//! - `atomic(record, delta, values...)`: one atomic opcode with its scope and semantics
+//!   constants, done when the whole value lies inside the buffer (else nothing, result 0).
+//!
+//! Functions take and return only integers and values (no pointers: passing storage-buffer
+//! pointers would need VariablePointersStorageBuffer), and every driver inlines them.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use crate::builder::{deco, sc, Builder, Emitter};
+use crate::byte_address::{AliasKind, Backend};
+use crate::error::RewriteError;
+use crate::module::{op, Block, Function, Inst};
+use crate::ops;
+use crate::passes::layout::Layouts;
+use crate::passes::leaves::{Cursor, Leaf, Splitter};
+
+use super::address::{Addr, Decoded};
+use super::fold::Folder;
+use super::memory::LeafAccess;
+use super::table::{Length, Table};
+
+/// One helper function: what it does, everything that makes two of them differ.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Kind {
+    Locate { length: Length },
+    Access { store: bool, ty: u32, align: u32, mem: Vec<u32> },
+    /// `opcode` on a `uty` (unsigned twin of a signed integer) with these constant operands
+    /// (scope, semantics) and `values` value operands of type `value_ty`; `result_ty` = void
+    /// for OpAtomicStore.
+    Atomic { opcode: u32, result_ty: u32, uty: u32, value_ty: u32, constants: Vec<u32>, values: usize },
+}
+
+const ATOMIC_STORE: u32 = 228;
+
+/// The helpers of one module and what building them needs.
+pub(super) struct Helpers<'l> {
+    pub backend: Backend,
+    pub table: Table,
+    pub addr: Addr,
+    layouts: &'l Layouts,
+    /// SPIR-V < 1.4: OpSelect of vectors wants a vector condition.
+    pub old_select: bool,
+    made: HashMap<Kind, u32>,
+    /// The helpers' definitions, to append to the module's functions.
+    pub functions: Vec<Function>,
+    /// Ids the helpers' bodies made and dropped unused (their decorations must go).
+    pub dead: HashSet<u32>,
+}
+
+impl<'l> Helpers<'l> {
+    pub fn new(backend: Backend, table: Table, addr: Addr, layouts: &'l Layouts, old_select: bool) -> Self {
+        Helpers { backend, table, addr, layouts, old_select, made: HashMap::default(), functions: vec![], dead: HashSet::default() }
+    }
+
+    /// The record type: uvec3(slot, offset, length).
+    pub fn record_ty(b: &mut Builder) -> u32 {
+        let u32t = b.t_u32();
+        b.t_vec(u32t, 3)
+    }
+
+    /// The type a value of `ty` crosses a helper's boundary as: its 32-bit twin for an 8/16-bit
+    /// scalar/vector, else itself.
+    pub fn boundary_ty(b: &mut Builder, ty: u32) -> u32 {
+        match b.scalar_vec(ty) {
+            Some(sv) if sv.width < 32 => {
+                let c = if sv.float { b.t_float(32) } else { b.t_int(32, sv.signed) };
+                if sv.n == 1 { c } else { b.t_vec(c, sv.n) }
+            }
+            _ => ty,
+        }
+    }
+
+    /// The helper for `kind` (built on first use); `inst` names the access in errors.
+    pub fn get(&mut self, b: &mut Builder, mut kind: Kind, inst: &Inst) -> Result<u32, RewriteError> {
+        if let Kind::Access { ty, align, .. } = &mut kind {
+            // A scalar/vector's accesses use no unit wider than its size: alignment past the
+            // largest power of two in it changes nothing (one helper for all).
+            if let Some(sv) = b.scalar_vec(*ty) {
+                let size = sv.n * sv.width / 8;
+                *align = (*align).min(1 << (31 - size.leading_zeros()));
+            }
+        }
+        if let Some(&f) = self.made.get(&kind) {
+            return Ok(f);
+        }
+        let f = self.build(b, &kind, inst)?;
+        self.made.insert(kind, f);
+        Ok(f)
+    }
+
+    fn build(&mut self, b: &mut Builder, kind: &Kind, inst: &Inst) -> Result<u32, RewriteError> {
+        let id = b.id();
+        let label = b.id();
+        let mut e = Emitter::new(label);
+        let rec_ty = Self::record_ty(b);
+        let mut params: Vec<Inst> = vec![];
+        let mut param = |b: &mut Builder, ty: u32| {
+            let p = b.id();
+            params.push(Inst::new(op::FUNCTION_PARAMETER, ty, p, ops![]));
+            p
+        };
+        let u32t = b.t_u32();
+        let (ret_ty, ret) = match kind {
+            Kind::Locate { length } => {
+                let a = param(b, self.addr.ty);
+                let d = self.addr.decode(&mut e, b, a, self.table.count());
+                let mut at = self.table.at(&d, 0);
+                let len = self.table.length(&mut e, b, &self.backend, &d, *length, &mut at.used);
+                self.table.used(id, &at);
+                (rec_ty, Some(e.op(b, op::COMPOSITE_CONSTRUCT, rec_ty, ops![d.slot, d.offset, len])))
+            }
+            Kind::Access { store, ty, align, mem } => {
+                let (rec, delta) = (param(b, rec_ty), param(b, u32t));
+                let value_ty = Self::boundary_ty(b, *ty);
+                let value = store.then(|| param(b, value_ty));
+                let loaded = match b.scalar_vec(*ty) {
+                    // One scalar/vector (an 8/16-bit one moved as its 32-bit twin).
+                    Some(sv) => {
+                        let (d, len) = self.unpack(&mut e, b, rec, delta);
+                        let mut at = self.table.at(&d, len);
+                        let mut access = LeafAccess::new(&mut at, mem, self.backend.target, self.old_select, self.backend.oob_poison);
+                        let leaf = Leaf { ty: *ty, sv, off: b.c_u32(0), align: *align };
+                        let v = access.emit(&mut self.backend, &mut e, b, &leaf, value);
+                        self.table.used(id, &at);
+                        value.is_none().then_some(v)
+                    }
+                    // A composite: a call of the leaf helper per scalar/vector.
+                    None => self.composite(&mut e, b, rec, delta, *ty, *align, mem, value, inst)?,
+                };
+                (if *store { b.t_void() } else { value_ty }, loaded)
+            }
+            Kind::Atomic { opcode, result_ty, uty, value_ty, constants, values } => {
+                let (rec, delta) = (param(b, rec_ty), param(b, u32t));
+                let vals: Vec<u32> = (0..*values).map(|_| param(b, *value_ty)).collect();
+                let (d, len) = self.unpack(&mut e, b, rec, delta);
+                let has_result = *result_ty != b.t_void();
+                let r = self.atomic(&mut e, b, id, &d, len, *opcode, *uty, constants, &vals, has_result);
+                (*result_ty, r.map(|r| if *uty == *result_ty { r } else { e.op(b, op::BITCAST, *result_ty, ops![r]) }))
+            }
+        };
+        let mut blocks: Vec<Block> = e.finish();
+        let last = blocks.last_mut().expect("a block");
+        last.insts.push(match ret {
+            Some(v) => Inst::new(op::RETURN_VALUE, 0, 0, ops![v]),
+            None => Inst::new(op::RETURN, 0, 0, ops![]),
+        });
+        Folder::blocks(b, &mut blocks);
+        self.dead.extend(remove_dead(&mut blocks));
+        let param_tys: Vec<u32> = params.iter().map(|p| p.ty).collect();
+        let fn_ty = b.t_fn(ret_ty, &param_tys);
+        self.functions.push(Function {
+            def: Inst::new(op::FUNCTION, ret_ty, id, ops![0, fn_ty]),
+            params,
+            blocks,
+            end: vec![Inst::new(op::FUNCTION_END, 0, 0, ops![])],
+        });
+        Ok(id)
+    }
+
+    /// A composite load (`value` None) or store at `delta` from the record `rec`: one call of
+    /// the access helper of each leaf.
+    #[allow(clippy::too_many_arguments)]
+    fn composite(&mut self, e: &mut Emitter, b: &mut Builder, rec: u32, delta: u32, ty: u32, align: u32, mem: &[u32], value: Option<u32>, inst: &Inst) -> Result<Option<u32>, RewriteError> {
+        let mut cur = Cursor::at_start(b, ty, align);
+        cur.off = delta;
+        let mut splitter = Splitter::new(self.layouts);
+        let mut err = None;
+        let mut call = |this: &mut Self, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, v: Option<u32>| {
+            let kind = Kind::Access { store: v.is_some(), ty: leaf.ty, align: leaf.align, mem: mem.to_vec() };
+            match this.get(b, kind, inst) {
+                Ok(f) => {
+                    let rt = if v.is_some() { b.t_void() } else { Self::boundary_ty(b, leaf.ty) };
+                    let mut ops = ops![f, rec, leaf.off];
+                    ops.extend(v);
+                    e.op(b, op::FUNCTION_CALL, rt, ops)
+                }
+                Err(x) => {
+                    err.get_or_insert(x);
+                    0
+                }
+            }
+        };
+        let r = match value {
+            Some(v) => {
+                splitter.store(e, b, &cur, v, inst, &mut |e, b, leaf, v| {
+                    call(self, e, b, leaf, Some(v));
+                })?;
+                None
+            }
+            None => Some(splitter.load(e, b, &cur, inst, &mut |e, b, leaf| call(self, e, b, leaf, None))?),
+        };
+        err.map_or(Ok(r), Err)
+    }
+
+    /// The record's slot (decorated NonUniform by [`Table::at`]), its offset plus `delta`, and its length.
+    fn unpack(&self, e: &mut Emitter, b: &mut Builder, rec: u32, delta: u32) -> (Decoded, u32) {
+        let u32t = b.t_u32();
+        let slot = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 0]);
+        let base = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 1]);
+        let len = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 2]);
+        let offset = e.op(b, op::I_ADD, u32t, ops![base, delta]);
+        (Decoded { slot, offset, in_table: 0 }, len)
+    }
+
+    /// An atomic on the buffer's u32 view (32-bit integers) or on a view of its (unsigned)
+    /// type, when the whole value lies inside the buffer; else nothing happens and the result
+    /// is 0.
+    #[allow(clippy::too_many_arguments)]
+    fn atomic(&mut self, e: &mut Emitter, b: &mut Builder, function: u32, d: &Decoded, len: u32, opcode: u32, uty: u32, constants: &[u32], vals: &[u32], has_result: bool) -> Option<u32> {
+        let sv = b.scalar_vec(uty).expect("an atomic's scalar type");
+        let word = sv.width == 32 && !sv.float;
+        let mut at = self.table.at(d, len);
+        if !word {
+            at.typed = Some(self.table.typed_view(e, b, uty, d.slot, &mut at.used));
+        }
+        let ok = fits(e, b, at.offset, len, sv.width / 8);
+        let view_ptrs = if word { at.view_ptrs(e, b, &[AliasKind::U32]).to_vec() } else { vec![] };
+        self.table.used(function, &at);
+        let backend = &self.backend;
+        let zero = b.constant(uty, &vec![0; sv.width as usize / 32]);
+        let (tys, fallback): (&[u32], &[u32]) = if has_result { (&[uty], &[zero]) } else { (&[], &[]) };
+        let r = e.if_or(
+            b,
+            ok,
+            tys,
+            |e, b| {
+                let ptr = match at.typed {
+                    Some(view) => {
+                        let shift = b.c_u32((sv.width / 8).trailing_zeros());
+                        let u32t = b.t_u32();
+                        let index = e.op(b, op::SHIFT_RIGHT_LOGICAL, u32t, ops![at.offset, shift]);
+                        let ptr_ty = b.t_ptr(sc::STORAGE_BUFFER, uty);
+                        let c0 = b.c_u32(0);
+                        let ptr = e.op(b, op::ACCESS_CHAIN, ptr_ty, ops![view, c0, index]);
+                        b.decorate(ptr, deco::NON_UNIFORM, &[]);
+                        ptr
+                    }
+                    None => backend.word_pointer(e, b, sc::STORAGE_BUFFER, &view_ptrs, at.offset, true),
+                };
+                let mut ops = ops![ptr];
+                ops.extend_from_slice(constants);
+                ops.extend_from_slice(vals);
+                if has_result {
+                    smallvec::smallvec![e.op(b, opcode, uty, ops)]
+                } else {
+                    debug_assert_eq!(opcode, ATOMIC_STORE);
+                    e.stmt(opcode, ops);
+                    smallvec::smallvec![]
+                }
+            },
+            fallback,
+        );
+        r.first().copied()
+    }
+}
+
+/// `size` bytes at `offset` lie inside `len` bytes: `len >= size && offset <= len - size`.
+fn fits(e: &mut Emitter, b: &mut Builder, offset: u32, len: u32, size: u32) -> u32 {
+    let (u32t, bool_t) = (b.t_u32(), b.t_bool());
+    let s = b.c_u32(size);
+    let room = e.op(b, op::I_SUB, u32t, ops![len, s]);
+    let big = e.op(b, op::U_GREATER_THAN_EQUAL, bool_t, ops![len, s]);
+    let below = e.op(b, 178 /* OpULessThanEqual */, bool_t, ops![offset, room]);
+    e.op(b, op::LOGICAL_AND, bool_t, ops![big, below])
+}
+
+/// Drops the instructions of `blocks` without side effects whose results nothing uses (the view
+/// pointers an access did not need); returns their ids.
+fn remove_dead(blocks: &mut [Block]) -> HashSet<u32> {
+    let pure = |opcode: u32| {
+        matches!(
+            opcode,
+            op::ACCESS_CHAIN | op::COMPOSITE_EXTRACT | op::COMPOSITE_CONSTRUCT | op::I_ADD | op::I_SUB | op::SELECT | op::SHIFT_RIGHT_LOGICAL | op::BITWISE_AND | op::U_GREATER_THAN_EQUAL | op::U_LESS_THAN
+        )
+    };
+    let mut dead = HashSet::default();
+    loop {
+        let used: HashSet<u32> = blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| i.ops.iter().copied()).collect();
+        let before = dead.len();
+        for blk in blocks.iter_mut() {
+            blk.insts.retain(|i| {
+                let gone = i.id != 0 && pure(i.op) && !used.contains(&i.id);
+                if gone {
+                    dead.insert(i.id);
+                }
+                !gone
+            });
+        }
+        if dead.len() == before {
+            return dead;
+        }
+    }
+}
