@@ -91,6 +91,20 @@ pub fn spawn(test_name: &str, env: &[(&str, &str)], cwd: Option<&Path>) -> Child
     ChildOutput { test_name: test_name.to_string(), status: out.status, stdout, stderr }
 }
 
+/// [`spawn`] with `env` and the layer's `log_file` in a fresh [`temp_dir`] `tag`; asserts the
+/// child succeeded (its output and the log in the message) and returns its output and the log.
+pub fn spawn_logged(test_name: &str, tag: &str, env: &[(&str, &str)]) -> (ChildOutput, String) {
+    let dir = temp_dir(tag);
+    let log = dir.join("layer.log");
+    let log_file = crate::layer::env_var_name("log_file");
+    let mut all = vec![(log_file.as_str(), log.to_str().unwrap())];
+    all.extend_from_slice(env);
+    let out = spawn(test_name, &all, None);
+    let text = read_log(&log);
+    assert!(out.success(), "child failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
+    (out, text)
+}
+
 /// A fresh empty directory `$TMPDIR/polyfill-e2e/<tag>-<pid>-<n>`, removed when dropped unless
 /// the thread is panicking (so a failing test leaves its logs and dumps for inspection; the
 /// path is in the panic message of most assertions). Derefs to `Path`.

@@ -23,6 +23,7 @@
 //! format inference is what makes the atomics valid.
 
 use super::cases::dispatch;
+use super::checks::Shader;
 use super::gpu::{Img, Scope};
 use super::shaders::{compute_for, h_ty, store_each, TEXEL_XY};
 use super::*;
@@ -142,9 +143,6 @@ pub fn shader(shape: Shape) -> Module {
         store_each("%i", "%ps_u32", &["%olda", "%oldbu", "%oldc"])
     ))
 }
-
-/// (name, words, spirv-val target environment).
-pub type Shader = (String, Vec<u32>, &'static str);
 
 /// Every shader of this file.
 pub fn all_shaders() -> Result<Vec<Shader>, String> {

@@ -6,6 +6,7 @@
 //! - [`gpu`]: a [`gpu::Scope`] owning buffers, images, views, samplers, layouts, pipelines.
 //! - [`shaders`]: spvasm text of the test shaders.
 //! - [`atomics`]: image atomics through handles (OpImageTexelPointer) against a CPU model.
+//! - [`checks`]: what the test binaries check alike (offline rewrites, validation, dumps).
 //! - [`cases`]: the cases (compute sampling with many textures, storage writes, sampler-only
 //!   handles, phi/select/variables/BDA, the Slang shape, fragment shading, lifetime, rebinding).
 //!
@@ -18,6 +19,7 @@
 
 pub mod atomics;
 pub mod cases;
+pub mod checks;
 pub mod gpu;
 pub mod shaders;
 pub mod shader_object;
