@@ -1,5 +1,6 @@
 /* What the C examples share: the headers, VK_NV_raw_access_chains for older Vulkan headers,
- * CHECK (exit on a Vulkan error), reading a SPIR-V binary and the device-extension query. */
+ * CHECK (exit on a Vulkan error), reading a SPIR-V binary, the device-extension query and the
+ * compute queue family. */
 #ifndef VKPOLYFILL_EXAMPLE_H
 #define VKPOLYFILL_EXAMPLE_H
 #include <stdint.h>
@@ -58,5 +59,21 @@ static int has_device_extension(VkPhysicalDevice pd, const char *name) {
     for (uint32_t i = 0; i < n; i++) found |= strcmp(props[i].extensionName, name) == 0;
     free(props);
     return found;
+}
+
+/* The first queue family of `pd` with compute; exits when there is none. */
+static uint32_t compute_queue_family(VkPhysicalDevice pd) {
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
+    VkQueueFamilyProperties *families = calloc(n ? n : 1, sizeof *families);
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families);
+    uint32_t family = 0;
+    while (family < n && !(families[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) family++;
+    free(families);
+    if (family == n) {
+        fprintf(stderr, "no compute queue\n");
+        exit(1);
+    }
+    return family;
 }
 #endif

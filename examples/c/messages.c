@@ -468,13 +468,7 @@ int main(int argc, char **argv) {
     }
     check_tools(instance, pd);
 
-    uint32_t qn = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, NULL);
-    VkQueueFamilyProperties *qf = calloc(qn ? qn : 1, sizeof *qf);
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, qf);
-    uint32_t family = 0;
-    while (family < qn && !(qf[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) family++;
-    free(qf);
+    uint32_t family = compute_queue_family(pd);
     const float priority = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
     qci.queueFamilyIndex = family;

@@ -185,17 +185,7 @@ int main(int argc, char **argv) {
     printf("shaderRawAccessChains: %u\nstorageInputOutput16: %u\n", raw.shaderRawAccessChains, v11.storageInputOutput16);
     int supported = raw.shaderRawAccessChains && has_device_extension(pd, VK_NV_RAW_ACCESS_CHAINS_EXTENSION_NAME);
 
-    uint32_t family_count = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &family_count, NULL);
-    VkQueueFamilyProperties *families = calloc(family_count ? family_count : 1, sizeof *families);
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &family_count, families);
-    uint32_t family = 0;
-    while (family < family_count && !(families[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) family++;
-    free(families);
-    if (family == family_count) {
-        fprintf(stderr, "no compute queue\n");
-        return 1;
-    }
+    uint32_t family = compute_queue_family(pd);
 
     /* Enable what was queried, as clients do: the whole chain goes to vkCreateDevice. */
     const char *extensions[] = {VK_NV_RAW_ACCESS_CHAINS_EXTENSION_NAME};

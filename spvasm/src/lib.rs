@@ -306,7 +306,65 @@ impl Module {
     }
 }
 
-fn push_once(v: &mut Vec<String>, s: &str) {
+/// Global declarations made once each, by key, in the order they were first made: for the
+/// generators that declare types and constants as they come to need them.
+#[derive(Debug, Default, Clone)]
+pub struct Declarations {
+    keys: HashSet<String>,
+    lines: Vec<String>,
+}
+
+impl Declarations {
+    /// `%key` where it is declared already.
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.keys.contains(key).then(|| format!("%{key}"))
+    }
+    /// Declares `%key = rhs`; returns `%key`.
+    pub fn declare(&mut self, key: &str, rhs: &str) -> String {
+        self.keys.insert(key.to_string());
+        self.lines.push(format!("%{key} = {rhs}"));
+        format!("%{key}")
+    }
+    /// The declarations, in order.
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+}
+
+/// A generator that declares globals once each as it comes to need them ([`Declarations`]).
+pub trait Declare: Sized {
+    fn declarations(&mut self) -> &mut Declarations;
+
+    /// Declares `%key = rhs(self)` once (`rhs` may declare what it uses first); returns `%key`.
+    fn def(&mut self, key: &str, rhs: impl FnOnce(&mut Self) -> String) -> String {
+        if let Some(full) = self.declarations().get(key) {
+            return full;
+        }
+        let r = rhs(self);
+        self.declarations().declare(key, &r)
+    }
+    fn void(&mut self) -> String {
+        self.def("void", |_| "OpTypeVoid".into())
+    }
+    fn bool_t(&mut self) -> String {
+        self.def("bool", |_| "OpTypeBool".into())
+    }
+}
+
+/// `impl Declare for $t` over its [`Declarations`] field `$field`.
+#[macro_export]
+macro_rules! impl_declare {
+    ($t:ty, $field:ident) => {
+        impl $crate::Declare for $t {
+            fn declarations(&mut self) -> &mut $crate::Declarations {
+                &mut self.$field
+            }
+        }
+    };
+}
+
+/// Appends `s` to `v` unless it is there already (capability and extension lists).
+pub fn push_once(v: &mut Vec<String>, s: &str) {
     if !v.iter().any(|x| x == s) {
         v.push(s.into());
     }

@@ -1,7 +1,7 @@
 //! A small SPIR-V assembly text builder: deduplicated types/constants in definition order,
 //! capability/extension sets, decorations, and fresh result ids.
 
-use std::collections::HashMap;
+pub use spvasm::Declare;
 
 #[derive(Default)]
 pub struct Asm {
@@ -11,14 +11,15 @@ pub struct Asm {
     exts: Vec<String>,
     pub physical_storage_buffer: bool,
     decos: Vec<String>,
-    globals: Vec<String>,
-    keys: HashMap<String, String>,
+    globals: spvasm::Declarations,
     /// Global variables for the entry point interface.
     iface: Vec<String>,
     /// Interface variables that are listed in every version (Input builtins).
     iface_always: Vec<String>,
     n: u32,
 }
+
+spvasm::impl_declare!(Asm, globals);
 
 impl Asm {
     pub fn new(minor: u32) -> Self {
@@ -31,19 +32,13 @@ impl Asm {
     }
 
     pub fn cap(&mut self, c: &str) {
-        if !self.caps.iter().any(|x| x == c) {
-            self.caps.push(c.to_string());
-        }
+        spvasm::push_once(&mut self.caps, c);
     }
     pub fn ext(&mut self, e: &str) {
-        if !self.exts.iter().any(|x| x == e) {
-            self.exts.push(e.to_string());
-        }
+        spvasm::push_once(&mut self.exts, e);
     }
     pub fn deco(&mut self, line: String) {
-        if !self.decos.contains(&line) {
-            self.decos.push(line);
-        }
+        spvasm::push_once(&mut self.decos, &line);
     }
     /// A fresh temporary id.
     pub fn tmp(&mut self, hint: &str) -> String {
@@ -51,24 +46,6 @@ impl Asm {
         format!("%{hint}{}", self.n)
     }
 
-    /// Defines a global (type, constant, variable) once under `id` (without `%`).
-    pub fn def(&mut self, id: &str, rhs: impl FnOnce(&mut Self) -> String) -> String {
-        let full = format!("%{id}");
-        if self.keys.contains_key(id) {
-            return full;
-        }
-        let r = rhs(self);
-        self.keys.insert(id.to_string(), full.clone());
-        self.globals.push(format!("{full} = {r}"));
-        full
-    }
-
-    pub fn void(&mut self) -> String {
-        self.def("void", |_| "OpTypeVoid".into())
-    }
-    pub fn bool_t(&mut self) -> String {
-        self.def("bool", |_| "OpTypeBool".into())
-    }
     /// Unsigned integer type.
     pub fn uint(&mut self, bits: u32) -> String {
         match bits {
@@ -217,7 +194,7 @@ impl Asm {
             s.push_str(d);
             s.push('\n');
         }
-        for g in &self.globals {
+        for g in self.globals.lines() {
             s.push_str(g);
             s.push('\n');
         }

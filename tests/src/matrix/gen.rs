@@ -14,7 +14,7 @@
 //! pointers), 2 = output (loads), 3 = values (stores), 4 = params. Push constants:
 //! `uvec4` (i0, di, o0, do) at 0, the device address (u64 / uvec2) at 16.
 
-use super::asm::Asm;
+use super::asm::{Asm, Declare};
 use super::case::*;
 use super::model::{self, Access, Robustness};
 use super::rng::Rng;

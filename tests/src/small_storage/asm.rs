@@ -3,7 +3,7 @@
 //! asked, the arithmetic ones) the generator chooses, so "storage only" modules really have no
 //! Int8/Int16/Float16.
 
-use std::collections::HashSet;
+pub use spvasm::Declare;
 
 #[derive(Default)]
 pub struct Asm {
@@ -12,13 +12,14 @@ pub struct Asm {
     caps: Vec<String>,
     exts: Vec<String>,
     decos: Vec<String>,
-    globals: Vec<String>,
-    keys: HashSet<String>,
+    globals: spvasm::Declarations,
     /// (id, always listed in the interface (Input/Output)).
     vars: Vec<(String, bool)>,
     body: Vec<String>,
     n: u32,
 }
+
+spvasm::impl_declare!(Asm, globals);
 
 impl Asm {
     pub fn new(minor: u32) -> Self {
@@ -28,23 +29,17 @@ impl Asm {
     }
 
     pub fn cap(&mut self, c: &str) {
-        if !self.caps.iter().any(|x| x == c) {
-            self.caps.push(c.to_string());
-        }
+        spvasm::push_once(&mut self.caps, c);
     }
     pub fn ext(&mut self, e: &str) {
-        if !self.exts.iter().any(|x| x == e) {
-            self.exts.push(e.to_string());
-        }
+        spvasm::push_once(&mut self.exts, e);
     }
     pub fn has_cap(&self, c: &str) -> bool {
         self.caps.iter().any(|x| x == c)
     }
     pub fn deco(&mut self, line: impl Into<String>) {
         let line = line.into();
-        if !self.decos.contains(&line) {
-            self.decos.push(line);
-        }
+        spvasm::push_once(&mut self.decos, &line);
     }
     /// A fresh id.
     pub fn tmp(&mut self) -> String {
@@ -67,24 +62,6 @@ impl Asm {
         format!("%L{}", self.n)
     }
 
-    /// Defines a global once under `%key` (types, constants).
-    pub fn def(&mut self, key: &str, rhs: impl FnOnce(&mut Self) -> String) -> String {
-        let full = format!("%{key}");
-        if self.keys.contains(key) {
-            return full;
-        }
-        let r = rhs(self);
-        self.keys.insert(key.to_string());
-        self.globals.push(format!("{full} = {r}"));
-        full
-    }
-
-    pub fn void(&mut self) -> String {
-        self.def("void", |_| "OpTypeVoid".into())
-    }
-    pub fn bool_t(&mut self) -> String {
-        self.def("bool", |_| "OpTypeBool".into())
-    }
     pub fn u32(&mut self) -> String {
         self.def("u32", |_| "OpTypeInt 32 0".into())
     }
@@ -215,7 +192,7 @@ impl Asm {
             s += d;
             s.push('\n');
         }
-        for g in &self.globals {
+        for g in self.globals.lines() {
             s += g;
             s.push('\n');
         }

@@ -12,7 +12,7 @@
 //! constant attributes (so flat and smooth interpolation give the same exact values), plus the
 //! vertex position passed through as an interpolated f16vec2.
 
-use super::asm::Asm;
+use super::asm::{Asm, Declare};
 use super::f16::{self, Rounding};
 use crate::graphics::{DrawJob, VertexAttribute};
 use ash::vk;
