@@ -21,7 +21,6 @@ use common::*;
 use polyfill_e2e::spvasm::{Module, GID_X};
 use polyfill_e2e::{bytes, spirv_as, Context, ContextOptions};
 use shader_rewrite::{rewrite, Options, SmallStorage, Target};
-use std::time::Instant;
 
 const WORKGROUP: u32 = 64;
 
@@ -100,18 +99,7 @@ fn main() {
     }
     println!("correctness: every emulated kernel writes the native kernel's bytes");
 
-    for j in &jobs {
-        rig.run(j);
-    }
-    let started = Instant::now();
-    for r in 0..reps {
-        for k in 0..jobs.len() {
-            let j = (k + r) % jobs.len();
-            let (ts, wall) = rig.run(&jobs[j]);
-            jobs[j].ts_ms.push(ts);
-            jobs[j].wall_ms.push(wall);
-        }
-    }
+    let elapsed = rig.rounds(&mut jobs, reps);
     let pick = |j: &Job| if rig.timestamps { j.ts_ms.clone() } else { j.wall_ms.clone() };
     println!();
     println!("{} per dispatch, ms (median [min..max]); ratio = emulated / native, paired = median of same-round ratios:", if rig.timestamps { "GPU timestamps" } else { "wall time" });
@@ -130,7 +118,7 @@ fn main() {
             median(&paired)
         );
     }
-    println!("timed rounds took {:.1}s (load average {}); figures are printed, never asserted", started.elapsed().as_secs_f64(), loadavg());
+    println!("timed rounds took {:.1}s (load average {}); figures are printed, never asserted", elapsed, loadavg());
     for j in &jobs {
         rig.destroy_job(j);
     }

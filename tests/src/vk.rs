@@ -1058,16 +1058,7 @@ impl Context {
                 d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
             }
             d.cmd_dispatch(cb, job.groups[0], job.groups[1], job.groups[2]);
-            let barrier = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &barrier,
-                &[],
-                &[],
-            );
+            cmd_shader_writes_to_host(d, cb);
             d.end_command_buffer(cb).map_err(|e| format!("vkEndCommandBuffer: {e:?}"))?;
         }
         let fence = unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.map_err(|e| format!("vkCreateFence: {e:?}"))?;
@@ -1211,6 +1202,16 @@ pub fn driver_has_extension(name: &str) -> Result<bool, String> {
 fn _assert_send_sync() {
     fn f<T: Send + Sync>() {}
     f::<Context>();
+}
+
+/// Records the barrier that makes a compute dispatch's shader writes visible to host reads
+/// (after the fence the host maps and reads the buffers).
+///
+/// # Safety
+/// `cb` is a command buffer of `d` in the recording state.
+pub unsafe fn cmd_shader_writes_to_host(d: &ash::Device, cb: vk::CommandBuffer) {
+    let barrier = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
+    d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::HOST, vk::DependencyFlags::empty(), &barrier, &[], &[]);
 }
 
 /// `CStr` helper for callers.

@@ -168,16 +168,7 @@ impl<'a> Rig<'a> {
             if self.timestamps {
                 d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, queries, 1);
             }
-            let barrier = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
-            d.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &barrier,
-                &[],
-                &[],
-            );
+            polyfill_e2e::vk::cmd_shader_writes_to_host(d, cmd);
             check(d.end_command_buffer(cmd), "vkEndCommandBuffer");
         }
         Job { name: name.to_string(), module, pipeline, cmd, queries, out, ts_ms: vec![], wall_ms: vec![], create_ms }
@@ -207,6 +198,25 @@ impl<'a> Rig<'a> {
             f64::NAN
         };
         (ts, wall)
+    }
+
+    /// Runs every job once (warm-up), then `reps` rounds of all of them in an order that rotates
+    /// every round (so each is measured side by side with the others), recording each run's
+    /// times in its job. Returns the timed rounds' wall time in seconds.
+    pub fn rounds(&self, jobs: &mut [Job], reps: usize) -> f64 {
+        for j in jobs.iter() {
+            self.run(j);
+        }
+        let started = Instant::now();
+        for r in 0..reps {
+            for k in 0..jobs.len() {
+                let j = (k + r) % jobs.len();
+                let (ts, wall) = self.run(&jobs[j]);
+                jobs[j].ts_ms.push(ts);
+                jobs[j].wall_ms.push(wall);
+            }
+        }
+        started.elapsed().as_secs_f64()
     }
 
     pub fn destroy_job(&self, job: &Job) {
