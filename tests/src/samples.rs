@@ -6,7 +6,7 @@
 //! checked per component / per element as the access chain says, to the byte).
 
 use crate::bytes;
-use crate::vk::{BufferSpec, ComputeJob};
+use crate::vk::{BufferSpec, ComputeJob, Context};
 use spvasm::{Module, GID_X_CHAIN};
 
 /// A compute shader with inputs and CPU-computed expected outputs.
@@ -31,6 +31,11 @@ impl Sample {
     /// Assembles [`source`](Self::source).
     pub fn assemble(&self) -> Result<Vec<u32>, String> {
         crate::tools::spirv_as(&self.source, self.target_env)
+    }
+
+    /// Assembles, dispatches on `ctx` and [`check`](Self::check)s every buffer.
+    pub fn run_checked(&self, ctx: &Context) -> Result<(), String> {
+        self.check(&ctx.run_compute(&self.assemble()?, &self.job)?)
     }
 
     /// Compares dispatch results with `expected`; the error names the buffer, the first

@@ -632,9 +632,7 @@ fn pnext_chains_with_unknown_structs() {
         devices_with_unknown(&ctx);
         pipelines_with_unknown(&ctx, &log);
         // Still working: a checked dispatch on the context's own device.
-        let s = samples::structured(None);
-        let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-        s.check(&out).unwrap();
+        samples::structured(None).run_checked(&ctx).unwrap();
         println!("CHILD-OK");
         return;
     }

@@ -147,9 +147,7 @@ fn handles_distinct_stable_and_reused() {
 #[test]
 fn plain_compute_on_bindless_device() {
     let ctx = Context::new(&bindless_options()).unwrap_or_else(|e| panic!("{e}"));
-    let s = samples::plain();
-    let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-    s.check(&out).unwrap();
+    samples::plain().run_checked(&ctx).unwrap();
     assert_eq!(ctx.validation_errors(), Vec::<String>::new());
 }
 
@@ -159,9 +157,7 @@ fn plain_compute_on_bindless_device() {
 #[test]
 fn forced_emulation_keeps_plain_work_valid() {
     let ctx = Context::new(&ContextOptions::with_layer().setting("image_view_handle", "force").validation(true)).unwrap_or_else(|e| panic!("{e}"));
-    let s = samples::plain();
-    let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-    s.check(&out).unwrap();
+    samples::plain().run_checked(&ctx).unwrap();
     assert!(ctx.get_device_proc_addr("vkGetImageViewHandleNVX").is_some());
     assert_eq!(ctx.validation_errors(), Vec::<String>::new());
 }

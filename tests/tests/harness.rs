@@ -32,9 +32,7 @@ fn spirv_as_reports_errors() {
 fn plain_compute_native() {
     let ctx = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
     assert!(ctx.device_name().contains("llvmpipe"), "{}", ctx.device_name());
-    let s = samples::plain();
-    let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-    s.check(&out).unwrap();
+    samples::plain().run_checked(&ctx).unwrap();
 }
 
 /// Descriptor offsets, ranges, several sets, descriptor arrays, UBOs, push constants and

@@ -52,8 +52,7 @@ fn unrewritable_module_fails_cleanly() {
             Ok(_) => panic!("a truncated module was accepted"),
             Err(e) => println!("CREATE-ERROR {e:?}"),
         }
-        let s = samples::plain();
-        s.check(&ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap()).unwrap();
+        samples::plain().run_checked(&ctx).unwrap();
         return;
     }
     let (out, text) = child::spawn_logged(NAME, "unrewritable", &[]);

@@ -8,9 +8,7 @@ use polyfill_e2e::{samples, Context, ContextOptions};
 #[test]
 fn plain_compute_through_layer() {
     let ctx = shared_layer_context();
-    let s = samples::plain();
-    let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-    s.check(&out).unwrap();
+    samples::plain().run_checked(&ctx).unwrap();
 }
 
 #[test]
@@ -43,9 +41,7 @@ fn plain_module_not_dumped() {
     const NAME: &str = "plain_module_not_dumped";
     if child::is_child(NAME) {
         let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap();
-        let s = samples::plain();
-        let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-        s.check(&out).unwrap();
+        samples::plain().run_checked(&ctx).unwrap();
         return;
     }
     let dir = child::temp_dir("dump-plain");
