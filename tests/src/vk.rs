@@ -748,6 +748,17 @@ impl Context {
         self.device_extensions().map(|v| v.iter().any(|(n, _)| n == name)).unwrap_or(false)
     }
 
+    /// A native context (no layer) on a driver without device extension `ext`; `None`, with a
+    /// note on stderr, where the driver has it (the layer then has nothing to emulate).
+    pub fn native_lacking(ext: &str) -> Option<Context> {
+        let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
+        if native.has_device_extension(ext) {
+            eprintln!("the driver has {ext}; nothing to emulate");
+            return None;
+        }
+        Some(native)
+    }
+
     /// `shaderRawAccessChains` as reported by `vkGetPhysicalDeviceFeatures2` (through whatever
     /// layers are enabled).
     pub fn query_raw_access_chains_feature(&self) -> bool {

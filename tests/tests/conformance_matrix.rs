@@ -39,25 +39,6 @@ fn par_map<T: Sync>(items: &[T], f: impl Fn(&T) -> Option<String> + Sync) -> Vec
     sweep::par_map(items, threads(), f).into_iter().flatten().collect()
 }
 
-/// Prints the first few errors in full and a one-line summary of every error.
-fn report(errs: &[String]) {
-    for e in errs.iter().take(3) {
-        println!("{e}\n");
-    }
-    if errs.len() > 3 {
-        println!("all {} failures, one line each:", errs.len());
-        for e in errs {
-            let mut lines = e.lines();
-            let first = lines.next().unwrap_or_default();
-            let second = lines.next().unwrap_or_default().trim();
-            println!(
-                "  {first}\n      {}",
-                second.chars().take(300).collect::<String>()
-            );
-        }
-    }
-}
-
 /// One plan per distinct shader text.
 fn distinct_plans(cs: &[Case]) -> Vec<gen::Plan> {
     let mut seen = HashSet::new();
@@ -83,7 +64,7 @@ fn generated_modules_validate() {
         plans.len(),
         errs.len()
     );
-    report(&errs);
+    sweep::print_errors(&errs, 3);
     assert!(
         errs.is_empty(),
         "{} generated modules fail assembly/validation (first shown above)",
@@ -114,7 +95,7 @@ fn rewritten_modules_validate() {
         plans.len(),
         plans.len() - errs.len()
     );
-    report(&errs);
+    sweep::print_errors(&errs, 3);
     assert!(
         errs.is_empty(),
         "{} of {} modules fail rewrite/validation (first shown above)",

@@ -81,16 +81,7 @@ fn par_check(items: &[&Assembled], f: impl Fn(&Plan, &[u32]) -> Vec<String> + Sy
 /// Prints the first few problems in full and a one-line summary of each; the failure summary.
 fn report(what: &str, total: usize, errs: &[String], started: Instant) {
     println!("{what} ({}): {total} checks, {} problems, {:.1} s", sweep::mode(), errs.len(), started.elapsed().as_secs_f64());
-    for e in errs.iter().take(4) {
-        println!("{e}\n");
-    }
-    if errs.len() > 4 {
-        println!("all {} problems, one line each:", errs.len());
-        for e in errs {
-            let mut l = e.lines();
-            println!("  {} — {}", l.next().unwrap_or_default(), l.next().unwrap_or_default().trim().chars().take(200).collect::<String>());
-        }
-    }
+    sweep::print_errors(errs, 4);
     if !errs.is_empty() {
         let dir = std::env::temp_dir().join("polyfill-small-storage-failures");
         let _ = std::fs::create_dir_all(&dir);
