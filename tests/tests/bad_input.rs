@@ -507,6 +507,16 @@ fn features2_with_unknown(ctx: &Context) {
     assert_unchanged("features2: fake only", &fake_before, &fake);
 }
 
+/// On `dev`, a device with the raw-access-chains feature: a pipeline from `raw_words` (which use
+/// raw access chains) is created, so shaders are rewritten; then destroys `dev`.
+unsafe fn rewrites_and_destroy(dev: ash::Device, raw_words: &[u32], what: &str) {
+    let (r, m) = create_module_raw(&dev, std::ptr::null(), raw_words.as_ptr(), raw_words.len() * 4);
+    assert_eq!(r, vk::Result::SUCCESS, "{what}: vkCreateShaderModule");
+    assert_eq!(compute_pipeline(&dev, std::ptr::null(), m), vk::Result::SUCCESS, "{what}: shaders are not rewritten");
+    dev.destroy_shader_module(m, None);
+    dev.destroy_device(None);
+}
+
 /// Device creation with the fake struct after / before the layer's own feature struct.
 fn devices_with_unknown(ctx: &Context) {
     let raw_words = samples::byte_address(None).assemble().unwrap();
@@ -519,13 +529,7 @@ fn devices_with_unknown(ctx: &Context) {
     let dev = unsafe { create_device(ctx, &exts, ptr(&raw)) }.unwrap_or_else(|e| panic!("vkCreateDevice raw -> fake: {e:?}"));
     assert_unchanged("vkCreateDevice raw -> fake: fake", &fake_before, &fake);
     assert_unchanged("vkCreateDevice raw -> fake: raw", &raw_before, &raw);
-    unsafe {
-        let (r, m) = create_module_raw(&dev, std::ptr::null(), raw_words.as_ptr(), raw_words.len() * 4);
-        assert_eq!(r, vk::Result::SUCCESS);
-        assert_eq!(compute_pipeline(&dev, std::ptr::null(), m), vk::Result::SUCCESS, "raw -> fake device: shaders are not rewritten");
-        dev.destroy_shader_module(m, None);
-        dev.destroy_device(None);
-    }
+    unsafe { rewrites_and_destroy(dev, &raw_words, "raw -> fake device") };
 
     // fake -> raw: the layer keeps the unknown struct in place and splices its own copy of the
     // rest behind it for the call (pnext.rs), so its struct is removed there too; the fake
@@ -536,26 +540,14 @@ fn devices_with_unknown(ctx: &Context) {
     let dev = unsafe { create_device(ctx, &exts, ptr_mut(&mut fake)) }.unwrap_or_else(|e| panic!("vkCreateDevice fake -> raw: {e:?}"));
     assert_unchanged("vkCreateDevice fake -> raw: fake", &fake_before, &fake);
     assert_unchanged("vkCreateDevice fake -> raw: raw", &raw_before, &raw);
-    unsafe {
-        let (r, m) = create_module_raw(&dev, std::ptr::null(), raw_words.as_ptr(), raw_words.len() * 4);
-        assert_eq!(r, vk::Result::SUCCESS);
-        assert_eq!(compute_pipeline(&dev, std::ptr::null(), m), vk::Result::SUCCESS, "fake -> raw device: shaders are not rewritten");
-        dev.destroy_shader_module(m, None);
-        dev.destroy_device(None);
-    }
+    unsafe { rewrites_and_destroy(dev, &raw_words, "fake -> raw device") };
 
     // fake only, extension by name: shaders rewritten, fake passed on.
     let fake = Fake::new(std::ptr::null());
     let fake_before = fake;
     let dev = unsafe { create_device(ctx, &exts, ptr(&fake)) }.unwrap_or_else(|e| panic!("vkCreateDevice fake only: {e:?}"));
     assert_unchanged("vkCreateDevice fake only", &fake_before, &fake);
-    unsafe {
-        let (r, m) = create_module_raw(&dev, std::ptr::null(), raw_words.as_ptr(), raw_words.len() * 4);
-        assert_eq!(r, vk::Result::SUCCESS);
-        assert_eq!(compute_pipeline(&dev, std::ptr::null(), m), vk::Result::SUCCESS);
-        dev.destroy_shader_module(m, None);
-        dev.destroy_device(None);
-    }
+    unsafe { rewrites_and_destroy(dev, &raw_words, "fake-only device") };
 }
 
 /// Shader module / pipeline stage chains with the fake struct, on a maintenance5 device.

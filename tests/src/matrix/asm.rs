@@ -46,6 +46,18 @@ impl Asm {
         format!("%{hint}{}", self.n)
     }
 
+    /// Appends to `body` the load of a `pointee` through an access chain `indices` (ids, spaced)
+    /// into `base` in storage class `sc`: fresh ids `%{hints.0}N` (the pointer) and
+    /// `%{hints.1}N` (the value, returned).
+    pub fn load_through(&mut self, body: &mut Vec<String>, sc: &str, pointee: &str, base: &str, indices: &str, hints: (&str, &str)) -> String {
+        let ptr_t = self.ptr(sc, pointee);
+        let p = self.tmp(hints.0);
+        let v = self.tmp(hints.1);
+        body.push(format!("{p} = OpAccessChain {ptr_t} {base} {indices}"));
+        body.push(format!("{v} = OpLoad {pointee} {p}"));
+        v
+    }
+
     /// Unsigned integer type.
     pub fn uint(&mut self, bits: u32) -> String {
         match bits {

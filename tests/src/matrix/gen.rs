@@ -1009,27 +1009,13 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
     // Index / offset.
     let (idx, off) = match case.params {
         ParamSource::Buffer => {
-            let pv4 = m.ptr("StorageBuffer", &v4u);
-            let pp = m.tmp("pp");
-            let pv = m.tmp("pv");
-            b.push(format!(
-                "{pp} = OpAccessChain {pv4} {} {c0} {gid}",
-                params_var.as_ref().unwrap()
-            ));
-            b.push(format!("{pv} = OpLoad {v4u} {pp}"));
+            let pv = m.load_through(&mut b, "StorageBuffer", &v4u, params_var.as_ref().unwrap(), &format!("{c0} {gid}"), ("pp", "pv"));
             b.push(format!("%idx = OpCompositeExtract {u32t} {pv} 0"));
             b.push(format!("%off = OpCompositeExtract {u32t} {pv} 1"));
             ("%idx".to_string(), "%off".to_string())
         }
         ParamSource::Push => {
-            let pv4 = m.ptr("PushConstant", &v4u);
-            let pp = m.tmp("pcp");
-            let pv = m.tmp("pcv");
-            b.push(format!(
-                "{pp} = OpAccessChain {pv4} {} {c0}",
-                pc_var.as_ref().unwrap()
-            ));
-            b.push(format!("{pv} = OpLoad {v4u} {pp}"));
+            let pv = m.load_through(&mut b, "PushConstant", &v4u, pc_var.as_ref().unwrap(), &c0, ("pcp", "pcv"));
             let names = ["%i0", "%di", "%o0", "%do"];
             for (k, nm) in names.iter().enumerate() {
                 b.push(format!("{nm} = OpCompositeExtract {u32t} {pv} {k}"));

@@ -8,7 +8,6 @@ use crate::vk::{BufferKind, BufferSpec, ComputeJob, Context, ContextOptions};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 /// Layer setting key of the out-of-bounds poison debug aid
@@ -374,50 +373,38 @@ pub fn run_cases_for(
     } else {
         None
     };
-    let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= cases.len() {
-                    break;
-                }
-                let c = &cases[i];
-                let ctx = if c.poison {
-                    poisoned.as_ref().unwrap()
-                } else {
-                    plain.as_ref().unwrap()
-                };
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run_case_for(ctx, c, target)
-                }))
-                .unwrap_or_else(|p| {
-                    let msg = p
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    CaseResult {
-                        case: *c,
-                        failure: Some(format!("FAIL {c}\n  panic: {msg}")),
-                        undefined_bytes: 0,
-                    }
-                });
-                results.lock().unwrap().push(r);
-                let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-                if d % 100 == 0 {
-                    eprintln!(
-                        "[matrix] {d}/{} cases, {:.0} s",
-                        cases.len(),
-                        start.elapsed().as_secs_f64()
-                    );
-                }
-            });
+    let results = crate::sweep::par_map(cases, threads, |c| {
+        let ctx = if c.poison {
+            poisoned.as_ref().unwrap()
+        } else {
+            plain.as_ref().unwrap()
+        };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_case_for(ctx, c, target)
+        }))
+        .unwrap_or_else(|p| {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            CaseResult {
+                case: *c,
+                failure: Some(format!("FAIL {c}\n  panic: {msg}")),
+                undefined_bytes: 0,
+            }
+        });
+        let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+        if d % 100 == 0 {
+            eprintln!(
+                "[matrix] {d}/{} cases, {:.0} s",
+                cases.len(),
+                start.elapsed().as_secs_f64()
+            );
         }
+        r
     });
-    let results = results.into_inner().unwrap();
     let passed = results.iter().filter(|r| r.failure.is_none()).count();
     let cases_with_undefined = results
         .iter()
