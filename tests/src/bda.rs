@@ -57,6 +57,12 @@ fn compute(m: Module, code: &str) -> Vec<u32> {
     assemble(&m.main(&format!("%gx_p = OpAccessChain %pin_u32 %gid %c0\n%gx = OpLoad %u32 %gx_p\n{code}")))
 }
 
+/// `code` run by invocation 0 alone, in block `%then`; the text goes on in the merge block
+/// `%merge`.
+fn first_invocation(code: &str, then: &str, merge: &str) -> String {
+    format!("%first = OpIEqual %bool %gx %c0\nOpSelectionMerge %{merge} None\nOpBranchConditional %first %{then} %{merge}\n%{then} = OpLabel\n{code}OpBranch %{merge}\n%{merge} = OpLabel")
+}
+
 /// The compute module with its `%Buf` block, `%gid` and `capabilities`.
 fn base(capabilities: &[&str]) -> Module {
     let m = physical(Module::compute(64).gid());
@@ -99,14 +105,8 @@ fn nodes(m: Module) -> Module {
 /// `out[1]` = the last node's value read through the pointer loaded from memory twice.
 pub fn linked_list() -> Vec<u32> {
     let m = push_constants(nodes(base(&[])).decorate("OpDecorate %Node Block"), &["%pnode", "%pnode", "%pnode", "%pbuf"]);
-    compute(
-        m,
-        &format!(
-            "%first = OpIEqual %bool %gx %c0
-OpSelectionMerge %done None
-OpBranchConditional %first %work %done
-%work = OpLabel
-{}%a_next = OpAccessChain %pnext %a %c2
+    let work = format!(
+        "{}%a_next = OpAccessChain %pnext %a %c2
 OpStore %a_next %b Aligned 8
 %b_next = OpAccessChain %pnext %b %c2
 OpStore %b_next %c Aligned 8
@@ -125,11 +125,10 @@ OpStore %b_next %c Aligned 8
 OpStore %o0 %sum Aligned 4
 %o1 = OpAccessChain %pg_u32 %o %c0 %c1
 OpStore %o1 %n2v Aligned 4
-OpBranch %done
-%done = OpLabel",
-            push_loads(0, &[("a", "%pnode"), ("b", "%pnode"), ("c", "%pnode"), ("o", "%pbuf")])
-        ),
-    )
+",
+        push_loads(0, &[("a", "%pnode"), ("b", "%pnode"), ("c", "%pnode"), ("o", "%pbuf")])
+    );
+    compute(m, &first_invocation(&work, "work", "done"))
 }
 
 /// A struct of pointers in device memory: invocation 0 fills `table = { in0, in1, out }` from
@@ -142,18 +141,7 @@ pub fn struct_of_pointers() -> Vec<u32> {
     compute(
         push_constants(m, &["%ptable", "%pbuf", "%pbuf", "%pbuf"]),
         &format!(
-            "{}%first = OpIEqual %bool %gx %c0
-OpSelectionMerge %filled None
-OpBranchConditional %first %fill %filled
-%fill = OpLabel
-{}%t0 = OpAccessChain %pslot %t %c0
-OpStore %t0 %i0 Aligned 8
-%t1 = OpAccessChain %pslot %t %c1
-OpStore %t1 %i1 Aligned 8
-%t2 = OpAccessChain %pslot %t %c2
-OpStore %t2 %out Aligned 8
-OpBranch %filled
-%filled = OpLabel
+            "{}{}
 OpControlBarrier %workgroup %workgroup %semantics
 %l0 = OpAccessChain %pslot %t %c0
 %a = OpLoad %pbuf %l0 Aligned 8
@@ -169,7 +157,20 @@ OpControlBarrier %workgroup %workgroup %semantics
 %dp = OpAccessChain %pg_u32 %d %c0 %gx
 OpStore %dp %s Aligned 4",
             push_loads(0, &[("t", "%ptable")]),
-            push_loads(1, &[("i0", "%pbuf"), ("i1", "%pbuf"), ("out", "%pbuf")])
+            first_invocation(
+                &format!(
+                    "{}%t0 = OpAccessChain %pslot %t %c0
+OpStore %t0 %i0 Aligned 8
+%t1 = OpAccessChain %pslot %t %c1
+OpStore %t1 %i1 Aligned 8
+%t2 = OpAccessChain %pslot %t %c2
+OpStore %t2 %out Aligned 8
+",
+                    push_loads(1, &[("i0", "%pbuf"), ("i1", "%pbuf"), ("out", "%pbuf")])
+                ),
+                "fill",
+                "filled"
+            )
         ),
     )
 }
