@@ -18,6 +18,7 @@ use super::asm::{Asm, Declare};
 use super::case::*;
 use super::model::{self, Access, Robustness};
 use super::rng::Rng;
+use crate::vk::{BufferKind, BufferSpec};
 
 pub const BINDING_TARGET: u32 = 0;
 /// (binding 1 is unused: variable pointers select within one buffer)
@@ -37,36 +38,24 @@ pub enum Role {
     Values,
 }
 
-/// How the buffer is handed to the shader.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BufKind {
-    /// A storage-buffer descriptor (also for `BufferBlock` in `Uniform`).
-    Storage,
-    /// Device address written into the push constants at this offset.
-    DeviceAddress { push_constant_offset: u32 },
-}
-
 #[derive(Clone, Debug)]
 pub struct PlanBuffer {
     pub role: Role,
-    pub set: u32,
-    pub binding: u32,
-    pub array_element: u32,
-    pub kind: BufKind,
-    /// Initial contents (the whole VkBuffer).
-    pub data: Vec<u8>,
-    pub descriptor_offset: u64,
-    /// Bound range (None = VK_WHOLE_SIZE).
-    pub range: Option<u64>,
+    /// How the job binds it (a storage buffer, or its device address in the push constants),
+    /// with its initial contents (the whole VkBuffer).
+    pub spec: BufferSpec,
     /// Expected contents after the dispatch.
     pub expected: Vec<u8>,
 }
 
 impl PlanBuffer {
+    /// A buffer expected to keep its initial contents.
+    fn unchanged(role: Role, spec: BufferSpec) -> PlanBuffer {
+        PlanBuffer { role, expected: spec.data.clone(), spec }
+    }
     /// Bytes of the bound range.
     pub fn bound_len(&self) -> u64 {
-        self.range
-            .unwrap_or(self.data.len() as u64 - self.descriptor_offset)
+        self.spec.range.unwrap_or(self.spec.data.len() as u64 - self.spec.descriptor_offset)
     }
 }
 
@@ -127,7 +116,7 @@ impl Plan {
                         .collect(),
                 ),
                 _ => {
-                    let base = tb.descriptor_offset as usize + ia.access.address() as usize;
+                    let base = tb.spec.descriptor_offset as usize + ia.access.address() as usize;
                     (
                         ia.buffer,
                         undef.iter().map(|&b| base + b as usize).collect(),
@@ -410,27 +399,18 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
             Op::Load => rng.bytes(size as usize),
             Op::Store => vec![FILL; size as usize],
         };
-        let (binding, array_element) = match case.addressing {
-            _ => (BINDING_TARGET, t as u32),
-        };
         let kind = if case.addressing.is_psb() {
-            BufKind::DeviceAddress {
+            BufferKind::DeviceAddress {
                 push_constant_offset: PC_ADDRESS_OFFSET,
             }
         } else {
-            BufKind::Storage
+            BufferKind::Storage
         };
-        buffers.push(PlanBuffer {
-            role: Role::Target(t),
-            set: 0,
-            binding,
-            array_element,
-            kind,
-            expected: data.clone(),
-            data,
-            descriptor_offset: desc_off,
-            range: if whole { None } else { Some(len as u64) },
-        });
+        let spec = BufferSpec { kind, ..BufferSpec::storage(BINDING_TARGET, data) };
+        buffers.push(PlanBuffer::unchanged(
+            Role::Target(t),
+            spec.element(t as u32).window(desc_off, if whole { None } else { Some(len as u64) }),
+        ));
     }
     for (t, len) in lens.iter().enumerate() {
         notes.push(format!(
@@ -670,17 +650,7 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
             data[p + 4..p + 8].copy_from_slice(&ia.access.offset.to_le_bytes());
             data[p + 8..p + 12].copy_from_slice(&(ia.buffer as u32).to_le_bytes());
         }
-        buffers.push(PlanBuffer {
-            role: Role::Params,
-            set: 0,
-            binding: BINDING_PARAMS,
-            array_element: 0,
-            kind: BufKind::Storage,
-            expected: data.clone(),
-            data,
-            descriptor_offset: 0,
-            range: None,
-        });
+        buffers.push(PlanBuffer::unchanged(Role::Params, BufferSpec::storage(BINDING_PARAMS, data)));
     }
     let esize = g.esize as usize;
     let poison = if case.poison { Some(POISON) } else { None };
@@ -689,23 +659,17 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
             let mut out = vec![FILL; INVOCATIONS as usize * esize + 16];
             for ia in &accesses {
                 let b = &buffers[ia.buffer];
-                let off = b.descriptor_offset as usize;
+                let off = b.spec.descriptor_offset as usize;
                 let len = b.bound_len() as usize;
                 let v =
-                    model::load_with(&ia.access, &b.data[off..off + len], poison, word_granular);
+                    model::load_with(&ia.access, &b.spec.data[off..off + len], poison, word_granular);
                 out[ia.gid as usize * esize..][..esize].copy_from_slice(&v);
             }
             let data = vec![FILL; out.len()];
             buffers.push(PlanBuffer {
                 role: Role::Output,
-                set: 0,
-                binding: BINDING_OUT,
-                array_element: 0,
-                kind: BufKind::Storage,
-                data,
+                spec: BufferSpec::storage(BINDING_OUT, data),
                 expected: out,
-                descriptor_offset: 0,
-                range: None,
             });
         }
         Op::Store => {
@@ -718,7 +682,7 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
                 };
                 let value = values[src..src + esize].to_vec();
                 let b = &mut buffers[ia.buffer];
-                let off = b.descriptor_offset as usize;
+                let off = b.spec.descriptor_offset as usize;
                 let len = b.bound_len() as usize;
                 model::store_with(
                     &ia.access,
@@ -727,17 +691,7 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
                     word_granular,
                 );
             }
-            buffers.push(PlanBuffer {
-                role: Role::Values,
-                set: 0,
-                binding: BINDING_VALUES,
-                array_element: 0,
-                kind: BufKind::Storage,
-                expected: values.clone(),
-                data: values,
-                descriptor_offset: 0,
-                range: None,
-            });
+            buffers.push(PlanBuffer::unchanged(Role::Values, BufferSpec::storage(BINDING_VALUES, values)));
         }
     }
 

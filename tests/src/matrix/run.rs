@@ -2,9 +2,9 @@
 //! execute through the layer on lavapipe, and compare every buffer byte for byte with the model.
 
 use super::case::*;
-use super::gen::{BufKind, Plan, Role};
+use super::gen::{Plan, Role};
 use crate::tools;
-use crate::vk::{BufferKind, BufferSpec, ComputeJob, Context, ContextOptions};
+use crate::vk::{ComputeJob, Context, ContextOptions};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -115,23 +115,7 @@ pub fn job(plan: &Plan) -> ComputeJob {
         buffers: plan
             .buffers
             .iter()
-            .map(|b| BufferSpec {
-                allocation_tail: None,
-                set: b.set,
-                binding: b.binding,
-                array_element: b.array_element,
-                kind: match b.kind {
-                    BufKind::Storage => BufferKind::Storage,
-                    BufKind::DeviceAddress {
-                        push_constant_offset,
-                    } => BufferKind::DeviceAddress {
-                        push_constant_offset,
-                    },
-                },
-                data: b.data.clone(),
-                descriptor_offset: b.descriptor_offset,
-                range: b.range,
-            })
+            .map(|b| b.spec.clone())
             .collect(),
         push_constants: plan.push_constants.clone(),
         groups: plan.groups,
@@ -166,10 +150,10 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
         let mut s = format!(
             "buffer {bi} ({:?}, binding {} element {}, descriptor offset {}, range {:?}): {} bytes differ",
             b.role,
-            b.binding,
-            b.array_element,
-            b.descriptor_offset,
-            b.range,
+            b.spec.binding,
+            b.spec.array_element,
+            b.spec.descriptor_offset,
+            b.spec.range,
             bad.len()
         );
         // Group into runs and explain the first few.
@@ -207,8 +191,8 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
                     }
                 }
                 Role::Target(_) => {
-                    let rel_s = s0 as i64 - b.descriptor_offset as i64;
-                    let rel_e = e0 as i64 - b.descriptor_offset as i64;
+                    let rel_s = s0 as i64 - b.spec.descriptor_offset as i64;
+                    let rel_e = e0 as i64 - b.spec.descriptor_offset as i64;
                     let _ = write!(s, " (range-relative {rel_s}..{rel_e})");
                     let len = plan.checked_len(bi);
                     let bound = b.bound_len();
