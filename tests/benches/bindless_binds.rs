@@ -177,16 +177,7 @@ fn main() {
     println!("ms per command buffer, median [min..max]:");
     println!("  {:<28} {:>22} {:>26}", "variant", "record", "submit+wait");
     for v in &variants {
-        println!(
-            "  {:<28} {:>8.3} [{:.3}..{:.3}] {:>9.2} [{:.2}..{:.2}]",
-            v.name,
-            median(&v.record_ms),
-            min(&v.record_ms),
-            max(&v.record_ms),
-            median(&v.run_ms),
-            min(&v.run_ms),
-            max(&v.run_ms)
-        );
+        println!("  {:<28} {} {}", v.name, spread(&v.record_ms, 8, 3), spread(&v.run_ms, 9, 2));
     }
     let find = |s: &str| variants.iter().find(|v| v.name == s);
     let ratio = |a: &Variant, b: &Variant| {

@@ -107,11 +107,9 @@ fn main() {
         let (ta, tb) = (pick(&jobs[a]), pick(&jobs[b]));
         let paired: Vec<f64> = tb.iter().zip(&ta).map(|(x, y)| x / y).collect();
         println!(
-            "  {:<30} {:>7.3} [{:.3}..{:.3}]  vs {:<12} {:>7.3}   ratio {:.3}  paired {:.3}",
+            "  {:<30} {}  vs {:<12} {:>7.3}   ratio {:.3}  paired {:.3}",
             jobs[b].name,
-            median(&tb),
-            min(&tb),
-            max(&tb),
+            spread(&tb, 7, 3),
             jobs[a].name,
             median(&ta),
             median(&tb) / median(&ta),

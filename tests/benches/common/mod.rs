@@ -40,6 +40,10 @@ pub fn min(v: &[f64]) -> f64 {
 pub fn max(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
 }
+/// `median [min..max]` of `v`, the median right-aligned in `width`, `decimals` after the point.
+pub fn spread(v: &[f64], width: usize, decimals: usize) -> String {
+    format!("{:>width$.decimals$} [{:.decimals$}..{:.decimals$}]", median(v), min(v), max(v))
+}
 
 pub fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
