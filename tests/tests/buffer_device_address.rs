@@ -388,16 +388,8 @@ fn shader_object_through_pointers(target: &str) {
     let dst = [scope.buffer(256).unwrap(), scope.buffer(256).unwrap()];
     assert!(dst.iter().all(|b| decode_address(b.address).is_some()), "layer addresses");
     let words = copy_scale();
-    // SAFETY: a u32 slice viewed as bytes (4-byte aligned, as pCode must be).
-    let code = unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, words.len() * 4) };
     let ranges = [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).size(16)];
-    let info = vk::ShaderCreateInfoEXT::default()
-        .stage(vk::ShaderStageFlags::COMPUTE)
-        .code_type(vk::ShaderCodeTypeEXT::SPIRV)
-        .code(code)
-        .name(c"main")
-        .push_constant_ranges(&ranges);
-    let shader = unsafe { so.create_shaders(&[info], None) }.unwrap_or_else(|(_, e)| panic!("vkCreateShadersEXT: {e:?}"))[0];
+    let shader = polyfill_e2e::bindless::shader_object::compute_shader(&so, &words, &[], &ranges).unwrap_or_else(|e| panic!("vkCreateShadersEXT: {e:?}"));
     // The layout push constants are given with: the shader's range (VUID-vkCmdPushConstants-offset-01796).
     let layout = unsafe { ctx.device().create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&ranges), None) }.unwrap();
     let push = |k: usize| [src.address.to_le_bytes(), dst[k].address.to_le_bytes()].concat();
