@@ -628,10 +628,7 @@ fn pnext_chains_with_unknown_structs() {
         println!("CHILD-OK");
         return;
     }
-    let dir = child::temp_dir("bad-pnext");
-    let log = dir.join("layer.log");
-    let out = child::spawn(NAME, &[(&env_var_name("log_file"), log.to_str().unwrap()), (&env_var_name("log_level"), "warn")], None);
-    out.assert_success();
+    let (out, log) = child::spawn_logged(NAME, "bad-pnext", &[(&env_var_name("log_level"), "warn")]);
     assert!(out.stdout.contains("CHILD-OK"), "{}", out.stdout);
-    println!("layer log:\n{}", read_log(&log));
+    println!("layer log:\n{log}");
 }

@@ -1,7 +1,7 @@
 //! `debug_inject_panic=<hook>` makes that hook panic on purpose: the layer must catch it, log
 //! it, and return an error — the application keeps running.
 
-use polyfill_e2e::child::{self, read_log};
+use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::{samples, Context, ContextOptions};
 
@@ -22,16 +22,8 @@ fn panic_in_create_shader_module_becomes_error() {
         println!("CHILD-SURVIVED");
         return;
     }
-    let dir = child::temp_dir("panic");
-    let log = dir.join("layer.log");
-    let out = child::spawn(
-        NAME,
-        &[(&env_var_name("debug_inject_panic"), "vkCreateShaderModule"), (&env_var_name("log_file"), log.to_str().unwrap())],
-        None,
-    );
-    out.assert_success();
+    let (out, text) = child::spawn_logged(NAME, "panic", &[(&env_var_name("debug_inject_panic"), "vkCreateShaderModule")]);
     assert!(out.stdout.contains("CHILD-SURVIVED"), "{}", out.stdout);
-    let text = read_log(&log);
     assert!(text.contains("[polyfill]"), "nothing logged:\n{text}\nstderr:\n{}", out.stderr);
     let lower = text.to_lowercase();
     assert!(lower.contains("panic"), "log does not mention the panic:\n{text}");
