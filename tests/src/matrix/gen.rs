@@ -819,6 +819,11 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
         Array(String, String), // variable, pointer-to-block type
         Psb,
     }
+    // A descriptor array `%targets` of type `arr` (of the target block).
+    let targets = |m: &mut Asm, arr: &str| {
+        let parr = m.ptr("StorageBuffer", arr);
+        Base::Array(m.buffer_var("targets", &parr, "StorageBuffer", 0, BINDING_TARGET), p_tblock.clone())
+    };
     let base_kind = match case.addressing {
         Addressing::Plain | Addressing::FuncParam => {
             if case.addressing == Addressing::FuncParam {
@@ -851,13 +856,8 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             } else {
                 m.cap("VariablePointersStorageBuffer");
             }
-            let tb = tblock.clone();
-            let arr = m.def("TargetArray", |_| format!("OpTypeArray {tb} {c3}"));
-            let parr = m.ptr("StorageBuffer", &arr);
-            Base::Array(
-                m.buffer_var("targets", &parr, "StorageBuffer", 0, BINDING_TARGET),
-                p_tblock.clone(),
-            )
+            let arr = m.def("TargetArray", |_| format!("OpTypeArray {tblock} {c3}"));
+            targets(&mut m, &arr)
         }
         Addressing::DescArrayNonUniform => {
             m.cap("RuntimeDescriptorArray");
@@ -866,13 +866,8 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             if minor < 5 {
                 m.ext("SPV_EXT_descriptor_indexing");
             }
-            let tb = tblock.clone();
-            let arr = m.def("TargetRtArray", |_| format!("OpTypeRuntimeArray {tb}"));
-            let parr = m.ptr("StorageBuffer", &arr);
-            Base::Array(
-                m.buffer_var("targets", &parr, "StorageBuffer", 0, BINDING_TARGET),
-                p_tblock.clone(),
-            )
+            let arr = m.def("TargetRtArray", |_| format!("OpTypeRuntimeArray {tblock}"));
+            targets(&mut m, &arr)
         }
         Addressing::Psb | Addressing::PsbScalar => Base::Psb,
     };
@@ -950,6 +945,16 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
         m.deco(format!("OpDecorate {rc} {d}"));
     };
 
+    // `%{hints.1}N`, a pointer to element `base + k` (`ck`) of the output / values buffer, after
+    // `%{hints.0}N` = that index.
+    let io_element = |m: &mut Asm, b: &mut Vec<String>, base: &str, ck: &str, hints: (&str, &str)| {
+        let i = m.tmp(hints.0);
+        let p = m.tmp(hints.1);
+        b.push(format!("{i} = OpIAdd {u32t} {base} {ck}"));
+        b.push(format!("{p} = OpAccessChain {io_elem_ptr} {io_var} {c0} {i}"));
+        p
+    };
+
     // ---------------- main ----------------
     let mut b: Vec<String> = Vec::new();
     b.push("%main = OpFunction %void None %fn_void".into());
@@ -995,13 +1000,8 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
         let mut comps = Vec::new();
         for k in 0..n {
             let ck = m.c_u32(k);
-            let i = m.tmp("vi");
-            let p = m.tmp("vp");
+            let p = io_element(&mut m, &mut b, &vbase, &ck, ("vi", "vp"));
             let v = m.tmp("vv");
-            b.push(format!("{i} = OpIAdd {u32t} {vbase} {ck}"));
-            b.push(format!(
-                "{p} = OpAccessChain {io_elem_ptr} {io_var} {c0} {i}"
-            ));
             b.push(format!("{v} = OpLoad {ut} {p}"));
             comps.push(v);
         }
@@ -1199,12 +1199,7 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
                 b.push(format!("{t} = OpCompositeExtract {ut} {bits_v} {k}"));
                 t
             };
-            let i = m.tmp("oi");
-            let p = m.tmp("op");
-            b.push(format!("{i} = OpIAdd {u32t} %obase {ck}"));
-            b.push(format!(
-                "{p} = OpAccessChain {io_elem_ptr} {io_var} {c0} {i}"
-            ));
+            let p = io_element(&mut m, &mut b, "%obase", &ck, ("oi", "op"));
             b.push(format!("OpStore {p} {comp}"));
         }
     }

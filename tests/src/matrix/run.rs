@@ -2,7 +2,7 @@
 //! execute through the layer on lavapipe, and compare every buffer byte for byte with the model.
 
 use super::case::*;
-use super::gen::{Plan, Role};
+use super::gen::{InvAccess, Plan, Role};
 use crate::tools;
 use crate::vk::{ComputeJob, Context, ContextOptions};
 use std::fmt::Write as _;
@@ -176,17 +176,9 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
                     for gid in (s0 / esize)..=((e0 - 1) / esize) {
                         if let Some(ia) = plan.accesses.iter().find(|a| a.gid as usize == gid) {
                             let len = plan.checked_len(ia.buffer);
-                            let _ = write!(
-                                s,
-                                "\n      invocation {gid}: target {} index {:#x} offset {:#x} (byte address {:#x}, bound range {}{}) → components {:?}",
-                                ia.buffer,
-                                ia.access.index,
-                                ia.access.offset,
-                                ia.access.address(),
-                                plan.buffers[ia.buffer].bound_len(),
-                                if plan.word_granular { format!(", checked as {len}") } else { String::new() },
-                                ia.access.component_addresses(len)
-                            );
+                            let checked = if plan.word_granular { format!(", checked as {len}") } else { String::new() };
+                            let bound = format!(", bound range {}{checked}", plan.buffers[ia.buffer].bound_len());
+                            s += &describe_access(ia, &format!("target {} ", ia.buffer), &bound, len);
                         }
                     }
                 }
@@ -211,15 +203,7 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
                         let near = nominal < rel_e && nominal + esize as i64 > rel_s;
                         if (touches || near) && shown < 4 {
                             shown += 1;
-                            let _ = write!(
-                                s,
-                                "\n      invocation {}: index {:#x} offset {:#x} (byte address {:#x}) → components {:?}",
-                                ia.gid,
-                                ia.access.index,
-                                ia.access.offset,
-                                ia.access.address(),
-                                ia.access.component_addresses(len)
-                            );
+                            s += &describe_access(ia, "", "", len);
                         }
                     }
                     if rel_e <= 0 || rel_s >= bound as i64 {
@@ -318,6 +302,20 @@ pub fn run_case_for(ctx: &Context, case: &Case, target: RewriteTarget) -> CaseRe
     } else {
         fail(problems.join("\n  "))
     }
+}
+
+/// `invocation G: {target}index I offset O (byte address A{bound}) → components C` on a line of
+/// its own: an access and the components it reaches under bound range `len`.
+fn describe_access(ia: &InvAccess, target: &str, bound: &str, len: u64) -> String {
+    let a = &ia.access;
+    format!(
+        "\n      invocation {}: {target}index {:#x} offset {:#x} (byte address {:#x}{bound}) → components {:?}",
+        ia.gid,
+        a.index,
+        a.offset,
+        a.address(),
+        a.component_addresses(len)
+    )
 }
 
 /// Summary of a batch.
