@@ -470,17 +470,26 @@ fn assert_unchanged<T: Copy>(what: &str, before: &T, after: &T) {
     assert_eq!(a, b, "{what}: the application's structure was modified");
 }
 
-fn features2_with_unknown(ctx: &Context) {
+/// vkGetPhysicalDeviceFeatures2 with the chain from `first`, which holds `fake`: the fake
+/// struct comes back unchanged (`what` in the message) and the chain still starts at `first`.
+/// Returns the filled structure.
+fn features2_around_fake(ctx: &Context, first: *mut c_void, fake: *const Fake, what: &str) -> vk::PhysicalDeviceFeatures2<'static> {
     let f2fn = ctx.instance().fp_v1_1().get_physical_device_features2;
+    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: first, ..Default::default() };
+    // SAFETY: `fake` points at a live Fake of the caller's chain.
+    let before = unsafe { *fake };
+    unsafe { f2fn(ctx.physical_device(), &mut f2) };
+    assert_unchanged(what, &before, unsafe { &*fake });
+    assert_eq!(f2.p_next, first, "{what}: the chain's head was replaced");
+    f2
+}
+
+fn features2_with_unknown(ctx: &Context) {
     // (a) features2 -> fake -> raw -> vulkan12
     let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut raw = vk::PhysicalDeviceRawAccessChainsFeaturesNV { p_next: ptr_mut(&mut v12), ..Default::default() };
     let mut fake = Fake::new(ptr_mut(&mut raw));
-    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: ptr_mut(&mut fake), ..Default::default() };
-    let fake_before = fake;
-    unsafe { f2fn(ctx.physical_device(), &mut f2) };
-    assert_unchanged("features2: fake before raw", &fake_before, &fake);
-    assert_eq!(f2.p_next, ptr_mut(&mut fake));
+    let f2 = features2_around_fake(ctx, ptr_mut(&mut fake), &fake, "features2: fake before raw");
     assert_eq!(raw.p_next, ptr_mut(&mut v12));
     assert_eq!(raw.shader_raw_access_chains, vk::TRUE, "shaderRawAccessChains not reported behind an unknown struct");
     assert_eq!(v12.buffer_device_address, vk::TRUE, "the driver did not fill VkPhysicalDeviceVulkan12Features");
@@ -490,21 +499,14 @@ fn features2_with_unknown(ctx: &Context) {
     let mut v11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut fake = Fake::new(ptr_mut(&mut v11));
     let mut raw = vk::PhysicalDeviceRawAccessChainsFeaturesNV { p_next: ptr_mut(&mut fake), ..Default::default() };
-    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: ptr_mut(&mut raw), ..Default::default() };
-    let fake_before = fake;
-    unsafe { f2fn(ctx.physical_device(), &mut f2) };
-    assert_unchanged("features2: fake after raw", &fake_before, &fake);
-    assert_eq!(f2.p_next, ptr_mut(&mut raw));
+    let _ = features2_around_fake(ctx, ptr_mut(&mut raw), &fake, "features2: fake after raw");
     assert_eq!(raw.p_next, ptr_mut(&mut fake));
     assert_eq!(raw.shader_raw_access_chains, vk::TRUE);
     assert_eq!(v11.storage_buffer16_bit_access, vk::TRUE, "the driver did not fill VkPhysicalDeviceVulkan11Features");
 
     // (c) only the fake struct.
     let mut fake = Fake::new(std::ptr::null());
-    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: ptr_mut(&mut fake), ..Default::default() };
-    let fake_before = fake;
-    unsafe { f2fn(ctx.physical_device(), &mut f2) };
-    assert_unchanged("features2: fake only", &fake_before, &fake);
+    let _ = features2_around_fake(ctx, ptr_mut(&mut fake), &fake, "features2: fake only");
 }
 
 /// On `dev`, a device with the raw-access-chains feature: a pipeline from `raw_words` (which use
