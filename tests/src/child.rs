@@ -26,6 +26,22 @@ pub fn is_child(test_name: &str) -> bool {
     std::env::var(CHILD_ENV).map(|v| v == test_name).unwrap_or(false)
 }
 
+/// What a child prints once its body ran to the end ([`run_child`],
+/// [`ChildOutput::assert_completed`]): a body that exits early without failing (a driver that
+/// aborts, a stray `exit(0)`) then still fails the test.
+pub const COMPLETED: &str = "CHILD-OK";
+
+/// In the child process spawned for `test_name`: runs `body`, prints [`COMPLETED`] and returns
+/// true (the test then returns). False in any other process.
+pub fn run_child(test_name: &str, body: impl FnOnce()) -> bool {
+    if !is_child(test_name) {
+        return false;
+    }
+    body();
+    println!("{COMPLETED}");
+    true
+}
+
 /// The result of a child run.
 #[derive(Debug)]
 pub struct ChildOutput {
@@ -49,6 +65,12 @@ impl ChildOutput {
             self.stdout,
             self.stderr
         );
+    }
+    /// [`assert_success`](Self::assert_success), and the child's body ran to its end
+    /// ([`run_child`]).
+    pub fn assert_completed(&self) {
+        self.assert_success();
+        assert!(self.stdout.contains(COMPLETED), "child `{}` did not run its body to the end:\n{}", self.test_name, self.stdout);
     }
 }
 
