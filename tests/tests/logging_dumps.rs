@@ -10,12 +10,10 @@ fn rewritten_module_is_dumped_and_logged() {
     const NAME: &str = "rewritten_module_is_dumped_and_logged";
     if child::is_child(NAME) {
         let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap();
-        let s = samples::structured(None);
-        let m = ctx.create_shader_module(&s.assemble().unwrap()).unwrap_or_else(|e| panic!("vkCreateShaderModule: {e}"));
-        ctx.destroy_shader_module(m);
-        let p = samples::plain();
-        let m = ctx.create_shader_module(&p.assemble().unwrap()).unwrap();
-        ctx.destroy_shader_module(m);
+        for s in [samples::structured(None), samples::plain()] {
+            let m = ctx.create_shader_module(&s.assemble().unwrap()).unwrap_or_else(|e| panic!("{}: vkCreateShaderModule: {e}", s.name));
+            ctx.destroy_shader_module(m);
+        }
         return;
     }
     let dump = child::temp_dir("dumps");
