@@ -194,8 +194,32 @@ struct Row {
     what: String,
     unit: &'static str,
     samples: Vec<Vec<Batch>>,
-    target: &'static str,
-    within: fn(f64) -> bool,
+    target: Target,
+}
+
+/// A row's target for the layer/native ratio: at most (times) or at least (rates) a bound.
+#[derive(Clone, Copy)]
+enum Target {
+    AtMost(f64),
+    AtLeast(f64),
+}
+
+impl Target {
+    fn holds(self, ratio: f64) -> bool {
+        match self {
+            Target::AtMost(b) => ratio <= b,
+            Target::AtLeast(b) => ratio >= b,
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Target::AtMost(b) => write!(f, "<={b}"),
+            Target::AtLeast(b) => write!(f, ">={b}"),
+        }
+    }
 }
 
 fn main() {
@@ -262,13 +286,8 @@ fn main() {
             }
             Batch::of(&times, false)
         });
-        rows.push(Row {
-            what: format!("vkCreateShaderModule {label} ({n_modules}/batch)"),
-            unit: "us/call",
-            samples,
-            target: "<=1.02",
-            within: |r| r <= 1.02,
-        });
+        let what = format!("vkCreateShaderModule {label} ({n_modules}/batch)");
+        rows.push(Row { what, unit: "us/call", samples, target: Target::AtMost(1.02) });
     }
 
     // 2. vkCreateComputePipelines on the ~8 KB module.
@@ -288,13 +307,8 @@ fn main() {
             }
             Batch::of(&times, false)
         });
-        rows.push(Row {
-            what: format!("vkCreateComputePipelines {} ({n_pipelines}/batch)", modules[1].0),
-            unit: "ms/call",
-            samples,
-            target: "<=1.02",
-            within: |r| r <= 1.02,
-        });
+        let what = format!("vkCreateComputePipelines {} ({n_pipelines}/batch)", modules[1].0);
+        rows.push(Row { what, unit: "ms/call", samples, target: Target::AtMost(1.02) });
     }
 
     // 3. Command recording rate.
@@ -307,13 +321,8 @@ fn main() {
             let rates: Vec<f64> = (0..n_records).map(|_| (3 * n_dispatches) as f64 / (rigs[c].record(&ctxs[c], n_dispatches) * 1e6)).collect();
             Batch::of(&rates, true)
         });
-        rows.push(Row {
-            what: format!("recording {n_dispatches}x(BindPipeline+BindDescriptorSets+Dispatch) ({n_records}/batch)"),
-            unit: "Mcmd/s",
-            samples,
-            target: ">=0.99",
-            within: |r| r >= 0.99,
-        });
+        let what = format!("recording {n_dispatches}x(BindPipeline+BindDescriptorSets+Dispatch) ({n_records}/batch)");
+        rows.push(Row { what, unit: "Mcmd/s", samples, target: Target::AtLeast(0.99) });
     }
     let elapsed = started.elapsed().as_secs_f64();
 
@@ -344,7 +353,7 @@ fn main() {
                     median(&b) / median(&b0),
                     median(&a) / median(&a0),
                     row.target,
-                    match ((row.within)(ratio), (row.within)(paired)) {
+                    match (row.target.holds(ratio), row.target.holds(paired)) {
                         (true, true) => "",
                         (false, true) => "  (outside target by the medians only; paired within)",
                         (true, false) => "  (outside target by the paired ratio only)",
