@@ -189,6 +189,16 @@ fn copy_memory_from_a_non_pointer_is_an_error() {
     assert!(matches!(&results[1], Err(e @ RewriteError::Malformed { .. }) if e.to_string().contains("not a pointer")), "{results:?}");
 }
 
+/// A SPIR-V 1.6 compute module with SPV_NV_bindless_texture (32-bit handles): the image types,
+/// its own `decorations` and `globals`, and the push constant `%pc` holding a handle, which
+/// [`LOAD_HANDLE`] loads.
+fn bindless_module(decorations: &str, globals: &str) -> spvasm::Module {
+    spvasm::Module::compute(1).spirv(6).bindless_textures(Some(32)).decorate(decorations).image_types().globals(globals).push_constants("pc", &[("%u32", 0)])
+}
+
+/// A body's first lines: `%h` = the handle in the push constants of [`bindless_module`].
+const LOAD_HANDLE: &str = "%hp = OpAccessChain %pp_u32 %pc %c0\n%h = OpLoad %u32 %hp";
+
 /// Found by the valid-mutation fuzzer (tests/tests/fuzz_valid_shaders.rs, `select` on the e2e
 /// `sampler_handles` shader, bindless option set): with SPV_NV_bindless_texture an OpSelect (or
 /// OpPhi) may choose between images or samplers, also ones from ordinary descriptors. The
@@ -198,16 +208,12 @@ fn copy_memory_from_a_non_pointer_is_an_error() {
 /// after the pass refuses any OpSelect/OpPhi of an opaque type left).
 #[test]
 fn select_of_ordinary_samplers_in_a_bindless_module_is_refused() {
-    let text = spvasm::Module::compute(1)
-        .spirv(6)
-        .bindless_textures(Some(32))
-        .decorate("OpDecorate %sa DescriptorSet 0\nOpDecorate %sa Binding 0\nOpDecorate %sb DescriptorSet 0\nOpDecorate %sb Binding 1")
-        .image_types()
-        .globals("%psmp = OpTypePointer UniformConstant %smp\n%uv = OpConstantComposite %v2f %f0 %f0\n%sa = OpVariable %psmp UniformConstant\n%sb = OpVariable %psmp UniformConstant")
-        .push_constants("pc", &[("%u32", 0)])
-        .main(
-            "%hp = OpAccessChain %pp_u32 %pc %c0
-%h = OpLoad %u32 %hp
+    let text = bindless_module(
+        "OpDecorate %sa DescriptorSet 0\nOpDecorate %sa Binding 0\nOpDecorate %sb DescriptorSet 0\nOpDecorate %sb Binding 1",
+        "%psmp = OpTypePointer UniformConstant %smp\n%uv = OpConstantComposite %v2f %f0 %f0\n%sa = OpVariable %psmp UniformConstant\n%sb = OpVariable %psmp UniformConstant",
+    )
+    .main(&format!(
+        "{LOAD_HANDLE}
 %im = OpConvertUToImageNV %img %h
 %a = OpLoad %smp %sa
 %b = OpLoad %smp %sb
@@ -215,9 +221,9 @@ fn select_of_ordinary_samplers_in_a_bindless_module_is_refused() {
 %c = OpIEqual %bool %odd %c0
 %s = OpSelect %smp %c %a %b
 %si = OpSampledImage %simg %im %s
-%r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0",
-        )
-        .text();
+%r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0"
+    ))
+    .text();
     let input = common::assemble(&text, "vulkan1.3");
     common::validate(&input, "vulkan1.3").expect("valid with the extension");
     match rewrite(&input, &bindless()) {
@@ -234,28 +240,24 @@ fn select_of_ordinary_samplers_in_a_bindless_module_is_refused() {
 /// local", refused as mixing both. Kinds are now recomputed from the operands.
 #[test]
 fn sampler_handle_through_a_later_function_with_a_bound_image() {
-    let text = spvasm::Module::compute(1)
-        .spirv(6)
-        .bindless_textures(Some(32))
-        .decorate("OpDecorate %tex DescriptorSet 0\nOpDecorate %tex Binding 0")
-        .image_types()
-        .globals("%fsmp = OpTypeFunction %smp %smp\n%pimg = OpTypePointer UniformConstant %img\n%uv = OpConstantComposite %v2f %f0 %f0\n%tex = OpVariable %pimg UniformConstant")
-        .push_constants("pc", &[("%u32", 0)])
-        .decorate("OpDecorate %Out Block\nOpMemberDecorate %Out 0 Offset 0\nOpDecorate %out DescriptorSet 0\nOpDecorate %out Binding 1")
-        .globals("%Out = OpTypeStruct %v4f\n%pout = OpTypePointer StorageBuffer %Out\n%out = OpVariable %pout StorageBuffer")
-        .main(
-            "%hp = OpAccessChain %pp_u32 %pc %c0
-%h = OpLoad %u32 %hp
+    let text = bindless_module(
+        "OpDecorate %tex DescriptorSet 0\nOpDecorate %tex Binding 0",
+        "%fsmp = OpTypeFunction %smp %smp\n%pimg = OpTypePointer UniformConstant %img\n%uv = OpConstantComposite %v2f %f0 %f0\n%tex = OpVariable %pimg UniformConstant",
+    )
+    .decorate("OpDecorate %Out Block\nOpMemberDecorate %Out 0 Offset 0\nOpDecorate %out DescriptorSet 0\nOpDecorate %out Binding 1")
+    .globals("%Out = OpTypeStruct %v4f\n%pout = OpTypePointer StorageBuffer %Out\n%out = OpVariable %pout StorageBuffer")
+    .main(&format!(
+        "{LOAD_HANDLE}
 %s = OpConvertUToSamplerNV %smp %h
 %s2 = OpFunctionCall %smp %same %s
 %i = OpLoad %img %tex
 %si = OpSampledImage %simg %i %s2
 %r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0
 %op = OpAccessChain %ps_v4f %out %c0
-OpStore %op %r",
-        )
-        .function("%same = OpFunction %smp None %fsmp\n%p = OpFunctionParameter %smp\n%b = OpLabel\nOpReturnValue %p\nOpFunctionEnd")
-        .text();
+OpStore %op %r"
+    ))
+    .function("%same = OpFunction %smp None %fsmp\n%p = OpFunctionParameter %smp\n%b = OpLabel\nOpReturnValue %p\nOpFunctionEnd")
+    .text();
     let input = common::assemble(&text, "vulkan1.3");
     common::validate(&input, "vulkan1.3").expect("valid with the extension");
     let out = rewrite(&input, &bindless()).unwrap_or_else(|e| panic!("{e}"));
