@@ -80,6 +80,19 @@ fn self_continue_loop_with_bounds_checked_accesses() {
     assert_no_validation_errors(&ctx);
 }
 
+/// `%texel{n}` = texel `x` of the 4×1 texture through `%si` (sampled at its centre), as u32.
+fn texel(n: u32, x: &str) -> String {
+    format!(
+        "%x{n} = OpConvertUToF %f32 {x}
+%xc{n} = OpFAdd %f32 %x{n} %fhalf
+%uc{n} = OpFMul %f32 %xc{n} %fquarter
+%uv{n} = OpCompositeConstruct %v2f %uc{n} %fhalf
+%s{n} = OpImageSampleExplicitLod %v4f %si %uv{n} Lod %f0
+%s{n}x = OpCompositeExtract %f32 %s{n} 0
+%texel{n} = OpConvertFToU %u32 %s{n}x"
+    )
+}
+
 /// 4 invocations sample a 4×1 R32_SFLOAT texture (texel t holds 10(t+1)) through one
 /// OpSampledImage of a separate image and sampler: texel i into `out[i]` (window 12 bytes: 3
 /// elements, per-element checks), then, after that store split the block, texel 3-i plus
@@ -96,29 +109,19 @@ fn sample_around_store() -> String {
 %im = OpLoad %img %tex
 %sm = OpLoad %smp %sampler
 %si = OpSampledImage %simg %im %sm
-%fi = OpConvertUToF %f32 %i
-%fi5 = OpFAdd %f32 %fi %fhalf
-%u1 = OpFMul %f32 %fi5 %fquarter
-%uv1 = OpCompositeConstruct %v2f %u1 %fhalf
-%s1 = OpImageSampleExplicitLod %v4f %si %uv1 Lod %f0
-%s1x = OpCompositeExtract %f32 %s1 0
-%a = OpConvertFToU %u32 %s1x
+{}
 %q = OpRawAccessChainNV %ps_u32 %out %c4 %i %c0 RobustnessPerElementNV
-OpStore %q %a Aligned 4
+OpStore %q %texel1 Aligned 4
 %off = OpIMul %u32 %i %c4
 %p = OpRawAccessChainNV %ps_u32 %in %c0 %c0 %off RobustnessPerComponentNV
 %v = OpLoad %u32 %p Aligned 4
 %j = OpISub %u32 %c3 %i
-%fj = OpConvertUToF %f32 %j
-%fj5 = OpFAdd %f32 %fj %fhalf
-%u2 = OpFMul %f32 %fj5 %fquarter
-%uv2 = OpCompositeConstruct %v2f %u2 %fhalf
-%s2 = OpImageSampleExplicitLod %v4f %si %uv2 Lod %f0
-%s2x = OpCompositeExtract %f32 %s2 0
-%b = OpConvertFToU %u32 %s2x
-%r = OpIAdd %u32 %b %v
+{}
+%r = OpIAdd %u32 %texel2 %v
 %t = OpRawAccessChainNV %ps_u32 %res %c4 %i %c0
-OpStore %t %r Aligned 4"
+OpStore %t %r Aligned 4",
+            texel(1, "%i"),
+            texel(2, "%j")
         ))
         .text()
 }
