@@ -8,7 +8,7 @@ use super::gpu::{Img, Scope, Write};
 use super::shaders;
 use super::*;
 use crate::tools::{self, Assemble};
-use spvasm::{Module, GID_X};
+use spvasm::Module;
 use ash::vk;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -805,20 +805,12 @@ pub fn garbage_handles(ctx: &Context, pattern: Option<u32>) -> Result<(), String
 /// `out[i]` (binding 1); binding 2: 48 sampled images, binding 3: 5 samplers. What the
 /// lowering produces, written by hand: validates the harness (uploads, samplers, references).
 pub fn control_shader() -> String {
-    Module::compute(16)
+    let m = Module::compute(16)
         .spirv(6)
         .cap("SampledImageArrayNonUniformIndexing")
         .cap("ShaderNonUniform")
-        .gid()
-        .decorate(
-            "OpMemberDecorate %prm_t 0 Offset 0
-OpMemberDecorate %prm_t 1 Offset 4
-OpMemberDecorate %prm_t 2 Offset 8
-OpMemberDecorate %prm_t 3 Offset 12",
-        )
-        .globals("%prm_t = OpTypeStruct %u32 %u32 %f32 %f32\n%ps_prm_t = OpTypePointer StorageBuffer %prm_t")
-        .ssbo("params", "%prm_t", 16, 0, 0)
-        .ssbo("out", "%v4f", 16, 0, 1)
+        .gid();
+    shaders::params_and_out(m)
         .decorate(
             "OpDecorate %texs DescriptorSet 0
 OpDecorate %texs Binding 2
@@ -844,14 +836,7 @@ OpDecorate %si NonUniform",
 %smps = OpVariable %puc_arr_smp UniformConstant",
         )
         .main(&format!(
-            "{GID_X}
-%pp = OpAccessChain %ps_prm_t %params %c0 %i
-%p = OpLoad %prm_t %pp
-%ti = OpCompositeExtract %u32 %p 0
-%sj = OpCompositeExtract %u32 %p 1
-%u = OpCompositeExtract %f32 %p 2
-%v = OpCompositeExtract %f32 %p 3
-%uv = OpCompositeConstruct %v2f %u %v
+            "{}
 %tp = OpAccessChain %puc_img %texs %ti
 %sp = OpAccessChain %puc_smp %smps %sj
 %im = OpLoad %img %tp
@@ -859,7 +844,8 @@ OpDecorate %si NonUniform",
 %si = OpSampledImage %simg %im %sm
 %r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0
 %po = OpAccessChain %ps_v4f %out %c0 %i
-OpStore %po %r"
+OpStore %po %r",
+            shaders::load_params("%ti", "%sj")
         ))
         .text()
 }

@@ -177,32 +177,40 @@ OpStore %p %v",
     ))
 }
 
+/// `params` = `{ u32; u32; f32 u; f32 v }[]` (`%prm_t`) at binding 0 and `out` (`vec4[]`) at
+/// binding 1, of the shaders that sample per invocation with [`load_params`].
+pub fn params_and_out(m: Module) -> Module {
+    m.decorate("OpMemberDecorate %prm_t 0 Offset 0\nOpMemberDecorate %prm_t 1 Offset 4\nOpMemberDecorate %prm_t 2 Offset 8\nOpMemberDecorate %prm_t 3 Offset 12")
+        .globals("%prm_t = OpTypeStruct %u32 %u32 %f32 %f32\n%ps_prm_t = OpTypePointer StorageBuffer %prm_t")
+        .ssbo("params", "%prm_t", 16, 0, 0)
+        .ssbo("out", "%v4f", 16, 0, 1)
+}
+
+/// A body's first lines: `%i` and `params[i]` of [`params_and_out`] unpacked: its two u32 into
+/// `a` and `b`, its coordinates into `%uv`.
+pub fn load_params(a: &str, b: &str) -> String {
+    format!(
+        "{GID_X}
+%pp = OpAccessChain %ps_prm_t %params %c0 %i
+%prm = OpLoad %prm_t %pp
+{a} = OpCompositeExtract %u32 %prm 0
+{b} = OpCompositeExtract %u32 %prm 1
+%u = OpCompositeExtract %f32 %prm 2
+%v = OpCompositeExtract %f32 %prm 3
+%uv = OpCompositeConstruct %v2f %u %v"
+    )
+}
+
 /// Case 3: per invocation `params[i] = { u32 sampler_handle; u32 image_handle; f32 u; f32 v }`
 /// (binding 0); `out[2i]` = sample of the *bound* image (binding 2, SAMPLED_IMAGE) with the
 /// sampler from OpConvertUToSamplerNV, `out[2i+1]` = sample of OpConvertUToImageNV(image
 /// handle) with that sampler. Addressing 32.
 pub fn sampler_handles() -> Module {
-    compute_for(HandleKind::U32, 6, (16, 1))
-        .decorate(
-            "OpMemberDecorate %prm_t 0 Offset 0
-OpMemberDecorate %prm_t 1 Offset 4
-OpMemberDecorate %prm_t 2 Offset 8
-OpMemberDecorate %prm_t 3 Offset 12
-OpDecorate %bound DescriptorSet 0
-OpDecorate %bound Binding 2",
-        )
-        .globals("%prm_t = OpTypeStruct %u32 %u32 %f32 %f32\n%ps_prm = OpTypePointer StorageBuffer %prm_t\n%puc_img = OpTypePointer UniformConstant %img\n%bound = OpVariable %puc_img UniformConstant")
-        .ssbo("params", "%prm_t", 16, 0, 0)
-        .ssbo("out", "%v4f", 16, 0, 1)
+    params_and_out(compute_for(HandleKind::U32, 6, (16, 1)))
+        .decorate("OpDecorate %bound DescriptorSet 0\nOpDecorate %bound Binding 2")
+        .globals("%puc_img = OpTypePointer UniformConstant %img\n%bound = OpVariable %puc_img UniformConstant")
         .main(&format!(
-            "{GID_X}
-%pp = OpAccessChain %ps_prm %params %c0 %i
-%prm = OpLoad %prm_t %pp
-%hs = OpCompositeExtract %u32 %prm 0
-%hi = OpCompositeExtract %u32 %prm 1
-%u = OpCompositeExtract %f32 %prm 2
-%v = OpCompositeExtract %f32 %prm 3
-%uv = OpCompositeConstruct %v2f %u %v
+            "{}
 %sm = OpConvertUToSamplerNV %smp %hs
 %bimg = OpLoad %img %bound
 %s1 = OpSampledImage %simg %bimg %sm
@@ -211,6 +219,7 @@ OpDecorate %bound Binding 2",
 %s2 = OpSampledImage %simg %himg %sm
 %r2 = OpImageSampleExplicitLod %v4f %s2 %uv Lod %f0
 {}",
+            load_params("%hs", "%hi"),
             store_each("%i", "%ps_v4f", &["%r1", "%r2"])
         ))
 }
