@@ -26,6 +26,13 @@ use std::collections::HashSet;
 pub const GID_X_CHAIN: &str = "%px = OpAccessChain %pin_u32 %gid %c0\n%i = OpLoad %u32 %px";
 /// A body's first lines: `%i` = `gl_GlobalInvocationID.x`, from `%g`, the loaded `%gid`.
 pub const GID_X: &str = "%g = OpLoad %v3u %gid\n%i = OpCompositeExtract %u32 %g 0";
+/// A fragment shader body's first lines: `%px`, `%py` = the pixel's integer coordinates, from
+/// `%fc` ([`Module::frag_coord`]).
+pub const FRAG_XY: &str = "%f = OpLoad %v4f %fc
+%fx = OpCompositeExtract %f32 %f 0
+%fy = OpCompositeExtract %f32 %f 1
+%px = OpConvertFToU %u32 %fx
+%py = OpConvertFToU %u32 %fy";
 
 /// `%img` (a 2D float image to sample, format Unknown), its sampled-image type `%simg` and the
 /// sampler type `%smp`.
@@ -191,6 +198,11 @@ impl Module {
     /// `%gid`, the GlobalInvocationId (`%v3u`).
     pub fn gid(self) -> Module {
         self.builtin("%gid", "GlobalInvocationId", "Input", "%v3u")
+    }
+    /// A fragment shader's `OriginUpperLeft` (Vulkan's origin) and `%fc`, the FragCoord
+    /// ([`FRAG_XY`]).
+    pub fn frag_coord(self) -> Module {
+        self.mode("OriginUpperLeft").builtin("%fc", "FragCoord", "Input", "%v4f")
     }
 
     /// [`IMAGE_TYPES`] (once).

@@ -7,7 +7,7 @@
 //! push constant `k` (a pointer of type `%T`) is read into `%name` by [`push_loads`] through the
 //! pointer type `%pp_T` that [`push_constants`] declares.
 use crate::tools::{spirv_as, spirv_val};
-use spvasm::Module;
+use spvasm::{Module, FRAG_XY};
 
 /// The module of the graphics and compute shaders: SPIR-V 1.5, PhysicalStorageBuffer64, the
 /// block type `%Buf` and its pointer `%pbuf`.
@@ -441,23 +441,18 @@ OpStore %pos %v
 pub fn graphics_fs(width: u32) -> Vec<u32> {
     graphics_module(
         Module::new("Fragment")
-            .mode("OriginUpperLeft")
-            .builtin("%fc", "FragCoord", "Input", "%v4f")
+            .frag_coord()
             .decorate("OpDecorate %color Location 0")
             .globals(&format!("%color = OpVariable %pout_v4f Output\n%w = OpConstant %u32 {width}")),
         false,
-        r#"
-%f = OpLoad %v4f %fc
-%fx = OpCompositeExtract %f32 %f 0
-%fy = OpCompositeExtract %f32 %f 1
-%x = OpConvertFToU %u32 %fx
-%y = OpConvertFToU %u32 %fy
-%row = OpIMul %u32 %y %w
-%i = OpIAdd %u32 %row %x
+        &format!(
+            "{FRAG_XY}
+%row = OpIMul %u32 %py %w
+%i = OpIAdd %u32 %row %px
 %e = OpAccessChain %pg_u32 %cols %c0 %i
 %packed = OpLoad %u32 %e Aligned 4
 %rgba = OpExtInst %v4f %ext UnpackUnorm4x8 %packed
-OpStore %color %rgba
-"#,
+OpStore %color %rgba"
+        ),
     )
 }

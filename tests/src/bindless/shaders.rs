@@ -8,7 +8,7 @@
 //! `%ps_u32`, `%pp_u64`, ... names.
 
 use super::HandleKind;
-use spvasm::{Module, GID_X};
+use spvasm::{Module, FRAG_XY, GID_X};
 
 /// The storage image type and the float constants the shaders share (those without a standard
 /// name), after [`spvasm::IMAGE_TYPES`].
@@ -442,16 +442,11 @@ pub fn per_pixel_fs(kind: HandleKind, width: u32) -> Module {
     let (mode, int64) = mode_of(kind);
     let (h, hn) = (h_ty(kind), &h_ty(kind)[1..]);
     let m = bindless("Fragment", 6, mode, int64)
-        .mode("OriginUpperLeft")
-        .builtin("%fc", "FragCoord", "Input", "%v4f")
+        .frag_coord()
         .decorate("OpDecorate %color Location 0")
         .globals(&format!("%cw4 = OpConstant %u32 {}\n%color = OpVariable %pout_v4f Output", width / 4));
     handle_buffer(m, "handles", kind, 0).main(&format!(
-        "%f = OpLoad %v4f %fc
-%fx = OpCompositeExtract %f32 %f 0
-%fy = OpCompositeExtract %f32 %f 1
-%px = OpConvertFToU %u32 %fx
-%py = OpConvertFToU %u32 %fy
+        "{FRAG_XY}
 %bx = OpUDiv %u32 %px %c4
 %by = OpUDiv %u32 %py %c4
 %row = OpIMul %u32 %by %cw4
