@@ -94,7 +94,7 @@ pub mod ids {
         DEVICE_REFUSED = "device-refused", Validation, "vkCreateDevice fails: an emulated bit or a layer structure cannot be removed from the chain, or an enabled emulation cannot work on the device";
         DEVICE_CHAIN = "device-chain", General, "vkCreateDevice: the pNext chain holds structures newer than the layer's registry";
         DESCRIPTOR_TABLE = "descriptor-table", General, "the layer's descriptor table (bindless textures, buffer device addresses): where it is, what it holds";
-        NO_NULL_DESCRIPTOR = "no-null-descriptor", General, "the device has no nullDescriptor: free table slots stay unwritten";
+        NO_NULL_DESCRIPTOR = "no-null-descriptor", General, "the device has no nullDescriptor: free storage-buffer slots of the table hold a layer-owned buffer, free image slots stay unwritten";
         TABLE_FULL = "table-full", General, "a descriptor-table array is full: a handle or address is 0";
         API_MISUSE = "api-misuse", Validation, "a call the layer implements got invalid arguments, or asked for what the emulation does not provide";
         CLIENT_QUIRK = "client-quirk", General, "a known client behaves differently with an emulation on this device: the default changes (README, client quirks)";

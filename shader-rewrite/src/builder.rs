@@ -34,6 +34,15 @@ pub mod deco {
     pub const NON_UNIFORM: u32 = 5300;
 }
 
+/// The sorted (target, decoration) pairs of a module's OpDecorates.
+struct Decorations<'a>(&'a [(u32, u32)]);
+
+impl Decorations<'_> {
+    fn contains(&self, key: &(u32, u32)) -> bool {
+        self.0.binary_search(key).is_ok()
+    }
+}
+
 /// A decoded scalar or vector type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ScalarVec {
@@ -47,29 +56,41 @@ pub struct ScalarVec {
     pub comp_ty: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Key {
-    Void,
-    Bool,
-    Int(u32, u32),
-    Float(u32),
-    Vector(u32, u32),
-    Pointer(u32, u32),
-    Function(Vec<u32>),
+/// Lookup keys of the non-aggregate types (SPIR-V spec 2.8: declared once each), packed in a
+/// u64 so a lookup hashes one word and allocates nothing: opcode in the top 16 bits, then the
+/// operand words (storage class / width / component type, and the second operand).
+fn type_key(opcode: u32, a: u32, b: u32) -> u64 {
+    ((opcode as u64) << 48) | (((a as u64) & 0xffff) << 32) | b as u64
 }
+
+/// How many small u32 constants are cached in an array (most constants a lowering asks for:
+/// offsets, shifts, masks, strides).
+const SMALL_U32: usize = 64;
 
 pub struct Builder<'m> {
     pub m: &'m mut Module,
-    index: HashMap<u32, usize>,
-    types: HashMap<Key, u32>,
-    /// (type, literal words or a tagged constituent list) → constant id. Keys are inline
-    /// `Ops`: a lookup allocates nothing.
-    consts: HashMap<(u32, crate::module::Ops), u32>,
-    /// u32 constants by value (the hot path: no allocation per lookup).
-    u32_consts: HashMap<u32, u32>,
-    /// (target, decoration) of every OpDecorate, for O(1) queries.
-    decorated: rustc_hash::FxHashSet<(u32, u32)>,
-    glsl: Option<u32>,
+    /// Position + 1 in `m.globals` of each global result id (0: not a global), by id. Checked
+    /// on use: a pass that edits `m.globals` behind the builder's back gets a search instead.
+    index: Vec<u32>,
+    /// Non-aggregate types by [`type_key`] (pointer storage classes and widths fit 16 bits; a
+    /// type whose operands do not is simply not indexed, and a new one is declared).
+    types: HashMap<u64, u32>,
+    /// OpTypeFunction by (return type, parameter types), indexed on first use.
+    fn_types: Option<HashMap<crate::module::Ops, u32>>,
+    /// One-word OpConstants by (type << 32 | value).
+    consts: HashMap<u64, u32>,
+    /// Other constants (wider OpConstants, composites) by (type, key words), indexed on first
+    /// use. Composite keys start with a word no OpConstant literal list of that type has.
+    other_consts: Option<HashMap<(u32, crate::module::Ops), u32>>,
+    /// u32 constants 0..SMALL_U32 (0: not yet looked up).
+    small_u32: [u32; SMALL_U32],
+    /// (target, decoration) of every OpDecorate, sorted, made on first query.
+    decorated: std::cell::OnceCell<Vec<(u32, u32)>>,
+    /// OpConstantNull by type, found on first use.
+    nulls: Option<Vec<(u32, u32)>>,
+    /// Does the module declare an image, sampler or sampled image type?
+    opaque: std::cell::OnceCell<bool>,
+    glsl: Option<Option<u32>>,
     /// uint32 and bool, asked for at nearly every emitted instruction: kept out of `types`.
     u32_ty: Option<u32>,
     bool_ty: Option<u32>,
@@ -77,40 +98,49 @@ pub struct Builder<'m> {
 
 impl<'m> Builder<'m> {
     pub fn new(m: &'m mut Module) -> Self {
-        let mut decorated = rustc_hash::FxHashSet::with_capacity_and_hasher(m.annotations.len(), Default::default());
-        decorated.extend(m.annotations.iter().filter(|a| a.op == op::DECORATE && a.ops.len() >= 2).map(|a| (a.ops[0], a.ops[1])));
-        let mut b = Builder {
-            index: m.global_index(),
-            types: HashMap::with_capacity_and_hasher(64, Default::default()),
-            consts: HashMap::with_capacity_and_hasher(64, Default::default()),
-            u32_consts: HashMap::with_capacity_and_hasher(32, Default::default()),
-            decorated,
+        let bound = m.header[3] as usize;
+        let mut index = vec![0u32; bound + bound / 4 + 16];
+        // Sized once: growing the maps an insert at a time was a good part of a small rewrite.
+        let (n_types, n_consts) = m.globals.iter().fold((0, 0), |(t, c), g| match g.op {
+            op::TYPE_VOID..=op::TYPE_VECTOR | op::TYPE_POINTER => (t + 1, c),
+            op::CONSTANT => (t, c + 1),
+            _ => (t, c),
+        });
+        let mut types = HashMap::with_capacity_and_hasher(n_types + 16, Default::default());
+        let mut consts = HashMap::with_capacity_and_hasher(n_consts + 16, Default::default());
+        for (n, i) in m.globals.iter().enumerate() {
+            if let Some(slot) = index.get_mut(i.id as usize).filter(|_| i.id != 0) {
+                *slot = n as u32 + 1;
+            }
+            let key = match (i.op, i.ops.as_slice()) {
+                (op::TYPE_VOID | op::TYPE_BOOL, []) => type_key(i.op, 0, 0),
+                (op::TYPE_INT, &[w, s]) if w <= 0xffff => type_key(i.op, w, s),
+                (op::TYPE_FLOAT, &[w]) => type_key(i.op, 0, w),
+                (op::TYPE_VECTOR, &[c, n]) if n <= 0xffff => type_key(i.op, n, c),
+                (op::TYPE_POINTER, &[s, p]) if s <= 0xffff => type_key(i.op, s, p),
+                (op::CONSTANT, &[v]) => {
+                    consts.entry(((i.ty as u64) << 32) | v as u64).or_insert(i.id);
+                    continue;
+                }
+                _ => continue,
+            };
+            types.entry(key).or_insert(i.id);
+        }
+        Builder {
+            index,
+            types,
+            fn_types: None,
+            consts,
+            other_consts: None,
+            small_u32: [0; SMALL_U32],
+            decorated: std::cell::OnceCell::new(),
+            nulls: None,
+            opaque: std::cell::OnceCell::new(),
             glsl: None,
             u32_ty: None,
             bool_ty: None,
             m,
-        };
-        for i in &b.m.globals {
-            let key = match i.op {
-                op::TYPE_VOID => Some(Key::Void),
-                op::TYPE_BOOL => Some(Key::Bool),
-                op::TYPE_INT if i.ops.len() == 2 => Some(Key::Int(i.ops[0], i.ops[1])),
-                op::TYPE_FLOAT if i.ops.len() == 1 => Some(Key::Float(i.ops[0])),
-                op::TYPE_VECTOR if i.ops.len() == 2 => Some(Key::Vector(i.ops[0], i.ops[1])),
-                op::TYPE_POINTER if i.ops.len() == 2 => Some(Key::Pointer(i.ops[0], i.ops[1])),
-                op::TYPE_FUNCTION => Some(Key::Function(i.ops.to_vec())),
-                op::CONSTANT => {
-                    b.consts.entry((i.ty, i.ops.clone())).or_insert(i.id);
-                    None
-                }
-                _ => None,
-            };
-            if let Some(k) = key {
-                b.types.entry(k).or_insert(i.id);
-            }
         }
-        b.glsl = b.m.ext_inst_imports.iter().find(|i| crate::module::string_is(&i.ops, "GLSL.std.450")).map(|i| i.id);
-        b
     }
 
     pub fn id(&mut self) -> u32 {
@@ -118,39 +148,56 @@ impl<'m> Builder<'m> {
     }
 
     /// The global (type, constant, variable) defining `id`, if any.
+    #[inline]
     pub fn global(&self, id: u32) -> Option<&Inst> {
-        self.index.get(&id).map(|&n| &self.m.globals[n])
+        match self.index.get(id as usize) {
+            Some(&n) if n != 0 => match self.m.globals.get(n as usize - 1) {
+                Some(g) if g.id == id => Some(g),
+                // `m.globals` was edited directly (a removal or an insertion moved it).
+                _ => self.m.globals.iter().find(|g| g.id == id),
+            },
+            // Defined after the index was made, and not through `add_global`.
+            _ if id as usize >= self.index.len() => self.m.globals.iter().find(|g| g.id == id),
+            _ => None,
+        }
     }
 
     pub fn add_global(&mut self, inst: Inst) -> u32 {
         let id = inst.id;
-        self.index.insert(id, self.m.globals.len());
+        if id as usize >= self.index.len() {
+            self.index.resize(id as usize + 1 + self.index.len() / 2, 0);
+        }
+        self.index[id as usize] = self.m.globals.len() as u32 + 1;
         self.m.globals.push(inst);
         id
     }
 
-    fn ty(&mut self, key: Key, opcode: u32, ops: &[u32]) -> u32 {
-        if let Some(&id) = self.types.get(&key) {
+    /// The non-aggregate type `opcode a b` (see [`type_key`]), found or declared.
+    fn ty(&mut self, opcode: u32, a: u32, b: u32, ops: &[u32]) -> u32 {
+        let key = (a <= 0xffff).then(|| type_key(opcode, a, b));
+        if let Some(&id) = key.and_then(|k| self.types.get(&k)) {
             return id;
         }
         let id = self.id();
         self.add_global(Inst::new(opcode, 0, id, ops));
-        self.types.insert(key, id);
+        if let Some(k) = key {
+            self.types.insert(k, id);
+        }
         id
     }
     pub fn t_void(&mut self) -> u32 {
-        self.ty(Key::Void, op::TYPE_VOID, &[])
+        self.ty(op::TYPE_VOID, 0, 0, &[])
     }
     pub fn t_bool(&mut self) -> u32 {
         if let Some(t) = self.bool_ty {
             return t;
         }
-        let t = self.ty(Key::Bool, op::TYPE_BOOL, &[]);
+        let t = self.ty(op::TYPE_BOOL, 0, 0, &[]);
         self.bool_ty = Some(t);
         t
     }
     pub fn t_int(&mut self, width: u32, signed: bool) -> u32 {
-        self.ty(Key::Int(width, signed as u32), op::TYPE_INT, &[width, signed as u32])
+        self.ty(op::TYPE_INT, width, signed as u32, &[width, signed as u32])
     }
     pub fn t_u32(&mut self) -> u32 {
         if let Some(t) = self.u32_ty {
@@ -161,21 +208,35 @@ impl<'m> Builder<'m> {
         t
     }
     pub fn t_float(&mut self, width: u32) -> u32 {
-        self.ty(Key::Float(width), op::TYPE_FLOAT, &[width])
+        self.ty(op::TYPE_FLOAT, 0, width, &[width])
     }
     pub fn t_vec(&mut self, comp: u32, n: u32) -> u32 {
         if n == 1 {
             return comp;
         }
-        self.ty(Key::Vector(comp, n), op::TYPE_VECTOR, &[comp, n])
+        self.ty(op::TYPE_VECTOR, n, comp, &[comp, n])
     }
     pub fn t_ptr(&mut self, storage: u32, pointee: u32) -> u32 {
-        self.ty(Key::Pointer(storage, pointee), op::TYPE_POINTER, &[storage, pointee])
+        self.ty(op::TYPE_POINTER, storage, pointee, &[storage, pointee])
     }
     pub fn t_fn(&mut self, ret: u32, params: &[u32]) -> u32 {
-        let mut ops = vec![ret];
+        let mut ops = crate::module::Ops::from_slice(&[ret]);
         ops.extend_from_slice(params);
-        self.ty(Key::Function(ops.clone()), op::TYPE_FUNCTION, &ops)
+        let m = &*self.m;
+        let map = self.fn_types.get_or_insert_with(|| {
+            let mut map = HashMap::default();
+            for g in m.globals.iter().filter(|g| g.op == op::TYPE_FUNCTION) {
+                map.entry(g.ops.clone()).or_insert(g.id);
+            }
+            map
+        });
+        if let Some(&id) = map.get(&ops) {
+            return id;
+        }
+        let id = self.id();
+        self.add_global(Inst::new(op::TYPE_FUNCTION, 0, id, ops.clone()));
+        self.fn_types.as_mut().expect("indexed above").insert(ops, id);
+        id
     }
     /// A new (never shared) struct type.
     pub fn t_struct(&mut self, members: &[u32]) -> u32 {
@@ -191,22 +252,58 @@ impl<'m> Builder<'m> {
     }
 
     pub fn constant(&mut self, ty: u32, words: &[u32]) -> u32 {
-        let key = (ty, crate::module::Ops::from_slice(words));
-        if let Some(&id) = self.consts.get(&key) {
+        if let [v] = *words {
+            let key = ((ty as u64) << 32) | v as u64;
+            if let Some(&id) = self.consts.get(&key) {
+                return id;
+            }
+            let id = self.id();
+            self.add_global(Inst::new(op::CONSTANT, ty, id, ops![v]));
+            self.consts.insert(key, id);
+            return id;
+        }
+        self.other_constant(op::CONSTANT, ty, crate::module::Ops::from_slice(words), words)
+    }
+
+    /// A constant other than a one-word OpConstant: `key` (type-unique) → the OpConstant or
+    /// OpConstantComposite `opcode %ty ops`, found or declared.
+    fn other_constant(&mut self, opcode: u32, ty: u32, key: crate::module::Ops, ops: &[u32]) -> u32 {
+        let m = &*self.m;
+        let map = self.other_consts.get_or_insert_with(|| {
+            let mut map = HashMap::default();
+            for g in m.globals.iter() {
+                let key = match g.op {
+                    op::CONSTANT if g.ops.len() != 1 => g.ops.clone(),
+                    op::CONSTANT_COMPOSITE => {
+                        let mut key = ops![u32::MAX - 1];
+                        key.extend_from_slice(&g.ops);
+                        key
+                    }
+                    _ => continue,
+                };
+                map.entry((g.ty, key)).or_insert(g.id);
+            }
+            map
+        });
+        let key = (ty, key);
+        if let Some(&id) = map.get(&key) {
             return id;
         }
         let id = self.id();
-        self.add_global(Inst::new(op::CONSTANT, ty, id, key.1.clone()));
-        self.consts.insert(key, id);
+        self.add_global(Inst::new(opcode, ty, id, ops));
+        self.other_consts.as_mut().expect("indexed above").insert(key, id);
         id
     }
+
     pub fn c_u32(&mut self, v: u32) -> u32 {
-        if let Some(&id) = self.u32_consts.get(&v) {
+        if let Some(&id) = self.small_u32.get(v as usize).filter(|&&id| id != 0) {
             return id;
         }
         let t = self.t_u32();
         let id = self.constant(t, &[v]);
-        self.u32_consts.insert(v, id);
+        if let Some(slot) = self.small_u32.get_mut(v as usize) {
+            *slot = id;
+        }
         id
     }
     pub fn c_f32(&mut self, v: f32) -> u32 {
@@ -218,13 +315,19 @@ impl<'m> Builder<'m> {
     pub fn constant_composite(&mut self, ty: u32, parts: &[u32]) -> u32 {
         let mut key = ops![u32::MAX - 1]; // cannot collide with an OpConstant's literal words
         key.extend_from_slice(parts);
-        let key = (ty, key);
-        if let Some(&id) = self.consts.get(&key) {
+        self.other_constant(op::CONSTANT_COMPOSITE, ty, key, parts)
+    }
+
+    /// The OpConstantNull of `ty` (found or added).
+    pub fn c_null(&mut self, ty: u32) -> u32 {
+        let m = &*self.m;
+        let nulls = self.nulls.get_or_insert_with(|| m.globals.iter().filter(|g| g.op == op::CONSTANT_NULL).map(|g| (g.ty, g.id)).collect());
+        if let Some(&(_, id)) = nulls.iter().find(|(t, _)| *t == ty) {
             return id;
         }
         let id = self.id();
-        self.add_global(Inst::new(op::CONSTANT_COMPOSITE, ty, id, parts));
-        self.consts.insert(key, id);
+        self.add_global(Inst::new(op::CONSTANT_NULL, ty, id, ops![]));
+        self.nulls.as_mut().expect("found above").push((ty, id));
         id
     }
 
@@ -236,24 +339,19 @@ impl<'m> Builder<'m> {
         }
         let u32t = self.t_u32();
         let ty = self.t_vec(u32t, n);
-        let key = (ty, ops![u32::MAX, c, n]); // cannot collide with an OpConstant's literal words
-        if let Some(&id) = self.consts.get(&key) {
-            return id;
-        }
-        let id = self.id();
-        self.add_global(Inst::new(op::CONSTANT_COMPOSITE, ty, id, vec![c; n as usize]));
-        self.consts.insert(key, id);
-        id
+        let parts: smallvec::SmallVec<[u32; 4]> = smallvec::smallvec![c; n as usize];
+        self.constant_composite(ty, &parts)
     }
 
     /// The GLSL.std.450 extended instruction set (imported if the module lacks it).
     pub fn glsl_std450(&mut self) -> u32 {
-        if let Some(id) = self.glsl {
+        let found = *self.glsl.get_or_insert_with(|| self.m.ext_inst_imports.iter().find(|i| crate::module::string_is(&i.ops, "GLSL.std.450")).map(|i| i.id));
+        if let Some(id) = found {
             return id;
         }
         let id = self.id();
         self.m.ext_inst_imports.push(Inst::new(op::EXT_INST_IMPORT, 0, id, encode_string("GLSL.std.450")));
-        self.glsl = Some(id);
+        self.glsl = Some(Some(id));
         id
     }
 
@@ -302,11 +400,30 @@ impl<'m> Builder<'m> {
         })
     }
 
+    /// Does the module declare an image, sampler or sampled image type (so values that must
+    /// stay in the block that uses them may exist)?
+    pub fn has_opaque_types(&self) -> bool {
+        let m = &*self.m;
+        *self.opaque.get_or_init(|| m.globals.iter().any(|g| matches!(g.op, op::TYPE_IMAGE | op::TYPE_SAMPLER | op::TYPE_SAMPLED_IMAGE)))
+    }
     pub fn has_decoration(&self, id: u32, decoration: u32) -> bool {
-        self.decorated.contains(&(id, decoration))
+        self.decorations().contains(&(id, decoration))
+    }
+    /// (target, decoration) of every OpDecorate, sorted.
+    fn decorations(&self) -> Decorations<'_> {
+        let m = &*self.m;
+        Decorations(self.decorated.get_or_init(|| {
+            let mut v: Vec<(u32, u32)> = m.annotations.iter().filter(|a| a.op == op::DECORATE && a.ops.len() >= 2).map(|a| (a.ops[0], a.ops[1])).collect();
+            v.sort_unstable();
+            v
+        }))
     }
     pub fn decorate(&mut self, target: u32, decoration: u32, literals: &[u32]) {
-        self.decorated.insert((target, decoration));
+        if let Some(v) = self.decorated.get_mut() {
+            if let Err(at) = v.binary_search(&(target, decoration)) {
+                v.insert(at, (target, decoration));
+            }
+        }
         self.m.decorate(target, decoration, literals);
     }
 }
@@ -314,11 +431,46 @@ impl<'m> Builder<'m> {
 /// A few ids (the values a branch arm yields), without a heap allocation.
 pub type Vals = smallvec::SmallVec<[u32; 4]>;
 
+/// A pure instruction's identity for [`Emitter::pure`]: opcode, result type, up to four operands.
+type PureKey = (u32, u32, [u32; 4]);
+
+/// Slots of an emitter's pure-instruction cache: direct-mapped (a slot keeps the latest key that
+/// hashes to it), so a lookup is one hash and one compare, and nothing is inserted into or
+/// removed from a map as branch arms open and close.
+const PURE_SLOTS: usize = 128;
+/// Slots a key may sit in, from its own.
+const PURE_PROBES: usize = 2;
+
+#[derive(Clone, Copy, Default)]
+struct PureSlot {
+    key: PureKey,
+    /// The result (0: empty).
+    id: u32,
+    /// The branch arm it was emitted in (0: outside every arm); valid while that arm is open.
+    arm: u32,
+}
+
+fn pure_slot(key: &PureKey) -> usize {
+    let mut h = key.0.wrapping_mul(0x9e37_79b1) ^ key.1;
+    for &w in &key.2 {
+        h = h.rotate_left(5).wrapping_mul(0x9e37_79b1) ^ w;
+    }
+    (h.wrapping_mul(0x9e37_79b1) >> 25) as usize % PURE_SLOTS
+}
+
 /// Straight-line and structured code emission into a list of blocks.
 pub struct Emitter {
     pub blocks: Vec<Block>,
     label: u32,
     insts: Vec<Inst>,
+    /// Results of pure instructions emitted so far (see [`Emitter::pure`]), allocated on first
+    /// use; an entry dominates the current point while the arm it was emitted in is open.
+    pure: Vec<PureSlot>,
+    /// The arms open now, innermost last, and the serial the next one gets.
+    arms: Vec<u32>,
+    next_arm: u32,
+    /// The key of the last pure instruction emitted (for [`Emitter::rename_last`]).
+    last_pure: Option<PureKey>,
 }
 
 impl Emitter {
@@ -327,7 +479,7 @@ impl Emitter {
     }
     /// An emitter whose scratch list starts with room for `n` instructions.
     pub fn with_capacity(label: u32, n: usize) -> Self {
-        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n) }
+        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n), pure: vec![], arms: vec![], next_arm: 0, last_pure: None }
     }
     pub fn label(&self) -> u32 {
         self.label
@@ -338,6 +490,55 @@ impl Emitter {
         self.insts.push(Inst::new(opcode, ty, id, ops));
         id
     }
+    /// A pure instruction (no side effects, no memory access: arithmetic, comparisons, access
+    /// chains) with up to four operands: the result of an identical one emitted earlier in this
+    /// emitter where it still dominates (before the current branch arm, or earlier in it), else
+    /// a new one. Repeated address arithmetic of one access and of accesses through the same
+    /// raw chain is emitted once.
+    pub fn pure(&mut self, b: &mut Builder, opcode: u32, ty: u32, ops: &[u32]) -> u32 {
+        self.pure_as(b, opcode, ty, ops, 0)
+    }
+    /// [`Emitter::pure`], a new instruction getting the result id `id` (0: a fresh one).
+    pub fn pure_as(&mut self, b: &mut Builder, opcode: u32, ty: u32, ops: &[u32], id: u32) -> u32 {
+        debug_assert!(ops.len() <= 4);
+        let mut key_ops = [u32::MAX; 4];
+        key_ops[..ops.len()].copy_from_slice(ops);
+        let key = (opcode, ty, key_ops);
+        if self.pure.is_empty() {
+            self.pure = vec![PureSlot::default(); PURE_SLOTS];
+        }
+        // Up to PURE_PROBES slots from the key's own; a new entry takes the first one not
+        // holding a live entry (else the key's own slot).
+        let home = pure_slot(&key);
+        let mut free = None;
+        for p in 0..PURE_PROBES {
+            let slot = (home + p) % PURE_SLOTS;
+            let s = self.pure[slot];
+            let live = s.id != 0 && (s.arm == 0 || self.arms.contains(&s.arm));
+            if live && s.key == key {
+                return s.id;
+            }
+            if !live && free.is_none() {
+                free = Some(slot);
+            }
+        }
+        let id = if id == 0 { b.id() } else { id };
+        self.insts.push(Inst { op: opcode, ty, id, ops: crate::module::ops_from(ops) });
+        self.pure[free.unwrap_or(home)] = PureSlot { key, id, arm: self.arms.last().copied().unwrap_or(0) };
+        self.last_pure = Some(key);
+        id
+    }
+    /// Starts a branch arm: what [`Emitter::pure`] emits in it does not dominate what follows
+    /// the construct (nor the construct's other arm).
+    fn open_arm(&mut self) -> usize {
+        self.next_arm += 1;
+        self.arms.push(self.next_arm);
+        self.arms.len()
+    }
+    /// Ends the branch arm [`Emitter::open_arm`] returned `mark` for.
+    fn close_arm(&mut self, mark: usize) {
+        self.arms.truncate(mark - 1);
+    }
     /// Emits an instruction without a result id.
     pub fn stmt(&mut self, opcode: u32, ops: impl Into<crate::module::Ops>) {
         self.insts.push(Inst::new(opcode, 0, 0, ops));
@@ -345,11 +546,33 @@ impl Emitter {
     pub fn push(&mut self, inst: Inst) {
         self.insts.push(inst);
     }
+    /// Gives the last emitted instruction the result id `to` if its result is `from` (the
+    /// value a lowering computed for an instruction it replaces takes that instruction's id,
+    /// instead of a copy). False when the last instruction is not `from`'s definition.
+    pub fn rename_last(&mut self, from: u32, to: u32) -> bool {
+        match self.insts.last_mut() {
+            Some(last) if last.id == from && from != 0 => {
+                last.id = to;
+                // A pure result is the last pure key's when it is the last instruction.
+                if let Some(key) = self.last_pure {
+                    let home = pure_slot(&key);
+                    for p in 0..PURE_PROBES {
+                        if let Some(s) = self.pure.get_mut((home + p) % PURE_SLOTS).filter(|s| s.id == from && s.key == key) {
+                            s.id = to;
+                        }
+                    }
+                }
+                true
+            }
+            _ => false,
+        }
+    }
     /// Ends the current block with `terminator` and starts block `next`.
     pub fn terminate(&mut self, terminator: Inst, next: u32) {
         self.insts.push(terminator);
-        // An exactly sized copy: the scratch list keeps its capacity for the next block.
-        let insts = self.insts.drain(..).collect();
+        // The block takes the scratch list; the next one starts with room for as many.
+        let room = self.insts.len().max(8);
+        let insts = std::mem::replace(&mut self.insts, Vec::with_capacity(room));
         self.blocks.push(Block { label: self.label, insts });
         self.label = next;
     }
@@ -366,6 +589,25 @@ impl Emitter {
         self.blocks.push(Block { label: self.label, insts });
         self.blocks
     }
+    /// [`Emitter::finish`], leaving the emitter ready for another block `next` (its tables keep
+    /// their allocations: one emitter can serve every block a pass rewrites).
+    pub fn take_blocks(&mut self, next: u32, room: usize) -> Vec<Block> {
+        let insts = std::mem::replace(&mut self.insts, Vec::with_capacity(room));
+        self.blocks.push(Block { label: self.label, insts });
+        self.label = next;
+        self.pure.fill(PureSlot::default());
+        self.arms.clear();
+        self.last_pure = None;
+        std::mem::take(&mut self.blocks)
+    }
+    /// Starts block `label` on an emitter that holds nothing (after [`Emitter::take_blocks`]).
+    pub fn start(&mut self, label: u32, room: usize) {
+        debug_assert!(self.blocks.is_empty() && self.insts.is_empty());
+        self.label = label;
+        if self.insts.capacity() < room {
+            self.insts.reserve(room);
+        }
+    }
 
     /// `if cond { then() } else { otherwise() }` as a selection construct (SPIR-V spec 2.11);
     /// both arms return one value per type in `tys`, merged with OpPhi.
@@ -380,10 +622,14 @@ impl Emitter {
         let (l_then, l_else, l_merge) = (b.id(), b.id(), b.id());
         self.stmt(op::SELECTION_MERGE, ops![l_merge, 0]);
         self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![cond, l_then, l_else]), l_then);
+        let mark = self.open_arm();
         let v_then = then(self, b);
+        self.close_arm(mark);
         let end_then = self.label;
         self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_else);
+        let mark = self.open_arm();
         let v_else = otherwise(self, b);
+        self.close_arm(mark);
         let end_else = self.label;
         self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_merge);
         self.phis(b, tys, &v_then, end_then, &v_else, end_else)
@@ -397,7 +643,9 @@ impl Emitter {
         let header = self.label;
         self.stmt(op::SELECTION_MERGE, ops![l_merge, 0]);
         self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![cond, l_then, l_merge]), l_then);
+        let mark = self.open_arm();
         let v_then = then(self, b);
+        self.close_arm(mark);
         let end_then = self.label;
         self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_merge);
         self.phis(b, tys, &v_then, end_then, fallback, header)
@@ -412,7 +660,9 @@ impl Emitter {
         let (l_then, l_merge) = (b.id(), b.id());
         self.stmt(op::SELECTION_MERGE, ops![l_merge, 0]);
         self.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![cond, l_then, l_merge]), l_then);
+        let mark = self.open_arm();
         then(self, b);
+        self.close_arm(mark);
         self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_merge);
     }
 }

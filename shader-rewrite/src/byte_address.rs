@@ -124,32 +124,84 @@ impl AccessShape {
     fn size(&self) -> u32 {
         self.comp_bytes() * self.value.n
     }
-    /// The alias views this access can use, given what the target has.
-    pub fn views_used(&self, target: &Target) -> Vec<AliasKind> {
-        let avail: Vec<AliasKind> =
-            AliasKind::ALL.into_iter().filter(|k| k.available(target, self.storage)).collect();
+    /// Do this access's bounds checks need the range's length to the byte? Not when every
+    /// checked offset and size is a multiple of 4: with `len` rounded down to whole words (what
+    /// OpArrayLength of a word view gives), `off + size <= len` then holds exactly when it holds
+    /// for the byte length.
+    pub fn needs_byte_length(&self) -> bool {
+        match self.robustness {
+            Robustness::None => false,
+            Robustness::PerElement { stride } => !stride.is_multiple_of(4),
+            // Aligned is at least the component size (SPV_NV_raw_access_chains), so components
+            // of 4 bytes or more sit at multiples of 4.
+            Robustness::PerComponent => self.comp_bytes() < 4,
+        }
+    }
+    /// The bounds checks this access makes: (bytes checked, alignment of the checked offsets).
+    fn checks(&self) -> smallvec::SmallVec<[(u32, u32); 2]> {
         let c = self.comp_bytes();
-        let mut plans = plan(0, self.size(), self.align, &avail);
-        if self.robustness == Robustness::PerComponent {
-            for k in 0..self.value.n {
-                plans.extend(plan(k * c, c, c, &avail));
+        match self.robustness {
+            Robustness::None => smallvec::SmallVec::new(),
+            // Stride × Index is a multiple of the largest power of two dividing Stride.
+            Robustness::PerElement { stride } => smallvec::smallvec![(stride, 1 << stride.trailing_zeros().min(4))],
+            Robustness::PerComponent if self.value.n == 1 => smallvec::smallvec![(c, c)],
+            Robustness::PerComponent => smallvec::smallvec![(self.size(), self.align), (c, c)],
+        }
+    }
+
+    /// Can every bounds check of this access count whole elements of a view the target has
+    /// (exact to the byte; see [`Backend::emit_counted`])? False when a check of 8/16-bit
+    /// components needs an 8/16-bit view the target lacks: it is then made on the word view's
+    /// length, rounded down to whole words.
+    pub fn counted_exact(&self, target: &Target) -> bool {
+        self.checks().iter().all(|&(size, align)| granule(size, align, |k| k.available(target, self.storage)).is_some())
+    }
+
+    /// [`AccessShape::views_used`] for an access whose checks count view elements
+    /// ([`Backend::emit_counted`]): the views of its pieces and of its checks' granules, as a
+    /// bit set (bit `kind as usize`), without allocating.
+    pub fn view_mask(&self, target: &Target) -> u8 {
+        let avail: smallvec::SmallVec<[AliasKind; 5]> = AliasKind::ALL.into_iter().filter(|k| k.available(target, self.storage)).collect();
+        let c = self.comp_bytes();
+        let mut mask = 1u8 << AliasKind::U32 as usize; // word view: always present (lengths, word parts)
+        for (size, align) in self.checks() {
+            if let Some(k) = granule(size, align, |k| avail.contains(&k)) {
+                mask |= 1 << k as usize;
             }
         }
-        let mut used: Vec<AliasKind> = plans
-            .iter()
-            .map(|(_, u)| match u {
-                Unit::Alias(k) => *k,
-                Unit::WordPart(_) => AliasKind::U32,
-            })
-            .collect();
-        used.push(AliasKind::U32); // word view: always present (lengths, word parts)
-        if self.robustness != Robustness::None && avail.contains(&AliasKind::U8) {
-            used.push(AliasKind::U8); // exact byte length of the range
+        let mut add = |start: u32, size: u32, align: u32| {
+            for (_, u) in plan(start, size, align, &avail) {
+                mask |= 1 << match u {
+                    Unit::Alias(k) => k as usize,
+                    Unit::WordPart(_) => AliasKind::U32 as usize,
+                };
+            }
+        };
+        add(0, self.size(), self.align);
+        if self.robustness == Robustness::PerComponent {
+            for k in 0..self.value.n {
+                add(k * c, c, c);
+            }
         }
-        used.sort();
-        used.dedup();
-        used
+        mask
     }
+    /// The alias views this access can use, given what the target has, when its checks take a
+    /// byte length ([`Backend::emit`]): those of [`AccessShape::view_mask`], and the 8-bit one
+    /// (the exact byte length) where the checks need it.
+    pub fn views_used(&self, target: &Target) -> Vec<AliasKind> {
+        let mut mask = self.view_mask(target);
+        if self.needs_byte_length() && AliasKind::U8.available(target, self.storage) {
+            mask |= 1 << AliasKind::U8 as usize;
+        }
+        AliasKind::ALL.into_iter().filter(|&k| mask & (1 << k as usize) != 0).collect()
+    }
+}
+
+/// The widest view (among those `has`) whose elements can count a check of `size` bytes at
+/// offsets aligned to `align`: its element size divides both, so `off + size <= len` is
+/// `off / e + size / e <= len / e` exactly, with `len / e` what OpArrayLength of the view gives.
+fn granule(size: u32, align: u32, has: impl Fn(AliasKind) -> bool) -> Option<AliasKind> {
+    AliasKind::ALL.into_iter().rev().find(|&k| k.bytes() <= align && size.is_multiple_of(k.bytes()) && has(k))
 }
 
 /// The alias types of one storage class.
@@ -169,7 +221,21 @@ pub struct AliasViews {
 
 impl AliasViews {
     pub fn new(b: &mut Builder, storage: u32, kinds: Vec<AliasKind>) -> Self {
-        let mut v = AliasViews { kinds: vec![], struct_ty: vec![], struct_ptr: vec![], elem_ty: vec![], elem_ptr: vec![], vec4_words: false };
+        Self::new_with(b, storage, kinds, &[])
+    }
+    /// Like [`AliasViews::new`], but the views in `existing` are block structs the module
+    /// already declares (`struct { T data[]; }`, Offset 0, ArrayStride the kind's size, T the
+    /// kind's element type): their variables can serve as that view, nothing is declared.
+    pub fn new_with(b: &mut Builder, storage: u32, kinds: Vec<AliasKind>, existing: &[(AliasKind, u32)]) -> Self {
+        let n = kinds.len();
+        let mut v = AliasViews {
+            kinds: Vec::with_capacity(n),
+            struct_ty: Vec::with_capacity(n),
+            struct_ptr: Vec::with_capacity(n),
+            elem_ty: Vec::with_capacity(n),
+            elem_ptr: Vec::with_capacity(n),
+            vec4_words: false,
+        };
         let u32t = b.t_u32();
         for k in kinds {
             let elem = match k {
@@ -179,12 +245,17 @@ impl AliasViews {
                 AliasKind::U32x2 => b.t_vec(u32t, 2),
                 AliasKind::U32x4 => b.t_vec(u32t, 4),
             };
-            let rta = b.t_runtime_array(elem, k.bytes());
-            let st = b.t_struct(&[rta]);
-            // A Uniform-class SSBO is a BufferBlock (SPIR-V 1.0 style); StorageBuffer wants Block.
-            let block = if storage == sc::UNIFORM { deco::BUFFER_BLOCK } else { deco::BLOCK };
-            b.decorate(st, block, &[]);
-            b.m.member_decorate(st, 0, deco::OFFSET, &[0]);
+            let st = if let Some(&(_, st)) = existing.iter().find(|(x, _)| *x == k) {
+                st
+            } else {
+                let rta = b.t_runtime_array(elem, k.bytes());
+                let st = b.t_struct(&[rta]);
+                // A Uniform-class SSBO is a BufferBlock (SPIR-V 1.0 style); StorageBuffer wants Block.
+                let block = if storage == sc::UNIFORM { deco::BUFFER_BLOCK } else { deco::BLOCK };
+                b.decorate(st, block, &[]);
+                b.m.member_decorate(st, 0, deco::OFFSET, &[0]);
+                st
+            };
             let sp = b.t_ptr(storage, st);
             let ep = b.t_ptr(storage, elem);
             v.kinds.push(k);
@@ -245,26 +316,48 @@ pub struct Backend {
     pub atomic_subword_stores: u32,
     /// Range lengths defined at the top of the current function's entry block: their bounds
     /// limits are computed once, there (see [`Backend::begin_function`]).
-    entry_lens: rustc_hash::FxHashSet<u32>,
-    /// (length, access size) → limit id, for `entry_lens`.
-    limits: HashMap<(u32, u32), u32>,
+    entry_lens: Vec<u32>,
+    /// (length, access size, limit id), for `entry_lens`.
+    limits: Vec<(u32, u32, u32)>,
     /// Instructions computing those limits, for the caller to place after the lengths.
     entry_insts: Vec<crate::module::Inst>,
 }
 
-/// Per-access state while emitting it.
+/// How an access's bounds checks learn the range.
 #[derive(Clone, Copy)]
+enum Bounds {
+    /// No checks.
+    None,
+    /// From the byte length the caller gave: the limits of the element, whole-access and
+    /// component checks, computed before the access (see [`Backend::limit`]).
+    Limits { elem: u32, whole: u32, comp: u32 },
+    /// From the views themselves: OpArrayLength of the view whose elements fit the check.
+    Counted,
+}
+
+/// Which of an access's checks.
+#[derive(Clone, Copy)]
+enum Check {
+    Elem,
+    Whole,
+    Comp,
+}
+
+/// Per-access state while emitting it.
 struct Ctx<'a> {
     shape: &'a AccessShape,
     views: &'a AliasViews,
     /// Pointers to the alias structs, in `views.kinds` order.
     view_ptrs: &'a [u32],
+    /// Byte address of the first byte this context accesses.
     addr: u32,
-    /// An already computed `addr + .0` (its id `.1`), reused by [`Ctx::offset`].
-    known: Option<(u32, u32)>,
+    /// The value's component type (`n` = 1).
     comp: ScalarVec,
     u32t: u32,
     atomic_scope: u32,
+    /// Sub-word stores emitted as atomic and/or pairs.
+    atomics: std::cell::Cell<u32>,
+    bounds: Bounds,
 }
 
 /// A loaded piece: `bytes` bytes at byte `off`, in the low bits of u32 `v`.
@@ -284,17 +377,26 @@ impl Backend {
             atomic_scope: if vulkan_memory_model { 5 } else { 1 },
             views: HashMap::default(),
             atomic_subword_stores: 0,
-            entry_lens: Default::default(),
-            limits: HashMap::default(),
+            entry_lens: vec![],
+            limits: vec![],
             entry_insts: vec![],
         }
     }
 
     /// Starts a function whose range lengths `lens` are defined at the top of its entry block.
     pub fn begin_function(&mut self, lens: impl IntoIterator<Item = u32>) {
-        self.entry_lens = lens.into_iter().collect();
+        self.entry_lens.clear();
+        self.entry_lens.extend(lens);
         self.limits.clear();
         self.entry_insts.clear();
+    }
+
+    /// Declares one more length defined at the top of the current function's entry block
+    /// (after those of [`Backend::begin_function`]).
+    pub fn add_entry_len(&mut self, len: u32) {
+        if !self.entry_lens.contains(&len) {
+            self.entry_lens.push(len);
+        }
     }
 
     /// The bounds limits the function's accesses used on those lengths: instructions to place
@@ -303,28 +405,34 @@ impl Backend {
         std::mem::take(&mut self.entry_insts)
     }
 
-    /// `len >= size ? len - size + 1 : 0`: the number of byte offsets at which `size` bytes fit
-    /// inside a range of `len` bytes, so one `off < limit` is the whole bounds check, with no
-    /// overflow anywhere (`len - size + 1` is in [1, len] when `len >= size`).
-    fn limit(&mut self, e: &mut Emitter, b: &mut Builder, len: u32, size: u32) -> u32 {
-        if let Some(&l) = self.limits.get(&(len, size)) {
+    /// The number of byte offsets at which `size` bytes fit inside a range of `len` bytes, so
+    /// one `off < limit` is the whole bounds check, with no overflow anywhere: `len - size + 1`
+    /// when `len >= size` (in [1, len]), else 0. `len` is a multiple of `granule` (the length
+    /// view's element size) and the checked offsets of `off_align`: when `size <= granule` and
+    /// offsets are multiples of it, `off + size <= len` is `off < len`, and the limit is `len`.
+    #[allow(clippy::too_many_arguments)]
+    fn limit(&mut self, e: &mut Emitter, b: &mut Builder, len: u32, size: u32, off_align: u32, granule: u32) -> u32 {
+        if size <= granule && off_align.is_multiple_of(granule) {
+            return len;
+        }
+        if let Some(&(_, _, l)) = self.limits.iter().find(|(x, s, _)| *x == len && *s == size) {
             return l;
         }
         let bool_t = b.t_bool();
         let u32t = b.t_u32();
         let (s, room_c, zero) = (b.c_u32(size), b.c_u32(size - 1), b.c_u32(0));
+        if !self.entry_lens.contains(&len) {
+            let ge = e.pure(b, op::U_GREATER_THAN_EQUAL, bool_t, &[len, s]);
+            let room = e.pure(b, op::I_SUB, u32t, &[len, room_c]);
+            return e.pure(b, op::SELECT, u32t, &[ge, room, zero]);
+        }
         let (ge, room, lim) = (b.id(), b.id(), b.id());
-        let insts = [
+        self.entry_insts.extend([
             crate::module::Inst::new(op::U_GREATER_THAN_EQUAL, bool_t, ge, ops![len, s]),
             crate::module::Inst::new(op::I_SUB, u32t, room, ops![len, room_c]),
             crate::module::Inst::new(op::SELECT, u32t, lim, ops![ge, room, zero]),
-        ];
-        if self.entry_lens.contains(&len) {
-            self.entry_insts.extend(insts);
-            self.limits.insert((len, size), lim);
-        } else {
-            insts.into_iter().for_each(|i| e.push(i));
-        }
+        ]);
+        self.limits.push((len, size, lim));
         lim
     }
 
@@ -345,117 +453,190 @@ impl Backend {
         elem: Option<u32>,
         value: Option<u32>,
     ) -> u32 {
+        self.emit_as(e, b, shape, view_ptrs, addr, len, elem, value, None)
+    }
+
+    /// [`Backend::emit`], the loaded value getting the id `result` when given (the id of the
+    /// load it replaces: no copy).
+    #[allow(clippy::too_many_arguments)]
+    pub fn emit_as(
+        &mut self,
+        e: &mut Emitter,
+        b: &mut Builder,
+        shape: &AccessShape,
+        view_ptrs: &[u32],
+        addr: u32,
+        len: Option<u32>,
+        elem: Option<u32>,
+        value: Option<u32>,
+        result: Option<u32>,
+    ) -> u32 {
+        let c = shape.comp_bytes();
+        let size = shape.size();
+        // Bounds limits first (they may be cached and need `self` mutably).
+        let granule = if shape.robustness == Robustness::None { 1 } else { self.length_view(shape.storage).bytes() };
+        let bounds = match shape.robustness {
+            Robustness::None => Bounds::None,
+            Robustness::PerElement { stride } => {
+                let len = len.expect("robust access without a range length");
+                // Stride × Index is a multiple of the largest power of two dividing Stride.
+                Bounds::Limits { elem: self.limit(e, b, len, stride, 1 << stride.trailing_zeros().min(4), granule), whole: 0, comp: 0 }
+            }
+            Robustness::PerComponent => {
+                let len = len.expect("robust access without a range length");
+                let whole = if shape.value.n > 1 { self.limit(e, b, len, size, shape.align, granule) } else { 0 };
+                Bounds::Limits { elem: 0, whole, comp: self.limit(e, b, len, c, shape.align.min(c), granule) }
+            }
+        };
+        self.emit_with(e, b, shape, view_ptrs, addr, bounds, elem, value, result)
+    }
+
+    /// [`Backend::emit_as`] for an access whose `view_ptrs` point straight at descriptors (a
+    /// variable, or a descriptor-array element: not a variable pointer, which OpArrayLength
+    /// cannot take): each bounds check compares the offset in elements of the widest view that
+    /// fits it with that view's OpArrayLength (taken where the access is, once per block), so
+    /// no byte length is needed, a word-sized check is one compare of the index the access uses
+    /// anyway, and 16-bit checks are exact with a 16-bit view.
+    #[allow(clippy::too_many_arguments)]
+    pub fn emit_counted(
+        &mut self,
+        e: &mut Emitter,
+        b: &mut Builder,
+        shape: &AccessShape,
+        view_ptrs: &[u32],
+        addr: u32,
+        elem: Option<u32>,
+        value: Option<u32>,
+        result: Option<u32>,
+    ) -> u32 {
+        let bounds = if shape.robustness == Robustness::None { Bounds::None } else { Bounds::Counted };
+        self.emit_with(e, b, shape, view_ptrs, addr, bounds, elem, value, result)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit_with(
+        &mut self,
+        e: &mut Emitter,
+        b: &mut Builder,
+        shape: &AccessShape,
+        view_ptrs: &[u32],
+        addr: u32,
+        bounds: Bounds,
+        elem: Option<u32>,
+        value: Option<u32>,
+        result: Option<u32>,
+    ) -> u32 {
         let c = shape.comp_bytes();
         let n = shape.value.n;
         let size = shape.size();
-        // Bounds limits first (they may be cached and need `self` mutably).
-        let (lim_elem, lim_whole, lim_comp) = match shape.robustness {
-            Robustness::None => (0, 0, 0),
-            Robustness::PerElement { stride } => (self.limit(e, b, len.expect("robust access without a range length"), stride), 0, 0),
-            Robustness::PerComponent => {
-                let len = len.expect("robust access without a range length");
-                let whole = if n > 1 { self.limit(e, b, len, size) } else { 0 };
-                (0, whole, self.limit(e, b, len, c))
-            }
-        };
         let views = &self.views[&shape.storage];
         let u32t = b.t_u32();
         let mut comp = shape.value;
         comp.n = 1;
-        let ctx = Ctx {
-            shape,
-            views,
-            view_ptrs,
-            addr,
-            known: None,
-            comp,
-            u32t,
-            atomic_scope: self.atomic_scope,
-        };
-        let poison = self.oob_poison;
-        let elem_ok = |e: &mut Emitter, b: &mut Builder| ctx.below(e, b, elem.expect("per-element access without an element offset"), lim_elem);
-        // Component k's address, and a context that reuses it.
-        let at_comp = |e: &mut Emitter, b: &mut Builder, k: u32| {
-            let a = ctx.offset(e, b, k * c);
-            (a, Ctx { known: Some((k * c, a)), ..ctx })
-        };
+        let ctx = Ctx { shape, views, view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds };
+        let small = c < 4;
+        // Checked loads merge the value as its type (8/16-bit components: see below); stores of
+        // 8/16-bit components go through the 32-bit twin.
+        let merge_ty = if small { ctx.wide_ty(b, n) } else { shape.value_ty };
         if shape.store {
             let value = value.expect("store without a value");
-            let bits = ctx.value_bits(e, b, value);
-            let mut atomics = 0;
+            let value = if small && !shape.wide { ctx.convert(e, b, value, merge_ty) } else { value };
             match shape.robustness {
-                Robustness::None => atomics += ctx.store_range(e, b, 0, size, shape.align, &bits),
+                Robustness::None => ctx.store_value(e, b, size, shape.align, value),
                 Robustness::PerElement { .. } => {
-                    let ok = elem_ok(e, b);
-                    e.if_then(b, ok, |e, b| atomics += ctx.store_range(e, b, 0, size, shape.align, &bits));
+                    let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
+                    e.if_then(b, ok, |e, b| ctx.store_value(e, b, size, shape.align, value));
+                }
+                Robustness::PerComponent if n == 1 => {
+                    let ok = ctx.in_range(e, b, addr, Check::Comp);
+                    e.if_then(b, ok, |e, b| ctx.store_value(e, b, c, c, value));
                 }
                 Robustness::PerComponent => {
-                    let per_comp = |e: &mut Emitter, b: &mut Builder| {
-                        let mut count = 0;
-                        for k in 0..n {
-                            let (a, at) = at_comp(e, b, k);
-                            let ok = ctx.below(e, b, a, lim_comp);
-                            e.if_then(b, ok, |e, b| count += at.store_range(e, b, k * c, c, c, &bits));
-                        }
-                        count
-                    };
-                    if n == 1 {
-                        atomics += per_comp(e, b);
-                    } else {
-                        // Fast path when the whole vector is in bounds, else each component.
-                        let ok = ctx.below(e, b, ctx.addr, lim_whole);
-                        let (mut fast, mut slow) = (0, 0);
-                        e.if_else(
-                            b,
-                            ok,
-                            &[],
-                            |e, b| {
-                                fast = ctx.store_range(e, b, 0, size, shape.align, &bits);
-                                Vals::new()
-                            },
-                            |e, b| {
-                                slow = per_comp(e, b);
-                                Vals::new()
-                            },
-                        );
-                        atomics += fast + slow;
-                    }
+                    // One check when the whole vector is in range; each component on its own
+                    // only at the edge.
+                    let ok = ctx.in_range(e, b, addr, Check::Whole);
+                    e.if_else(
+                        b,
+                        ok,
+                        &[],
+                        |e, b| {
+                            ctx.store_value(e, b, size, shape.align, value);
+                            Vals::new()
+                        },
+                        |e, b| {
+                            let comp_ty = if small { ctx.wide_ty(b, 1) } else { ctx.comp.comp_ty };
+                            for k in 0..n {
+                                let v = e.pure(b, op::COMPOSITE_EXTRACT, comp_ty, &[value, k]);
+                                let at = ctx.at(e, b, k * c);
+                                let ok = at.in_range(e, b, at.addr, Check::Comp);
+                                e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, v));
+                                ctx.atomics.set(ctx.atomics.get() + at.atomics.get());
+                            }
+                            Vals::new()
+                        },
+                    );
                 }
             }
-            self.atomic_subword_stores += atomics;
+            self.atomic_subword_stores += ctx.atomics.get();
             0
         } else {
-            // Branches merge raw component bits (u32, or uvec2 for 64-bit): an OpPhi of an 8/16-bit
-            // type is not allowed without Int8/Int16/Float16 arithmetic.
-            let raw_ty = ctx.raw_ty(b);
-            let raw_tys: Vals = std::iter::repeat_n(raw_ty, n as usize).collect();
-            let raw = match shape.robustness {
-                Robustness::None => ctx.load_raw(e, b, 0, size, shape.align),
+            // What the branches of the checks merge: 8/16-bit components as raw bits (a u32
+            // each), widened after the merge (an OpPhi of an 8/16-bit type is not allowed without
+            // Int8/Int16/Float16 arithmetic, and bits moved untouched keep NaN payloads a float
+            // round trip could lose); other values whole, as their type.
+            let poison = self.oob_poison;
+            let (tys, oobs, comp_ty, comp_oob): (Vals, Vals, u32, u32) = if small {
+                let oob = b.c_u32(poison.unwrap_or(0) as u32 * 0x0101_0101);
+                (std::iter::repeat_n(u32t, n as usize).collect(), std::iter::repeat_n(oob, n as usize).collect(), u32t, oob)
+            } else {
+                let comp_ty = ctx.comp.comp_ty;
+                (smallvec::smallvec![merge_ty], smallvec::smallvec![ctx.oob_value(b, poison, merge_ty, n)], comp_ty, ctx.oob_value(b, poison, comp_ty, 1))
+            };
+            let load = |ctx: &Ctx, e: &mut Emitter, b: &mut Builder, size: u32, align: u32| -> Vals {
+                if small { ctx.load_raw(e, b, size, align) } else { smallvec::smallvec![ctx.load_value(e, b, size, align)] }
+            };
+            let merged = match shape.robustness {
+                Robustness::None => load(&ctx, e, b, size, shape.align),
                 Robustness::PerElement { .. } => {
-                    let ok = elem_ok(e, b);
-                    let oob = ctx.oob_raw(b, poison, n);
-                    e.if_or(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, 0, size, shape.align), &oob)
+                    let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
+                    e.if_or(b, ok, &tys, |e, b| load(&ctx, e, b, size, shape.align), &oobs)
+                }
+                Robustness::PerComponent if n == 1 => {
+                    let ok = ctx.in_range(e, b, addr, Check::Comp);
+                    e.if_or(b, ok, &tys, |e, b| load(&ctx, e, b, c, c), &oobs)
                 }
                 Robustness::PerComponent => {
-                    let oob = ctx.oob_raw(b, poison, 1);
-                    let per_comp = |e: &mut Emitter, b: &mut Builder| -> Vals {
-                        (0..n)
-                            .map(|k| {
-                                let (a, at) = at_comp(e, b, k);
-                                let ok = ctx.below(e, b, a, lim_comp);
-                                e.if_or(b, ok, &[raw_ty], |e, b| at.load_raw(e, b, k * c, c, c), &oob)[0]
-                            })
-                            .collect()
-                    };
-                    if n == 1 {
-                        per_comp(e, b)
-                    } else {
-                        let ok = ctx.below(e, b, ctx.addr, lim_whole);
-                        e.if_else(b, ok, &raw_tys, |e, b| ctx.load_raw(e, b, 0, size, shape.align), per_comp)
-                    }
+                    // One check when the whole vector is in range; each component on its own
+                    // only at the edge.
+                    let ok = ctx.in_range(e, b, addr, Check::Whole);
+                    e.if_else(
+                        b,
+                        ok,
+                        &tys,
+                        |e, b| load(&ctx, e, b, size, shape.align),
+                        |e, b| {
+                            let comps: Vals = (0..n)
+                                .map(|k| {
+                                    let at = ctx.at(e, b, k * c);
+                                    let ok = at.in_range(e, b, at.addr, Check::Comp);
+                                    e.if_or(b, ok, &[comp_ty], |e, b| load(&at, e, b, c, c), &[comp_oob])[0]
+                                })
+                                .collect();
+                            if small { comps } else { smallvec::smallvec![e.op(b, op::COMPOSITE_CONSTRUCT, merge_ty, &comps[..])] }
+                        },
+                    )
                 }
             };
-            ctx.value_from_raw(e, b, &raw)
+            let v = if !small {
+                merged[0]
+            } else if shape.wide {
+                ctx.wide_from_raw(e, b, &merged)
+            } else {
+                let wide = ctx.wide_from_raw(e, b, &merged);
+                let to = b.t_vec(ctx.comp.comp_ty, n);
+                ctx.convert(e, b, wide, to)
+            };
+            ctx.finish_load(e, v, result)
         }
     }
 
@@ -481,8 +662,8 @@ impl Backend {
             nonuniform,
             wide: false,
         };
-        let ctx = Ctx { shape: &shape, views, view_ptrs, addr, known: None, comp: shape.value, u32t, atomic_scope: self.atomic_scope };
-        ctx.elem_ptr(e, b, AliasKind::U32, addr)
+        let ctx = Ctx { shape: &shape, views, view_ptrs, addr, comp: shape.value, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds: Bounds::None };
+        ctx.word_ptr(e, b, addr)
     }
 
     /// The view whose OpArrayLength gives the byte length: U8 when declared, else U32.
@@ -507,51 +688,79 @@ impl Backend {
         shape.robustness != Robustness::None
     }
 }
+
 impl Ctx<'_> {
     fn view_ptr(&self, k: AliasKind) -> u32 {
         self.view_ptrs[self.views.slot(k)]
     }
 
-    /// Pointer to the element of view `k` holding byte address `a` (which is `k`-aligned,
-    /// or any address for the word view of a word part).
-    fn elem_ptr(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, a: u32) -> u32 {
-        if k == AliasKind::U32 && self.views.vec4_words {
-            let (four, two, three) = (b.c_u32(4), b.c_u32(2), b.c_u32(3));
-            let row = e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![a, four]);
-            let w = e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![a, two]);
-            let col = e.op(b, op::BITWISE_AND, self.u32t, ops![w, three]);
-            let zero = b.c_u32(0);
-            let p = e.op(b, op::ACCESS_CHAIN, self.views.elem_ptr[self.views.slot(k)], ops![self.view_ptr(k), zero, row, col]);
-            if self.shape.nonuniform {
-                b.decorate(p, deco::NON_UNIFORM, &[]);
-            }
-            return p;
-        }
-        let shift = k.bytes().trailing_zeros();
-        let idx = if shift == 0 {
-            a
-        } else {
-            let s = b.c_u32(shift);
-            e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![a, s])
-        };
-        let zero = b.c_u32(0);
+    /// The same access `off` bytes further (a component of a vector checked on its own).
+    fn at(&self, e: &mut Emitter, b: &mut Builder, off: u32) -> Self {
+        Ctx { addr: self.offset(e, b, off), atomics: Default::default(), ..*self }
+    }
+
+    /// An OpAccessChain into view `k` at element `idx`, NonUniform when the access is.
+    fn chain(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, idx: &[u32]) -> u32 {
         let slot = self.views.slot(k);
-        let p = e.op(b, op::ACCESS_CHAIN, self.views.elem_ptr[slot], ops![self.view_ptr(k), zero, idx]);
-        if self.shape.nonuniform {
+        let zero = b.c_u32(0);
+        let mut ops = smallvec::SmallVec::<[u32; 4]>::from_slice(&[self.view_ptr(k), zero]);
+        ops.extend_from_slice(idx);
+        let fresh = b.m.header[3];
+        let p = e.pure(b, op::ACCESS_CHAIN, self.views.elem_ptr[slot], &ops);
+        if self.shape.nonuniform && p >= fresh {
             b.decorate(p, deco::NON_UNIFORM, &[]);
         }
         p
     }
 
-    fn load(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, a: u32) -> u32 {
-        let p = self.elem_ptr(e, b, k, a);
+    /// Pointer to the 32-bit word holding byte address `a` (any alignment).
+    fn word_ptr(&self, e: &mut Emitter, b: &mut Builder, a: u32) -> u32 {
+        let two = b.c_u32(2);
+        if self.views.vec4_words {
+            let (four, three) = (b.c_u32(4), b.c_u32(3));
+            let row = e.pure(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, &[a, four]);
+            let w = e.pure(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, &[a, two]);
+            let col = e.pure(b, op::BITWISE_AND, self.u32t, &[w, three]);
+            return self.chain(e, b, AliasKind::U32, &[row, col]);
+        }
+        let idx = e.pure(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, &[a, two]);
+        self.chain(e, b, AliasKind::U32, &[idx])
+    }
+
+    /// Pointer to the element of view `k` holding the bytes at `addr + off` (both multiples
+    /// of the element size). The element index is `(addr >> s) + off / size`, shared by every
+    /// piece of the access: the pieces of an access that passed its check (or needs no check)
+    /// lie inside the range, so they cannot wrap around 2^32 (design.md §2) in between.
+    fn unit_ptr(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, off: u32) -> u32 {
+        if k == AliasKind::U32 && self.views.vec4_words {
+            let a = self.offset(e, b, off);
+            return self.word_ptr(e, b, a);
+        }
+        let shift = k.bytes().trailing_zeros();
+        let base = if shift == 0 {
+            self.addr
+        } else {
+            let s = b.c_u32(shift);
+            e.pure(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, &[self.addr, s])
+        };
+        let idx = if off == 0 {
+            base
+        } else {
+            let c = b.c_u32(off >> shift);
+            e.pure(b, op::I_ADD, self.u32t, &[base, c])
+        };
+        self.chain(e, b, k, &[idx])
+    }
+
+    fn load(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, off: u32) -> u32 {
+        let p = self.unit_ptr(e, b, k, off);
         let mut ops = ops![p];
         ops.extend_from_slice(&self.shape.mem_ops);
         e.op(b, op::LOAD, self.views.elem_ty[self.views.slot(k)], ops)
     }
 
-    fn store(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, a: u32, v: u32) {
-        let p = self.elem_ptr(e, b, k, a);
+    fn store(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, off: u32, v: u32) {
+        let p = self.unit_ptr(e, b, k, off);
         let mut ops = ops![p, v];
         ops.extend_from_slice(&self.shape.mem_ops);
         e.stmt(op::STORE, ops);
@@ -562,43 +771,218 @@ impl Ctx<'_> {
         if off == 0 {
             return self.addr;
         }
-        if let Some((_, id)) = self.known.filter(|&(o, _)| o == off) {
-            return id;
-        }
         let c = b.c_u32(off);
-        e.op(b, op::I_ADD, self.u32t, ops![self.addr, c])
+        e.pure(b, op::I_ADD, self.u32t, &[self.addr, c])
     }
 
     /// `off < limit` (see [`Backend::limit`]): [off, off + size) lies inside the range.
     fn below(&self, e: &mut Emitter, b: &mut Builder, off: u32, limit: u32) -> u32 {
         let bool_t = b.t_bool();
-        e.op(b, op::U_LESS_THAN, bool_t, ops![off, limit])
+        e.pure(b, op::U_LESS_THAN, bool_t, &[off, limit])
     }
 
-    /// Loads `size` bytes at addr+start (aligned to `align`) as chunks.
-    fn load_chunks(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> smallvec::SmallVec<[Chunk; 4]> {
+    /// Does check `which` pass for the bytes at offset `off`?
+    fn in_range(&self, e: &mut Emitter, b: &mut Builder, off: u32, which: Check) -> u32 {
+        let c = self.comp.width / 8;
+        let (size, align) = match which {
+            Check::Elem => {
+                let Robustness::PerElement { stride } = self.shape.robustness else { unreachable!("a per-element check") };
+                (stride, 1 << stride.trailing_zeros().min(4))
+            }
+            Check::Whole => (self.shape.size(), self.shape.align),
+            Check::Comp => (c, c),
+        };
+        match self.bounds {
+            Bounds::Limits { elem, whole, comp } => self.below(e, b, off, match which {
+                Check::Elem => elem,
+                Check::Whole => whole,
+                Check::Comp => comp,
+            }),
+            Bounds::Counted => self.counted(e, b, off, size, align),
+            Bounds::None => unreachable!("a check of an access without robustness"),
+        }
+    }
+
+    /// `off + size <= len` in elements of the widest view that fits (see [`granule`]), with
+    /// `len / element` from OpArrayLength of the view; without one (8/16-bit checks on a target
+    /// without those views), in bytes of the word view's length (rounded down to whole words).
+    fn counted(&self, e: &mut Emitter, b: &mut Builder, off: u32, size: u32, align: u32) -> u32 {
+        let (u32t, bool_t) = (self.u32t, b.t_bool());
+        let limit = |e: &mut Emitter, b: &mut Builder, n: u32, units: u32| {
+            if units == 1 {
+                return n;
+            }
+            // n >= units ? n - units + 1 : 0, the number of offsets where `units` fit.
+            let (u, room_c, zero) = (b.c_u32(units), b.c_u32(units - 1), b.c_u32(0));
+            let ge = e.pure(b, op::U_GREATER_THAN_EQUAL, bool_t, &[n, u]);
+            let room = e.pure(b, op::I_SUB, u32t, &[n, room_c]);
+            e.pure(b, op::SELECT, u32t, &[ge, room, zero])
+        };
+        let (idx, lim) = match granule(size, align, |k| self.views.kinds.contains(&k)) {
+            Some(k) => {
+                let shift = k.bytes().trailing_zeros();
+                let idx = if shift == 0 {
+                    off
+                } else {
+                    let s = b.c_u32(shift);
+                    e.pure(b, op::SHIFT_RIGHT_LOGICAL, u32t, &[off, s])
+                };
+                let n = e.pure(b, op::ARRAY_LENGTH, u32t, &[self.view_ptr(k), 0]);
+                (idx, limit(e, b, n, size / k.bytes()))
+            }
+            None => {
+                let words = e.pure(b, op::ARRAY_LENGTH, u32t, &[self.view_ptr(AliasKind::U32), 0]);
+                let two = b.c_u32(2);
+                let len = e.pure(b, op::SHIFT_LEFT_LOGICAL, u32t, &[words, two]);
+                (off, limit(e, b, len, size))
+            }
+        };
+        e.pure(b, op::U_LESS_THAN, bool_t, &[idx, lim])
+    }
+
+    /// The 32-bit twin of the value type with `n` components: f32, u32 or i32 components.
+    fn wide_ty(&self, b: &mut Builder, n: u32) -> u32 {
+        let c = if self.comp.float { b.t_float(32) } else { b.t_int(32, self.comp.signed) };
+        b.t_vec(c, n)
+    }
+
+    /// What an out-of-bounds load of 32/64-bit components gives, as a constant of `ty` (`n`
+    /// components of the value type): zero, or the debug poison byte repeated over the bits.
+    fn oob_value(&self, b: &mut Builder, poison: Option<u8>, ty: u32, n: u32) -> u32 {
+        let Some(p) = poison else { return b.c_null(ty) };
+        let word = p as u32 * 0x0101_0101;
+        let comp_ty = if n == 1 { ty } else { b.global(ty).map_or(ty, |t| t.ops[0]) };
+        let comp = if self.comp.width == 64 { b.constant(comp_ty, &[word, word]) } else { b.constant(comp_ty, &[word]) };
+        if n == 1 {
+            comp
+        } else {
+            let parts: smallvec::SmallVec<[u32; 4]> = smallvec::smallvec![comp; n as usize];
+            b.constant_composite(ty, &parts)
+        }
+    }
+
+    /// The loaded value `v` under the id `result` when one is asked for: the instruction that
+    /// made it takes the id, or a copy does.
+    fn finish_load(&self, e: &mut Emitter, v: u32, result: Option<u32>) -> u32 {
+        match result {
+            Some(r) if r != v => {
+                if !e.rename_last(v, r) {
+                    e.push(crate::module::Inst::new(op::COPY_OBJECT, self.shape.value_ty, r, ops![v]));
+                }
+                r
+            }
+            _ => v,
+        }
+    }
+
+    /// Loads `size` bytes of 8/16-bit components at the context's address (aligned to `align`)
+    /// as raw bits: a u32 per component, the value in the low bits.
+    fn load_raw(&self, e: &mut Emitter, b: &mut Builder, size: u32, align: u32) -> Vals {
+        let c = self.comp.width / 8;
+        let chunks = self.load_chunks(e, b, size, align);
+        (0..size / c).map(|k| self.raw_from_chunks(e, b, &chunks, k * c)).collect()
+    }
+
+    /// Loads `size` bytes at the context's address (aligned to `align`) as the merge type (see
+    /// [`Backend::emit_as`]) with `size / component size` components. Word-view pieces become
+    /// the value by one bitcast each (a uvec4 → vec4, a uvec2 → double) and one construct.
+    fn load_value(&self, e: &mut Emitter, b: &mut Builder, size: u32, align: u32) -> u32 {
+        let c = self.comp.width / 8;
+        let n = size / c;
+        debug_assert!(c >= 4, "8/16-bit components load with load_raw");
+        let comp_ty = self.comp.comp_ty;
+        let mut pieces = Vals::new();
+        let mut halves = Vals::new();
+        for (o, unit) in plan(0, size, align, &self.views.kinds) {
+            let Unit::Alias(k) = unit else { unreachable!("components of 4 bytes or more are word aligned") };
+            let v = self.load(e, b, k, o);
+            if k.bytes() >= c {
+                let ty = b.t_vec(comp_ty, k.bytes() / c);
+                pieces.push(if ty == self.views.elem_ty[self.views.slot(k)] { v } else { e.op(b, op::BITCAST, ty, ops![v]) });
+            } else {
+                // A 64-bit component from two words.
+                halves.push(v);
+                if halves.len() == 2 {
+                    let uv2 = b.t_vec(self.u32t, 2);
+                    let pair = e.op(b, op::COMPOSITE_CONSTRUCT, uv2, ops![halves[0], halves[1]]);
+                    pieces.push(e.op(b, op::BITCAST, comp_ty, ops![pair]));
+                    halves.clear();
+                }
+            }
+        }
+        if pieces.len() == 1 {
+            return pieces[0];
+        }
+        let ty = b.t_vec(comp_ty, n);
+        e.op(b, op::COMPOSITE_CONSTRUCT, ty, &pieces[..])
+    }
+
+    /// Stores `value` (the merge type, `size / component size` components) at the context's
+    /// address (aligned to `align`): each word-view piece is a bitcast of the value, of one
+    /// component or of a shuffle of adjacent ones.
+    fn store_value(&self, e: &mut Emitter, b: &mut Builder, size: u32, align: u32, value: u32) {
+        let c = self.comp.width / 8;
+        let n = size / c;
+        if c < 4 {
+            let bits = self.value_bits(e, b, value, n);
+            self.atomics.set(self.atomics.get() + self.store_range(e, b, size, align, &bits));
+            return;
+        }
+        let comp_ty = self.comp.comp_ty;
+        for (o, unit) in plan(0, size, align, &self.views.kinds) {
+            let Unit::Alias(k) = unit else { unreachable!("components of 4 bytes or more are word aligned") };
+            let raw_ty = self.views.elem_ty[self.views.slot(k)];
+            let (j, m) = (o / c, k.bytes() / c);
+            let bits = if m == 0 {
+                // One word of a 64-bit component.
+                let v = if n == 1 { value } else { e.pure(b, op::COMPOSITE_EXTRACT, comp_ty, &[value, j]) };
+                let uv2 = b.t_vec(self.u32t, 2);
+                let pair = e.pure(b, op::BITCAST, uv2, &[v]);
+                e.pure(b, op::COMPOSITE_EXTRACT, self.u32t, &[pair, (o % c) / 4])
+            } else {
+                let sub = if m == n {
+                    value
+                } else if m == 1 {
+                    e.pure(b, op::COMPOSITE_EXTRACT, comp_ty, &[value, j])
+                } else {
+                    let ty = b.t_vec(comp_ty, m);
+                    let mut ops = ops![value, value];
+                    ops.extend(j..j + m);
+                    e.op(b, op::VECTOR_SHUFFLE, ty, ops)
+                };
+                if b.t_vec(comp_ty, m) == raw_ty { sub } else { e.pure(b, op::BITCAST, raw_ty, &[sub]) }
+            };
+            self.store(e, b, k, o, bits);
+        }
+    }
+
+    /// Loads `size` bytes (aligned to `align`) as chunks (8/16-bit components).
+    fn load_chunks(&self, e: &mut Emitter, b: &mut Builder, size: u32, align: u32) -> smallvec::SmallVec<[Chunk; 4]> {
         let mut chunks = smallvec::SmallVec::new();
-        for (o, unit) in plan(start, size, align, &self.views.kinds) {
-            let a = self.offset(e, b, o);
+        for (o, unit) in plan(0, size, align, &self.views.kinds) {
             match unit {
                 Unit::Alias(k @ (AliasKind::U32x4 | AliasKind::U32x2)) => {
-                    let v = self.load(e, b, k, a);
+                    let v = self.load(e, b, k, o);
                     for j in 0..k.bytes() / 4 {
                         let w = e.op(b, op::COMPOSITE_EXTRACT, self.u32t, ops![v, j]);
                         chunks.push(Chunk { off: o + 4 * j, bytes: 4, v: w, clean: true });
                     }
                 }
                 Unit::Alias(AliasKind::U32) => {
-                    let v = self.load(e, b, AliasKind::U32, a);
+                    let v = self.load(e, b, AliasKind::U32, o);
                     chunks.push(Chunk { off: o, bytes: 4, v, clean: true });
                 }
                 Unit::Alias(k) => {
-                    let v = self.load(e, b, k, a);
+                    let v = self.load(e, b, k, o);
                     let w = e.op(b, op::U_CONVERT, self.u32t, ops![v]);
                     chunks.push(Chunk { off: o, bytes: k.bytes(), v: w, clean: true });
                 }
                 Unit::WordPart(n) => {
-                    let w = self.load(e, b, AliasKind::U32, a);
+                    let a = self.offset(e, b, o);
+                    let p = self.word_ptr(e, b, a);
+                    let mut ops = ops![p];
+                    ops.extend_from_slice(&self.shape.mem_ops);
+                    let w = e.op(b, op::LOAD, self.u32t, ops);
                     let v = self.shift_by_byte_pos(e, b, op::SHIFT_RIGHT_LOGICAL, w, a);
                     chunks.push(Chunk { off: o, bytes: n, v, clean: false });
                 }
@@ -610,80 +994,42 @@ impl Ctx<'_> {
     /// `v >> ((a & 3) * 8)` or `v << ((a & 3) * 8)`.
     fn shift_by_byte_pos(&self, e: &mut Emitter, b: &mut Builder, opcode: u32, v: u32, a: u32) -> u32 {
         let three = b.c_u32(3);
-        let lo = e.op(b, op::BITWISE_AND, self.u32t, ops![a, three]);
-        let bits = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, ops![lo, three]);
+        let lo = e.pure(b, op::BITWISE_AND, self.u32t, &[a, three]);
+        let bits = e.pure(b, op::SHIFT_LEFT_LOGICAL, self.u32t, &[lo, three]);
         e.op(b, opcode, self.u32t, ops![v, bits])
     }
 
-    /// Raw value type of one component: u32 (8/16/32-bit, value in the low bits) or uvec2.
-    fn raw_ty(&self, b: &mut Builder) -> u32 {
-        if self.comp.width == 64 { b.t_vec(self.u32t, 2) } else { self.u32t }
-    }
-
-    /// Loads bytes [start, start+size) (start aligned to `align`) as raw component values.
-    fn load_raw(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32) -> Vals {
-        let chunks = self.load_chunks(e, b, start, size, align);
-        let c = self.comp.width / 8;
-        (0..size / c).map(|k| self.raw_from_chunks(e, b, &chunks, start + k * c)).collect()
-    }
-
-    /// Raw values an out-of-bounds load returns: zero, or the debug poison pattern.
-    fn oob_raw(&self, b: &mut Builder, poison: Option<u8>, n: u32) -> Vals {
-        let byte = poison.unwrap_or(0) as u32;
-        let word = b.c_u32(byte * 0x0101_0101);
-        let v = if self.comp.width == 64 {
-            let uv2 = b.t_vec(self.u32t, 2);
-            b.constant_composite(uv2, &[word, word])
-        } else {
-            word
-        };
-        smallvec::smallvec![v; n as usize]
-    }
-
-    /// The raw value of the component starting at byte `off`, from loaded chunks.
+    /// The raw value of the 8/16-bit component starting at byte `off`, from loaded chunks (in
+    /// the low bits of a u32; the bits above may be garbage).
     fn raw_from_chunks(&self, e: &mut Emitter, b: &mut Builder, chunks: &[Chunk], off: u32) -> u32 {
         let chunk = |at: u32| chunks.iter().find(|ch| ch.off <= at && at < ch.off + ch.bytes).expect("planned bytes loaded");
-        match self.comp.width {
-            64 => {
-                let uv2 = b.t_vec(self.u32t, 2);
-                e.op(b, op::COMPOSITE_CONSTRUCT, uv2, ops![chunk(off).v, chunk(off + 4).v])
+        // The component's bytes may come from several chunks (byte views for a 16-bit value);
+        // bits above a chunk's bytes are masked off before pieces are combined.
+        let end = off + self.comp.width / 8;
+        let (mut acc, mut at) = (0, off);
+        while at < end {
+            let ch = chunk(at);
+            let mut v = ch.v;
+            if at > ch.off {
+                let s = b.c_u32((at - ch.off) * 8);
+                v = e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![v, s]);
             }
-            32 => chunk(off).v,
-            width => {
-                // The component's bytes may come from several chunks (byte views for a 16-bit
-                // value); bits above a chunk's bytes are masked off before pieces are combined.
-                let end = off + width / 8;
-                let (mut acc, mut at) = (0, off);
-                while at < end {
-                    let ch = chunk(at);
-                    let mut v = ch.v;
-                    if at > ch.off {
-                        let s = b.c_u32((at - ch.off) * 8);
-                        v = e.op(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, ops![v, s]);
-                    }
-                    let taken = (ch.off + ch.bytes).min(end) - at;
-                    if acc == 0 && at + taken == end {
-                        return v; // one piece: the caller ignores bits above the component
-                    }
-                    if taken < 4 && !(ch.clean && at + taken == ch.off + ch.bytes) {
-                        let mask = b.c_u32((1u32 << (taken * 8)) - 1);
-                        v = e.op(b, op::BITWISE_AND, self.u32t, ops![v, mask]);
-                    }
-                    if at > off {
-                        let s = b.c_u32((at - off) * 8);
-                        v = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, ops![v, s]);
-                    }
-                    acc = if acc == 0 { v } else { e.op(b, op::BITWISE_OR, self.u32t, ops![acc, v]) };
-                    at += taken;
-                }
-                acc
+            let taken = (ch.off + ch.bytes).min(end) - at;
+            if acc == 0 && at + taken == end {
+                return v; // one piece: the caller ignores bits above the component
             }
+            if taken < 4 && !(ch.clean && at + taken == ch.off + ch.bytes) {
+                let mask = b.c_u32((1u32 << (taken * 8)) - 1);
+                v = e.op(b, op::BITWISE_AND, self.u32t, ops![v, mask]);
+            }
+            if at > off {
+                let s = b.c_u32((at - off) * 8);
+                v = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, ops![v, s]);
+            }
+            acc = if acc == 0 { v } else { e.op(b, op::BITWISE_OR, self.u32t, ops![acc, v]) };
+            at += taken;
         }
-    }
-
-    /// The 32-bit type 8/16-bit components are widened to: f32, u32 or i32.
-    fn wide_comp_ty(&self, b: &mut Builder) -> u32 {
-        if self.comp.float { b.t_float(32) } else { b.t_int(32, self.comp.signed) }
+        acc
     }
 
     /// Width-only conversion between the value type and its 32-bit-wide twin (scalars or whole
@@ -693,25 +1039,20 @@ impl Ctx<'_> {
         e.op(b, opcode, to, ops![v])
     }
 
-    /// Raw component values → the loaded value.
-    fn value_from_raw(&self, e: &mut Emitter, b: &mut Builder, raw: &[u32]) -> u32 {
+    /// Raw 8/16-bit component values (low bits of u32s) → the 32-bit twin holding them.
+    fn wide_from_raw(&self, e: &mut Emitter, b: &mut Builder, raw: &[u32]) -> u32 {
         let n = raw.len() as u32;
-        let ct = self.comp.comp_ty;
-        let small = self.comp.width < 32;
-        let comp_ty = if small { self.wide_comp_ty(b) } else { ct };
-        let comps: Vec<u32> = raw
+        let comp_ty = self.wide_ty(b, 1);
+        let comps: Vals = raw
             .iter()
-            .map(|&r| match self.comp.width {
-                32 if comp_ty == self.u32t => r,
-                64 | 32 => e.op(b, op::BITCAST, comp_ty, ops![r]),
-                _ if self.comp.float => {
+            .map(|&r| {
+                if self.comp.float {
                     // UnpackHalf2x16 (GLSL.std.450 62) reads the low half exactly.
                     let glsl = b.glsl_std450();
                     let v2 = b.t_vec(comp_ty, 2);
                     let pair = e.op(b, op::EXT_INST, v2, ops![glsl, 62, r]);
                     e.op(b, op::COMPOSITE_EXTRACT, comp_ty, ops![pair, 0])
-                }
-                _ => {
+                } else {
                     // Sign- or zero-extend the low bits in 32-bit arithmetic.
                     let shift = b.c_u32(32 - self.comp.width);
                     let up = e.op(b, op::SHIFT_LEFT_LOGICAL, self.u32t, ops![r, shift]);
@@ -724,55 +1065,32 @@ impl Ctx<'_> {
                 }
             })
             .collect();
-        let whole = if n == 1 {
+        if n == 1 {
             comps[0]
         } else {
             let ty = b.t_vec(comp_ty, n);
-            e.op(b, op::COMPOSITE_CONSTRUCT, ty, comps)
-        };
-        if small && !self.shape.wide {
-            let to = b.t_vec(ct, n);
-            self.convert(e, b, whole, to)
-        } else {
-            whole
+            e.op(b, op::COMPOSITE_CONSTRUCT, ty, &comps[..])
         }
     }
 
-    /// The stored value's components as raw bits: u32 (8/16-bit in the low bits, the rest zero)
-    /// or uvec2 (64-bit).
-    fn value_bits(&self, e: &mut Emitter, b: &mut Builder, value: u32) -> Vec<u32> {
-        let n = self.shape.value.n;
-        let small = self.comp.width < 32;
-        let comp_ty = if small { self.wide_comp_ty(b) } else { self.comp.comp_ty };
-        let whole = if small && !self.shape.wide {
-            let ty = b.t_vec(comp_ty, n);
-            self.convert(e, b, value, ty)
-        } else {
-            value
-        };
+    /// The components of a 32-bit twin value holding 8/16-bit values, as raw bits: u32s with
+    /// the value in the low bits, the rest zero.
+    fn value_bits(&self, e: &mut Emitter, b: &mut Builder, wide: u32, n: u32) -> Vals {
+        let comp_ty = self.wide_ty(b, 1);
         (0..n)
             .map(|k| {
-                let v = if n == 1 { whole } else { e.op(b, op::COMPOSITE_EXTRACT, comp_ty, ops![whole, k]) };
-                match self.comp.width {
-                    64 => {
-                        let uv2 = b.t_vec(self.u32t, 2);
-                        e.op(b, op::BITCAST, uv2, ops![v])
-                    }
-                    32 if comp_ty == self.u32t => v,
-                    32 => e.op(b, op::BITCAST, self.u32t, ops![v]),
-                    _ if self.comp.float => {
-                        // PackHalf2x16 (GLSL.std.450 58) of (v, 0): the exact half bits, high half 0.
-                        let glsl = b.glsl_std450();
-                        let zero = b.c_f32(0.0);
-                        let v2 = b.t_vec(comp_ty, 2);
-                        let pair = e.op(b, op::COMPOSITE_CONSTRUCT, v2, ops![v, zero]);
-                        e.op(b, op::EXT_INST, self.u32t, ops![glsl, 58, pair])
-                    }
-                    w => {
-                        let u = if comp_ty == self.u32t { v } else { e.op(b, op::BITCAST, self.u32t, ops![v]) };
-                        let mask = b.c_u32((1u32 << w) - 1);
-                        e.op(b, op::BITWISE_AND, self.u32t, ops![u, mask])
-                    }
+                let v = if n == 1 { wide } else { e.pure(b, op::COMPOSITE_EXTRACT, comp_ty, &[wide, k]) };
+                if self.comp.float {
+                    // PackHalf2x16 (GLSL.std.450 58) of (v, 0): the exact half bits, high half 0.
+                    let glsl = b.glsl_std450();
+                    let zero = b.c_f32(0.0);
+                    let v2 = b.t_vec(comp_ty, 2);
+                    let pair = e.op(b, op::COMPOSITE_CONSTRUCT, v2, ops![v, zero]);
+                    e.op(b, op::EXT_INST, self.u32t, ops![glsl, 58, pair])
+                } else {
+                    let u = if comp_ty == self.u32t { v } else { e.op(b, op::BITCAST, self.u32t, ops![v]) };
+                    let mask = b.c_u32((1u32 << self.comp.width) - 1);
+                    e.op(b, op::BITWISE_AND, self.u32t, ops![u, mask])
                 }
             })
             .collect()
@@ -781,13 +1099,6 @@ impl Ctx<'_> {
     /// The `len` bytes at byte `off` of the value, as a u32 (len ≤ 4), from component bits.
     fn compose(&self, e: &mut Emitter, b: &mut Builder, bits: &[u32], off: u32, len: u32) -> u32 {
         let c = self.comp.width / 8;
-        if c == 8 {
-            let k = off / 8;
-            return e.op(b, op::COMPOSITE_EXTRACT, self.u32t, ops![bits[k as usize], (off % 8) / 4]);
-        }
-        if c == 4 {
-            return bits[(off / 4) as usize];
-        }
         // Components overlapping [off, off + len): a byte view may take part of a component.
         let mut acc = 0;
         for k in off / c..=(off + len - 1) / c {
@@ -808,33 +1119,34 @@ impl Ctx<'_> {
         acc
     }
 
-    /// Stores bytes [start, start+size) of the value; returns the number of atomic word-part stores.
-    fn store_range(&self, e: &mut Emitter, b: &mut Builder, start: u32, size: u32, align: u32, bits: &[u32]) -> u32 {
+    /// Stores `size` bytes of an 8/16-bit value (aligned to `align`) from component bits;
+    /// returns the number of atomic word-part stores.
+    fn store_range(&self, e: &mut Emitter, b: &mut Builder, size: u32, align: u32, bits: &[u32]) -> u32 {
         let mut atomics = 0;
-        for (o, unit) in plan(start, size, align, &self.views.kinds) {
-            let a = self.offset(e, b, o);
+        for (o, unit) in plan(0, size, align, &self.views.kinds) {
             match unit {
                 Unit::Alias(k @ (AliasKind::U32x4 | AliasKind::U32x2)) => {
-                    let words: Vec<u32> = (0..k.bytes() / 4).map(|j| self.compose(e, b, bits, o + 4 * j, 4)).collect();
+                    let words: Vals = (0..k.bytes() / 4).map(|j| self.compose(e, b, bits, o + 4 * j, 4)).collect();
                     let ty = b.t_vec(self.u32t, words.len() as u32);
-                    let v = e.op(b, op::COMPOSITE_CONSTRUCT, ty, words);
-                    self.store(e, b, k, a, v);
+                    let v = e.op(b, op::COMPOSITE_CONSTRUCT, ty, &words[..]);
+                    self.store(e, b, k, o, v);
                 }
                 Unit::Alias(AliasKind::U32) => {
                     let v = self.compose(e, b, bits, o, 4);
-                    self.store(e, b, AliasKind::U32, a, v);
+                    self.store(e, b, AliasKind::U32, o, v);
                 }
                 Unit::Alias(k) => {
                     let v = self.compose(e, b, bits, o, k.bytes());
                     let t = self.views.elem_ty[self.views.slot(k)];
                     let narrow = e.op(b, op::U_CONVERT, t, ops![v]);
-                    self.store(e, b, k, a, narrow);
+                    self.store(e, b, k, o, narrow);
                 }
                 Unit::WordPart(n) => {
                     // No 8/16-bit view: clear then set the bytes with atomics so neighbouring
                     // sub-word stores from other invocations are never lost.
                     let v = self.compose(e, b, bits, o, n);
-                    let p = self.elem_ptr(e, b, AliasKind::U32, a);
+                    let a = self.offset(e, b, o);
+                    let p = self.word_ptr(e, b, a);
                     let ones = b.c_u32(if n == 1 { 0xff } else { 0xffff });
                     let mask = self.shift_by_byte_pos(e, b, op::SHIFT_LEFT_LOGICAL, ones, a);
                     let not_mask = e.op(b, 200 /* OpNot */, self.u32t, ops![mask]);

@@ -4,8 +4,9 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::error::RewriteError;
-use rspirv::grammar::{OperandKind, OperandQuantifier, INSTRUCTION_TABLE};
-use std::sync::OnceLock;
+use rspirv::grammar::INSTRUCTION_TABLE;
+
+pub(crate) mod opcode_table;
 
 pub const MAGIC: u32 = 0x0723_0203;
 pub const HEADER_WORDS: usize = 5;
@@ -63,6 +64,7 @@ pub mod op {
     pub const DECORATION_GROUP: u32 = 73;
     pub const GROUP_DECORATE: u32 = 74;
     pub const GROUP_MEMBER_DECORATE: u32 = 75;
+    pub const VECTOR_SHUFFLE: u32 = 79;
     pub const COMPOSITE_CONSTRUCT: u32 = 80;
     pub const COMPOSITE_EXTRACT: u32 = 81;
     pub const COPY_OBJECT: u32 = 83;
@@ -121,7 +123,22 @@ pub type Ops = smallvec::SmallVec<[u32; 6]>;
 /// `ops![a, b, c]`: operand words without a heap allocation.
 #[macro_export]
 macro_rules! ops {
-    ($($x:expr),* $(,)?) => { $crate::module::Ops::from_slice(&[$($x),*]) };
+    ($($x:expr),* $(,)?) => { $crate::module::ops_from(&[$($x),*]) };
+}
+
+/// Operand words from a slice: up to 6 are copied inline with plain stores (`Ops::from_slice`
+/// calls memcpy for any length).
+#[inline]
+pub fn ops_from(words: &[u32]) -> Ops {
+    if words.len() <= 6 {
+        let mut buf = [0u32; 6];
+        for (d, &s) in buf.iter_mut().zip(words) {
+            *d = s;
+        }
+        Ops::from_buf_and_len(buf, words.len())
+    } else {
+        Ops::from_slice(words)
+    }
 }
 
 /// One instruction: opcode, optional result type and result id (0 = none), other operands.
@@ -137,87 +154,45 @@ impl Inst {
     pub fn new(op: u32, ty: u32, id: u32, ops: impl Into<Ops>) -> Self {
         Inst { op, ty, id, ops: ops.into() }
     }
-    /// (has result type, has result id, minimum operand words after them) for `op`, from a
-    /// table built once from rspirv's grammar (its own lookup is a linear search). Enforcing
-    /// the minimum at parse time makes every fixed-position operand access in the passes safe.
-    fn layout(op: u32) -> Option<(bool, bool, usize)> {
-        static LAYOUT: OnceLock<Vec<(u8, u8)>> = OnceLock::new();
-        let table = LAYOUT.get_or_init(|| {
-            let mut t = vec![(0u8, 0u8); 1 << 16];
-            for inst in INSTRUCTION_TABLE.iter() {
-                let mut bits = 1u8; // known opcode
-                let mut min = 0u8;
-                for operand in inst.operands.iter() {
-                    match operand.kind {
-                        OperandKind::IdResultType => bits |= 2,
-                        OperandKind::IdResult => bits |= 4,
-                        kind if operand.quantifier == OperandQuantifier::One => {
-                            let pair = matches!(
-                                kind,
-                                OperandKind::PairLiteralIntegerIdRef | OperandKind::PairIdRefLiteralInteger | OperandKind::PairIdRefIdRef
-                            );
-                            min += if pair { 2 } else { 1 };
-                        }
-                        _ => {}
-                    }
-                }
-                t[inst.opcode as u32 as usize] = (bits, min);
-            }
-            t
-        });
-        match table.get(op as usize).copied().unwrap_or((0, 0)) {
-            (0, _) => None,
-            (bits, min) => Some((bits & 2 != 0, bits & 4 != 0, min as usize)),
-        }
-    }
     fn word_count(&self) -> usize {
         1 + (self.ty != 0) as usize + (self.id != 0) as usize + self.ops.len()
     }
-    /// Appends the instruction's words to `out`.
+    /// Appends the instruction's words to `out`, which has room for them (the caller reserved
+    /// the module's exact size). Plain word stores: a memmove call per 1–6 word operand list,
+    /// and the bounds checks of safe slice writes, were most of the time of `assemble`.
+    #[inline]
     fn encode(&self, out: &mut Vec<u32>) {
-        let mut head = [((self.word_count() as u32) << 16) | self.op, self.ty, self.id];
-        let n = match (self.ty != 0, self.id != 0) {
-            (true, true) => 3,
-            (false, true) => {
-                head[1] = self.id;
-                2
+        let ops = self.ops.as_slice();
+        let n = 1 + (self.ty != 0) as usize + (self.id != 0) as usize + ops.len();
+        assert!(out.capacity() - out.len() >= n, "assemble reserved too little");
+        // SAFETY: the assert above: `n` words fit in the spare capacity; they are all written
+        // before the length is raised.
+        unsafe {
+            let mut p = out.as_mut_ptr().add(out.len());
+            *p = ((n as u32) << 16) | self.op;
+            p = p.add(1);
+            if self.ty != 0 {
+                *p = self.ty;
+                p = p.add(1);
             }
-            (true, false) => 2,
-            (false, false) => 1,
-        };
-        out.extend_from_slice(&head[..n]);
-        out.extend_from_slice(&self.ops);
+            if self.id != 0 {
+                *p = self.id;
+                p = p.add(1);
+            }
+            for (k, &w) in ops.iter().enumerate() {
+                *p.add(k) = w;
+            }
+            out.set_len(out.len() + n);
+        }
     }
 }
 
 /// How many operands (after the result type and result id) of an instruction with opcode `op`
 /// are certainly ids: those before its first literal, enumerant or optional operand (all of them
-/// when the rest are a list of ids). From rspirv's grammar, built once.
+/// when the rest are a list of ids). From rspirv's grammar, tabled at compile time.
+#[inline]
 pub fn leading_id_operands(op: u32) -> usize {
-    static TABLE: OnceLock<Vec<u8>> = OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let mut t = vec![0u8; 1 << 16];
-        for inst in INSTRUCTION_TABLE.iter() {
-            let mut n = 0u8;
-            for operand in inst.operands.iter() {
-                match (operand.kind, operand.quantifier) {
-                    (OperandKind::IdResultType | OperandKind::IdResult, _) => {}
-                    (OperandKind::IdRef | OperandKind::IdScope | OperandKind::IdMemorySemantics, OperandQuantifier::One) => n = n.saturating_add(1),
-                    (OperandKind::IdRef, OperandQuantifier::ZeroOrMore) => {
-                        n = u8::MAX;
-                        break;
-                    }
-                    _ => break,
-                }
-            }
-            t[inst.opcode as u32 as usize] = n;
-        }
-        t
-    });
-    match table.get(op as usize).copied().unwrap_or(0) {
-        u8::MAX => usize::MAX,
-        n => n as usize,
-    }
+    opcode_table::leading_ids(opcode_table::info(op))
 }
 
 /// `OpName` of an opcode, for error messages.
@@ -301,62 +276,57 @@ impl Module {
         if words.len() < HEADER_WORDS || words[0] != MAGIC {
             return Err(RewriteError::malformed(0, "not a SPIR-V module (bad header)"));
         }
-        // Sections sized up front from the word count (an instruction is ~4 words on average;
-        // the big sections get a share of that, plus room for what a lowering adds): growing
-        // them one push at a time was a good part of the time of a small module.
-        let guess = (words.len() - HEADER_WORDS) / 4;
+        let bound = words[3];
+        if bound == 0 || bound > MAX_ID_BOUND {
+            return Err(RewriteError::malformed(3, format!("id bound {bound} is out of range")));
+        }
+        // Pass 1: check every instruction and count what each section holds, so every list is
+        // allocated once at its size (growing lists a push at a time, and large guessed ones,
+        // were a good part of a small module's rewrite).
+        let mut counts = [0usize; SECTIONS];
+        let mut functions = 0;
+        validate(words, bound, |opcode| match section_of(opcode) {
+            Some(s) => counts[s] += 1,
+            None if opcode == op::FUNCTION => functions += 1,
+            None => {}
+        })?;
+        // Room for what a lowering adds where it adds most.
+        let list = |s: usize, room: usize| Vec::with_capacity(counts[s] + if counts[s] > 0 || room > 0 { room } else { 0 });
         let mut m = Module {
             header: [words[0], words[1], words[2], words[3], words[4]],
-            capabilities: Vec::with_capacity(8),
-            extensions: Vec::with_capacity(4),
-            ext_inst_imports: Vec::with_capacity(2),
-            memory_model: Vec::with_capacity(1),
-            entry_points: Vec::with_capacity(2),
-            execution_modes: Vec::with_capacity(4),
-            debug: Vec::with_capacity(guess / 4),
-            annotations: Vec::with_capacity(guess / 4 + 64),
-            globals: Vec::with_capacity(guess / 3 + 64),
-            functions: Vec::with_capacity(2),
+            capabilities: list(0, 2),
+            extensions: list(1, 2),
+            ext_inst_imports: list(2, 0),
+            memory_model: list(3, 0),
+            entry_points: list(4, 0),
+            execution_modes: list(5, 0),
+            debug: list(6, 0),
+            annotations: list(7, 16),
+            globals: list(8, 16),
+            functions: Vec::with_capacity(functions),
         };
-        if m.header[3] == 0 || m.header[3] > MAX_ID_BOUND {
-            return Err(RewriteError::malformed(3, format!("id bound {} is out of range", m.header[3])));
-        }
+        // Pass 2: build. Every word count, opcode and id was checked above.
         let mut at = HEADER_WORDS;
-        // Result ids must be unique (SPIR-V spec 2.2.1 "Id"): one bit per id below the bound.
-        let mut defined = vec![0u64; (m.header[3] as usize).div_ceil(64)];
         let mut func: Option<Function> = None;
         let mut block: Option<Block> = None;
         while at < words.len() {
             let count = (words[at] >> 16) as usize;
             let opcode = words[at] & 0xffff;
-            if count == 0 || at + count > words.len() {
-                return Err(RewriteError::malformed(at, format!("instruction with opcode {opcode} has a bad word count {count}")));
-            }
-            let (has_ty, has_id, min_ops) =
-                Inst::layout(opcode).ok_or_else(|| RewriteError::malformed(at, format!("unknown opcode {opcode}")))?;
-            let fixed = has_ty as usize + has_id as usize;
-            if count < 1 + fixed + min_ops {
-                return Err(RewriteError::malformed(at, format!("opcode {opcode} has {count} words, fewer than its required operands")));
-            }
+            let info = opcode_table::info(opcode);
             let mut k = at + 1;
-            let ty = if has_ty { k += 1; words[k - 1] } else { 0 };
-            let id = if has_id { k += 1; words[k - 1] } else { 0 };
-            if (has_ty && (ty == 0 || ty >= m.header[3])) || (has_id && (id == 0 || id >= m.header[3])) {
-                return Err(RewriteError::malformed(at, format!("opcode {opcode} has an id outside the bound")));
-            }
-            if has_id {
-                let (w, bit) = ((id / 64) as usize, 1u64 << (id % 64));
-                if defined[w] & bit != 0 {
-                    return Err(RewriteError::malformed(at, format!("id %{id} is defined twice")));
-                }
-                defined[w] |= bit;
-            }
-            let inst = Inst { op: opcode, ty, id, ops: Ops::from_slice(&words[k..at + count]) };
-            // OpTypeVector: 2, 3 or 4 components, or 8/16 with Vector16 (SPIR-V spec 3.32.6).
-            // The passes size, loop and multiply by component counts: a damaged one is an error.
-            if opcode == op::TYPE_VECTOR && !matches!(inst.ops[1], 2 | 3 | 4 | 8 | 16) {
-                return Err(RewriteError::malformed(at, format!("OpTypeVector %{id} has {} components", inst.ops[1])));
-            }
+            let ty = if info & opcode_table::TYPE != 0 {
+                k += 1;
+                words[k - 1]
+            } else {
+                0
+            };
+            let id = if info & opcode_table::RESULT != 0 {
+                k += 1;
+                words[k - 1]
+            } else {
+                0
+            };
+            let inst = Inst { op: opcode, ty, id, ops: ops_from(&words[k..at + count]) };
             at += count;
             if let Some(f) = func.as_mut() {
                 match opcode {
@@ -365,7 +335,7 @@ impl Module {
                         if block.is_some() {
                             return Err(RewriteError::malformed(at, "block without a terminator"));
                         }
-                        block = Some(Block { label: inst.id, insts: Vec::with_capacity(16) });
+                        block = Some(Block { label: inst.id, insts: Vec::with_capacity(block_len(words, at)) });
                     }
                     op::FUNCTION_END => {
                         if block.is_some() {
@@ -388,21 +358,13 @@ impl Module {
                 }
                 continue;
             }
-            match opcode {
-                op::CAPABILITY => m.capabilities.push(inst),
-                op::EXTENSION => m.extensions.push(inst),
-                op::EXT_INST_IMPORT => m.ext_inst_imports.push(inst),
-                op::MEMORY_MODEL | op::SAMPLER_IMAGE_ADDRESSING_MODE_NV => m.memory_model.push(inst),
-                op::ENTRY_POINT => m.entry_points.push(inst),
-                op::EXECUTION_MODE | op::EXECUTION_MODE_ID => m.execution_modes.push(inst),
-                op::SOURCE_CONTINUED | op::SOURCE | op::SOURCE_EXTENSION | op::NAME | op::MEMBER_NAME | op::STRING
-                | op::MODULE_PROCESSED => m.debug.push(inst),
-                op::DECORATE | op::MEMBER_DECORATE | op::DECORATION_GROUP | op::GROUP_DECORATE
-                | op::GROUP_MEMBER_DECORATE | op::DECORATE_ID | op::DECORATE_STRING | op::MEMBER_DECORATE_STRING => {
-                    m.annotations.push(inst)
+            match section_of(opcode) {
+                Some(s) => m.section_mut(s).push(inst),
+                None if opcode == op::FUNCTION => {
+                    let (params, blocks) = function_shape(words, at);
+                    func = Some(Function { def: inst, params: Vec::with_capacity(params), blocks: Vec::with_capacity(blocks), end: Vec::with_capacity(1) })
                 }
-                op::FUNCTION => func = Some(Function { def: inst, params: vec![], blocks: Vec::with_capacity(8), end: vec![] }),
-                _ => m.globals.push(inst),
+                None => m.globals.push(inst),
             }
         }
         if func.is_some() {
@@ -421,6 +383,21 @@ impl Module {
             }
         }
         Ok(m)
+    }
+
+    /// Section `s` of [`section_of`].
+    fn section_mut(&mut self, s: usize) -> &mut Vec<Inst> {
+        match s {
+            0 => &mut self.capabilities,
+            1 => &mut self.extensions,
+            2 => &mut self.ext_inst_imports,
+            3 => &mut self.memory_model,
+            4 => &mut self.entry_points,
+            5 => &mut self.execution_modes,
+            6 => &mut self.debug,
+            7 => &mut self.annotations,
+            _ => &mut self.globals,
+        }
     }
 
     pub fn assemble(&self) -> Vec<u32> {
@@ -457,7 +434,7 @@ impl Module {
                 p.encode(&mut out);
             }
             for b in &f.blocks {
-                Inst::new(op::LABEL, 0, b.label, Ops::new()).encode(&mut out);
+                out.extend_from_slice(&[(2 << 16) | op::LABEL, b.label]);
                 for i in &b.insts {
                     i.encode(&mut out);
                 }
@@ -525,6 +502,110 @@ impl Module {
         ops.extend_from_slice(literals);
         self.annotations.push(Inst::new(op::MEMBER_DECORATE, 0, 0, ops));
     }
+}
+
+/// Sections of the logical layout before the functions (SPIR-V spec 2.4), in order.
+const SECTIONS: usize = 9;
+
+/// The section (index into [`Module::section_mut`]) an instruction outside a function belongs
+/// to; None for OpFunction (and anything inside a function).
+fn section_of(opcode: u32) -> Option<usize> {
+    Some(match opcode {
+        op::CAPABILITY => 0,
+        op::EXTENSION => 1,
+        op::EXT_INST_IMPORT => 2,
+        op::MEMORY_MODEL | op::SAMPLER_IMAGE_ADDRESSING_MODE_NV => 3,
+        op::ENTRY_POINT => 4,
+        op::EXECUTION_MODE | op::EXECUTION_MODE_ID => 5,
+        op::SOURCE_CONTINUED | op::SOURCE | op::SOURCE_EXTENSION | op::NAME | op::MEMBER_NAME | op::STRING | op::MODULE_PROCESSED => 6,
+        op::DECORATE | op::MEMBER_DECORATE | op::DECORATION_GROUP | op::GROUP_DECORATE | op::GROUP_MEMBER_DECORATE | op::DECORATE_ID | op::DECORATE_STRING
+        | op::MEMBER_DECORATE_STRING => 7,
+        op::FUNCTION | op::FUNCTION_PARAMETER | op::LABEL | op::FUNCTION_END => return None,
+        _ => 8,
+    })
+}
+
+/// Checks every instruction of `words` (past the header): word counts inside the module, known
+/// opcodes with their required operands, result types and ids inside `bound`, no id defined
+/// twice, vector component counts; `each(opcode)` sees every instruction. Whatever passes can
+/// be decoded without further checks.
+fn validate(words: &[u32], bound: u32, mut each: impl FnMut(u32)) -> Result<(), RewriteError> {
+    // Result ids must be unique (SPIR-V spec 2.2.1 "Id"): one bit per id below the bound, on
+    // the stack for the usual bounds.
+    let mut small = [0u64; 64];
+    let mut large = vec![];
+    let defined: &mut [u64] = if bound as usize <= 64 * 64 {
+        &mut small
+    } else {
+        large.resize((bound as usize).div_ceil(64), 0u64);
+        &mut large
+    };
+    let mut at = HEADER_WORDS;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        let opcode = words[at] & 0xffff;
+        if count == 0 || at + count > words.len() {
+            return Err(RewriteError::malformed(at, format!("instruction with opcode {opcode} has a bad word count {count}")));
+        }
+        let info = opcode_table::info(opcode);
+        if info & opcode_table::KNOWN == 0 {
+            return Err(RewriteError::malformed(at, format!("unknown opcode {opcode}")));
+        }
+        let (has_ty, has_id) = (info & opcode_table::TYPE != 0, info & opcode_table::RESULT != 0);
+        if count < 1 + has_ty as usize + has_id as usize + opcode_table::min_operands(info) {
+            return Err(RewriteError::malformed(at, format!("opcode {opcode} has {count} words, fewer than its required operands")));
+        }
+        let ty = if has_ty { words[at + 1] } else { 0 };
+        let id = if has_id { words[at + 1 + has_ty as usize] } else { 0 };
+        if (has_ty && (ty == 0 || ty >= bound)) || (has_id && (id == 0 || id >= bound)) {
+            return Err(RewriteError::malformed(at, format!("opcode {opcode} has an id outside the bound")));
+        }
+        if has_id {
+            let (w, bit) = ((id / 64) as usize, 1u64 << (id % 64));
+            if defined[w] & bit != 0 {
+                return Err(RewriteError::malformed(at, format!("id %{id} is defined twice")));
+            }
+            defined[w] |= bit;
+        }
+        // OpTypeVector: 2, 3 or 4 components, or 8/16 with Vector16 (SPIR-V spec 3.32.6).
+        // The passes size, loop and multiply by component counts: a damaged one is an error.
+        if opcode == op::TYPE_VECTOR && !matches!(words[at + 3], 2 | 3 | 4 | 8 | 16) {
+            return Err(RewriteError::malformed(at, format!("OpTypeVector %{id} has {} components", words[at + 3])));
+        }
+        each(opcode);
+        at += count;
+    }
+    Ok(())
+}
+
+/// Instructions of the block whose first instruction after its OpLabel is at word `at` (up to
+/// and including its terminator).
+fn block_len(words: &[u32], mut at: usize) -> usize {
+    let mut n = 0;
+    while at < words.len() {
+        let opcode = words[at] & 0xffff;
+        n += 1;
+        if is_terminator(opcode) || opcode == op::LABEL || opcode == op::FUNCTION_END {
+            break;
+        }
+        at += ((words[at] >> 16) as usize).max(1);
+    }
+    n
+}
+
+/// (parameters, blocks) of the function whose first instruction after OpFunction is at `at`.
+fn function_shape(words: &[u32], mut at: usize) -> (usize, usize) {
+    let (mut params, mut blocks) = (0, 0);
+    while at < words.len() {
+        match words[at] & 0xffff {
+            op::FUNCTION_PARAMETER => params += 1,
+            op::LABEL => blocks += 1,
+            op::FUNCTION_END => break,
+            _ => {}
+        }
+        at += ((words[at] >> 16) as usize).max(1);
+    }
+    (params, blocks)
 }
 
 pub fn is_terminator(opcode: u32) -> bool {

@@ -230,7 +230,7 @@ OpStore %q %v Aligned {comp}",
 }
 
 #[test]
-fn bounds_limits_are_computed_once_per_range_and_size() {
+fn bounds_checks_count_view_elements() {
     // The first robust access sits in the entry block, whose remainder moves to a new block: the
     // original OpPhi naming %entry must be renamed, the backend's own OpPhi (whose parent is the
     // entry block's first part, still %entry) must not (spirv-val checks both).
@@ -251,11 +251,16 @@ OpStore %p4 %v2 Aligned 4"
     let (words, s) = rewrite_valid(&module("", "", &body, ""), "vulkan1.1", &all());
     assert_eq!((s.loads, s.stores), (3, 2));
     let dis = disassemble(&words);
-    // Two (range, size) pairs: 4 bytes (the u32 accesses, each vec4 component) and 16 bytes
-    // (the whole vec4), each limit computed once at the top of the function.
-    assert_eq!(dis.matches("OpUGreaterThanEqual").count(), 2, "{dis}");
-    // One `offset < limit` per check: 1 + 1 + (1 + 4) × 2 + 1.
-    assert_eq!(dis.matches("OpULessThan ").count() - 1, 13, "{dis}");
+    // Every check compares the offset in elements of the view that fits it (the word view for
+    // the u32 accesses and each vec4 component, the uvec4 view for the whole vec4) with that
+    // view's OpArrayLength: no byte length, no limit arithmetic, no 8-bit view; one
+    // OpArrayLength per view and block (the original blocks %entry and %m).
+    assert_eq!(dis.matches("OpUGreaterThanEqual").count(), 0, "{dis}");
+    assert!(!dis.contains("OpTypeInt 8"), "{dis}");
+    assert_eq!(dis.matches("OpArrayLength").count(), 3, "{dis}");
+    // One `index < count` per check: 1 + 1 + (1 + 4) + 4 + 1: the store's whole-vector check
+    // is the load's (same index and count, in a block that dominates it).
+    assert_eq!(dis.matches("OpULessThan ").count() - 1, 12, "{dis}");
 }
 
 #[test]

@@ -429,6 +429,41 @@ fn garbage_pointers_read_zero(target: &str) {
     }
 }
 
+/// A stale address — its buffer destroyed, the memory it was bound to still alive and full of a
+/// pattern — never reads the destroyed buffer's bytes: vkDestroyBuffer puts the slot's filler
+/// back (a null descriptor; with `debug_target=core`, as on a device without `nullDescriptor`,
+/// the layer's zeroed filler buffer, which the log names), and the read past the filler's 256
+/// bytes (or past whatever buffer reuses the slot) gives 0. With the slot left as it was
+/// (lavapipe keeps the old descriptor), the read returns the pattern.
+fn stale_address_reads_zero(target: &str) {
+    let ctx = Context::new(&options("force").setting("debug_target", target).messenger(true).setting("log_level", "info")).unwrap_or_else(|e| panic!("{e}"));
+    let d = ctx.device();
+    let stale = AddressBuffer::new(d, &ctx, 4096);
+    let later = AddressBuffer::new(d, &ctx, 64);
+    let address = stale.address(d) + 2048;
+    unsafe {
+        let p = d.map_memory(stale.memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()).expect("host-visible memory (lavapipe)");
+        std::ptr::write_bytes(p.cast::<u8>(), 0xAB, 4096);
+        d.unmap_memory(stale.memory);
+        d.destroy_buffer(stale.buffer, None);
+    }
+    // Released slots are reused last-in first-out: the job's buffer takes the slot released
+    // last, and the stale one stays free.
+    later.destroy(d);
+    let mut push = address.to_le_bytes().to_vec();
+    push.extend([0u8; 8]);
+    let job = ComputeJob { buffers: vec![BufferSpec::device_address(8, vec![0xCD; 256])], push_constants: push, ..Default::default() };
+    let got = ctx.run_compute(&copy_scale(), &job).unwrap_or_else(|e| panic!("{e}"));
+    unsafe { d.free_memory(stale.memory, None) };
+    assert_eq!(bytes::to_u32s(&got[0]), vec![1; 64], "{target}: reads through the stale address {address:#x}");
+    assert_eq!(ctx.validation_errors(), Vec::<String>::new(), "{target}");
+    let table = ctx.layer_messages().into_iter().find(|m| m.id == "POLYFILL-descriptor-table" && m.text.contains("free slots hold")).expect("the table's message");
+    let filler = table.text.contains("a layer-owned 256-byte buffer");
+    assert_eq!(filler, target == "core", "{target}: {}", table.text);
+    let no_null = ctx.layer_messages().iter().any(|m| m.id == "POLYFILL-no-null-descriptor");
+    assert_eq!(no_null, target == "core", "{target}: the missing nullDescriptor is said");
+}
+
 /// Each case runs on the device's features and again with `debug_target=core` (uvec2 addresses,
 /// word views); `#[attr]`s before a case apply to both.
 macro_rules! both_targets {
@@ -542,6 +577,7 @@ fn draw_through_pointers(target: &str) {
 
 both_targets! {
     garbage_pointers_read_zero => garbage_pointers_device_target, garbage_pointers_core_target;
+    stale_address_reads_zero => stale_address_device_target, stale_address_core_target;
     draw_through_pointers => draw_through_pointers_device_target, draw_through_pointers_core_target;
     raw_chain_on_a_pointer => raw_chain_on_a_pointer_device_target, raw_chain_on_a_pointer_core_target;
     element_sweep => element_sweep_device_target, element_sweep_core_target;

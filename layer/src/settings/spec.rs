@@ -158,10 +158,10 @@ pub static SPECS: &[Spec] = &[
     Spec {
         key: "debug_target",
         label: "Rewrite target",
-        description: "Testing aid: which device features the shader rewrite may use. device: the features enabled on the device; core: pretend the device lacks 8/16-bit storage and Int8/16/64, to exercise the word-granular bounds checks and the atomic sub-word stores.",
+        description: "Testing aid: which device features the shader rewrite may use. device: the features enabled on the device; core: pretend the device lacks 8/16-bit storage, Int8/16/64 and nullDescriptor, to exercise the word-granular bounds checks, the atomic sub-word stores and the descriptor table's filler buffer.",
         value: Value::Enum(&[
             Flag { key: "device", label: "Device", description: "Use the features enabled on the device." },
-            Flag { key: "core", label: "Core", description: "Use only what Vulkan 1.0 guarantees: bounds to the 4-byte word, 8/16-bit stores as atomic and/or pairs." },
+            Flag { key: "core", label: "Core", description: "Use only what Vulkan 1.0 guarantees: bounds to the 4-byte word, 8/16-bit stores as atomic and/or pairs, no null descriptors in the descriptor table." },
         ]),
         default: "device",
         debug: true,

@@ -32,6 +32,7 @@ pub mod budget;
 pub mod commands;
 pub mod device_query;
 pub mod features;
+pub mod filler_buffer;
 pub mod layouts;
 pub mod null_descriptor;
 pub mod pipelines;
@@ -159,19 +160,19 @@ impl TableDevice {
     ///
     /// # Safety
     /// `device` is live and `gdpa` is its next GetDeviceProcAddr.
-    /// `null_descriptor`: the device was created with `nullDescriptor` enabled
-    /// ([`null_descriptor::enable`]).
+    /// `free`: what fills free slots ([`table::FreeSlots::Null`]: the device was created with
+    /// `nullDescriptor` enabled, [`null_descriptor::enable`]).
     pub unsafe fn create(
         device: vk::Device,
         gdpa: vk::PFN_vkGetDeviceProcAddr,
         name: &str,
         config: TableConfig,
         limits: budget::Limits,
-        null_descriptor: bool,
+        free: table::FreeSlots,
         users: Vec<TableUser>,
     ) -> Result<TableDevice, String> {
         let next = Next::load(gdpa, device);
-        let table = table::Table::create(device, &next, config, name, null_descriptor)?;
+        let table = table::Table::create(device, gdpa, &next, config, name, free)?;
         Ok(TableDevice {
             device,
             name: name.to_string(),

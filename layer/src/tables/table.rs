@@ -7,9 +7,11 @@
 //! Every slot that is not live holds a harmless filler, so that a garbage handle or address
 //! (clamped into the table by the lowering) never reads an unwritten descriptor: a null
 //! descriptor in the image and buffer arrays (`nullDescriptor` of VK_EXT_robustness2, when the
-//! device has it: reads return zero, writes are discarded; a null storage buffer has length 0)
-//! and a layer-owned default sampler (nearest, clamp-to-edge) in the sampler array. The fillers
+//! device has it: reads return zero, writes are discarded; a null storage buffer has length 0;
+//! without it, a small layer-owned buffer in the storage-buffer array, `filler_buffer.rs`, and
+//! nothing in the image arrays) and a layer-owned default sampler (nearest, clamp-to-edge) in the sampler array. The fillers
 //! are written into all slots at creation and written back into a slot when it is released.
+use super::filler_buffer::FillerBuffer;
 use super::Next;
 use crate::{log_error, log_info};
 use ash::vk;
@@ -86,8 +88,20 @@ pub struct Table {
     /// table has no image arrays).
     pub default_sampler: vk::Sampler,
     /// `nullDescriptor` is enabled: free image and buffer slots hold null descriptors (else
-    /// they are left unwritten / stale, and a garbage handle naming one is undefined behaviour).
+    /// image slots are left unwritten / stale, and a garbage handle naming one is undefined
+    /// behaviour).
     pub null_descriptor: bool,
+    /// Without `nullDescriptor`: the filler of the free storage-buffer slots.
+    filler_buffer: Option<FillerBuffer>,
+}
+
+/// What fills the free slots of a device's table.
+pub enum FreeSlots {
+    /// `nullDescriptor` is enabled on the device.
+    Null,
+    /// It is not: the storage-buffer array gets a [`FillerBuffer`], made in memory of this
+    /// physical device.
+    Filler(Box<vk::PhysicalDeviceMemoryProperties>),
 }
 
 impl Table {
@@ -95,21 +109,59 @@ impl Table {
     ///
     /// # Safety
     /// `device` is a live device and `next` holds its next-layer commands.
-    /// `null_descriptor`: the device was created with `nullDescriptor` enabled.
-    pub unsafe fn create(device: vk::Device, next: &Next, config: TableConfig, name: &str, null_descriptor: bool) -> Result<Table, String> {
-        let (Some(create_dsl), Some(destroy_dsl), Some(create_pool), Some(destroy_pool), Some(alloc), Some(update), Some(create_sampler), Some(_)) = (
-            next.create_descriptor_set_layout,
-            next.destroy_descriptor_set_layout,
-            next.create_descriptor_pool,
-            next.destroy_descriptor_pool,
-            next.allocate_descriptor_sets,
-            next.update_descriptor_sets,
-            next.create_sampler,
-            next.destroy_sampler, // Table::destroy needs it
-        ) else {
+    /// `gdpa` is its next GetDeviceProcAddr.
+    pub unsafe fn create(device: vk::Device, gdpa: vk::PFN_vkGetDeviceProcAddr, next: &Next, config: TableConfig, name: &str, free: FreeSlots) -> Result<Table, String> {
+        let (Some(update), Some(_), Some(_), Some(_)) =
+            (next.update_descriptor_sets, next.destroy_descriptor_pool, next.destroy_descriptor_set_layout, next.destroy_sampler)
+        else {
             return Err("the next layer lacks descriptor commands".into());
         };
-        let bindings = config.bindings();
+        let null_descriptor = matches!(free, FreeSlots::Null);
+        let mut table = Table {
+            config,
+            layout: vk::DescriptorSetLayout::null(),
+            empty_layout: vk::DescriptorSetLayout::null(),
+            pool: vk::DescriptorPool::null(),
+            set: vk::DescriptorSet::null(),
+            default_sampler: vk::Sampler::null(),
+            null_descriptor,
+            filler_buffer: None,
+        };
+        // On failure, what was made so far goes (destroying a null handle is a no-op).
+        if let Err(why) = table.make_objects(device, gdpa, next, free) {
+            table.destroy(device, next);
+            return Err(why);
+        }
+        // Fillers in every slot, slot 0 included: one write per array (no other thread knows
+        // the set yet).
+        for b in &table.config.bindings() {
+            table.filler_write(b.binding, b.descriptor_type, 0, b.descriptor_count, |w| update(device, 1, w, 0, std::ptr::null()));
+        }
+        log_info!(
+            DESCRIPTOR_TABLE,
+            "tables: device '{name}': descriptor table at set {}: {}; free slots hold {}",
+            table.config.set,
+            table.config.describe(),
+            match (null_descriptor, table.filler_buffer.is_some()) {
+                (true, _) => "null descriptors (the default sampler in the sampler array)",
+                (false, true) => "a layer-owned 256-byte buffer (storage-buffer array; nullDescriptor unavailable; image slots stay unwritten: a garbage handle is undefined behaviour)",
+                (false, false) => "no image descriptor (nullDescriptor unavailable: a garbage handle is undefined behaviour)",
+            }
+        );
+        Ok(table)
+    }
+
+    /// Makes the set layouts, the pool and set, the default sampler (with a sampler array) and
+    /// the filler buffer (with a storage-buffer array and `free` = a filler), recording each
+    /// in `self` as it is made.
+    unsafe fn make_objects(&mut self, device: vk::Device, gdpa: vk::PFN_vkGetDeviceProcAddr, next: &Next, free: FreeSlots) -> Result<(), String> {
+        let (Some(create_dsl), Some(create_pool), Some(alloc), Some(create_sampler)) =
+            (next.create_descriptor_set_layout, next.create_descriptor_pool, next.allocate_descriptor_sets, next.create_sampler)
+        else {
+            return Err("the next layer lacks descriptor commands".into());
+        };
+        let check = |r: vk::Result, what: &str| if r == vk::Result::SUCCESS { Ok(()) } else { Err(format!("{what} returned {r:?}")) };
+        let bindings = self.config.bindings();
         let flags = vec![
             vk::DescriptorBindingFlags::UPDATE_AFTER_BIND
                 | vk::DescriptorBindingFlags::PARTIALLY_BOUND
@@ -128,18 +180,9 @@ impl Table {
             p_bindings: bindings.as_ptr(),
             ..Default::default()
         };
-        let mut layout = vk::DescriptorSetLayout::null();
-        let r = create_dsl(device, &ci, std::ptr::null(), &mut layout);
-        if r != vk::Result::SUCCESS {
-            return Err(format!("vkCreateDescriptorSetLayout (table) returned {r:?}"));
-        }
+        check(create_dsl(device, &ci, std::ptr::null(), &mut self.layout), "vkCreateDescriptorSetLayout (table)")?;
         let empty_ci = vk::DescriptorSetLayoutCreateInfo::default();
-        let mut empty_layout = vk::DescriptorSetLayout::null();
-        let r = create_dsl(device, &empty_ci, std::ptr::null(), &mut empty_layout);
-        if r != vk::Result::SUCCESS {
-            destroy_dsl(device, layout, std::ptr::null());
-            return Err(format!("vkCreateDescriptorSetLayout (padding) returned {r:?}"));
-        }
+        check(create_dsl(device, &empty_ci, std::ptr::null(), &mut self.empty_layout), "vkCreateDescriptorSetLayout (padding)")?;
         let sizes: Vec<vk::DescriptorPoolSize> =
             bindings.iter().map(|b| vk::DescriptorPoolSize { ty: b.descriptor_type, descriptor_count: b.descriptor_count }).collect();
         let pool_ci = vk::DescriptorPoolCreateInfo {
@@ -149,60 +192,27 @@ impl Table {
             p_pool_sizes: sizes.as_ptr(),
             ..Default::default()
         };
-        let mut pool = vk::DescriptorPool::null();
-        let r = create_pool(device, &pool_ci, std::ptr::null(), &mut pool);
-        if r != vk::Result::SUCCESS {
-            destroy_dsl(device, layout, std::ptr::null());
-            destroy_dsl(device, empty_layout, std::ptr::null());
-            return Err(format!("vkCreateDescriptorPool returned {r:?}"));
-        }
+        check(create_pool(device, &pool_ci, std::ptr::null(), &mut self.pool), "vkCreateDescriptorPool")?;
         let alloc_info = vk::DescriptorSetAllocateInfo {
-            descriptor_pool: pool,
+            descriptor_pool: self.pool,
             descriptor_set_count: 1,
-            p_set_layouts: &layout,
+            p_set_layouts: &self.layout,
             ..Default::default()
         };
-        let mut set = vk::DescriptorSet::null();
-        let r = alloc(device, &alloc_info, &mut set);
-        if r != vk::Result::SUCCESS {
-            destroy_pool(device, pool, std::ptr::null());
-            destroy_dsl(device, layout, std::ptr::null());
-            destroy_dsl(device, empty_layout, std::ptr::null());
-            return Err(format!("vkAllocateDescriptorSets returned {r:?}"));
+        check(alloc(device, &alloc_info, &mut self.set), "vkAllocateDescriptorSets")?;
+        let has = |ty| self.config.arrays.iter().any(|a| a.ty == ty);
+        if has(vk::DescriptorType::SAMPLER) {
+            check(create_sampler(device, &default_sampler_info(), std::ptr::null(), &mut self.default_sampler), "vkCreateSampler (default sampler)")?;
         }
-        let mut default_sampler = vk::Sampler::null();
-        if config.arrays.iter().any(|a| a.ty == vk::DescriptorType::SAMPLER) {
-            let sampler_ci = default_sampler_info();
-            let r = create_sampler(device, &sampler_ci, std::ptr::null(), &mut default_sampler);
-            if r != vk::Result::SUCCESS {
-                destroy_pool(device, pool, std::ptr::null());
-                destroy_dsl(device, layout, std::ptr::null());
-                destroy_dsl(device, empty_layout, std::ptr::null());
-                return Err(format!("vkCreateSampler (default sampler) returned {r:?}"));
-            }
+        if let (FreeSlots::Filler(props), true) = (free, has(vk::DescriptorType::STORAGE_BUFFER)) {
+            let f = FillerBuffer::create(device, gdpa, &props).map_err(|why| format!("the filler of the storage-buffer slots: {why}"))?;
+            self.filler_buffer = Some(f);
         }
-        let table = Table { config: config.clone(), layout, empty_layout, pool, set, default_sampler, null_descriptor };
-        // Fillers in every slot, slot 0 included: one write per array (no other thread knows
-        // the set yet).
-        for b in &bindings {
-            table.filler_write(b.binding, b.descriptor_type, 0, b.descriptor_count, |w| update(device, 1, w, 0, std::ptr::null()));
-        }
-        log_info!(
-            DESCRIPTOR_TABLE,
-            "tables: device '{name}': descriptor table at set {}: {}; free slots hold {}",
-            config.set,
-            config.describe(),
-            if null_descriptor {
-                "null descriptors (the default sampler in the sampler array)"
-            } else {
-                "no image/buffer descriptor (nullDescriptor unavailable: a garbage handle or address is undefined behaviour)"
-            }
-        );
-        Ok(table)
+        Ok(())
     }
 
     /// The write of the filler of `ty` into `count` slots from `first` of `binding`, handed to
-    /// `write` (nothing where there is no filler: image/buffer arrays without `nullDescriptor`).
+    /// `write` (nothing where there is no filler: image arrays without `nullDescriptor`).
     pub fn filler_write(&self, binding: u32, ty: vk::DescriptorType, first: u32, count: u32, write: impl FnOnce(&vk::WriteDescriptorSet)) {
         let mut w = vk::WriteDescriptorSet {
             dst_set: self.set,
@@ -213,12 +223,14 @@ impl Table {
             ..Default::default()
         };
         if ty == vk::DescriptorType::STORAGE_BUFFER {
-            if !self.null_descriptor {
-                return;
-            }
             // VUID-VkDescriptorBufferInfo-buffer-02999: a null buffer needs nullDescriptor; its
             // offset must be 0 and its range VK_WHOLE_SIZE.
-            let infos = vec![vk::DescriptorBufferInfo { buffer: vk::Buffer::null(), offset: 0, range: vk::WHOLE_SIZE }; count as usize];
+            let buffer = match (self.null_descriptor, self.filler_buffer) {
+                (true, _) => vk::Buffer::null(),
+                (false, Some(f)) => f.buffer,
+                (false, None) => return,
+            };
+            let infos = vec![vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }; count as usize];
             w.p_buffer_info = infos.as_ptr();
             return write(&w);
         }
@@ -248,6 +260,9 @@ impl Table {
     /// # Safety
     /// `device` is the live device the table was created on; no pending work uses it.
     pub unsafe fn destroy(&self, device: vk::Device, next: &Next) {
+        if let Some(f) = &self.filler_buffer {
+            f.destroy(device);
+        }
         match (next.destroy_descriptor_pool, next.destroy_descriptor_set_layout, next.destroy_sampler) {
             (Some(dp), Some(dl), Some(ds)) => {
                 dp(device, self.pool, std::ptr::null());

@@ -5,6 +5,40 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::module::{op, Function, Inst, Module};
 
+/// A map kept as a list of pairs: for the few entries a pass tracks, a linear search costs
+/// less than hashing, and its code is the same small loop for every key type (less code to
+/// fault in on a process's first rewrite than a hash map per key type).
+#[derive(Debug, Clone)]
+pub struct ListMap<K, V>(pub Vec<(K, V)>);
+
+impl<K, V> Default for ListMap<K, V> {
+    fn default() -> Self {
+        ListMap(Vec::new())
+    }
+}
+
+impl<K: PartialEq, V> ListMap<K, V> {
+    pub fn get(&self, k: &K) -> Option<&V> {
+        self.0.iter().find(|(x, _)| x == k).map(|(_, v)| v)
+    }
+    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        self.0.iter_mut().find(|(x, _)| x == k).map(|(_, v)| v)
+    }
+    pub fn contains_key(&self, k: &K) -> bool {
+        self.get(k).is_some()
+    }
+    /// Sets `k` to `v` (replacing an earlier value).
+    pub fn insert(&mut self, k: K, v: V) {
+        match self.get_mut(&k) {
+            Some(x) => *x = v,
+            None => self.0.push((k, v)),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Memory operand bit Aligned (SPIR-V spec 3.26).
 pub const MEM_ALIGNED: u32 = 0x2;
 
@@ -33,9 +67,16 @@ pub fn without_aligned(ops: &[u32]) -> Vec<u32> {
 /// (operand position, id) of the operands of `inst` that can hold a pointer. Only opcodes whose
 /// operand layout is all ids (or known) are listed, so a literal is never mistaken for an id.
 pub fn pointer_operands(inst: &Inst) -> smallvec::SmallVec<[(usize, u32); 4]> {
-    // (first operand, how many, step); `usize::MAX` = to the end. No allocation for the common
-    // case: this runs on every instruction of every function.
-    let (from, count, step) = match inst.op {
+    let Some((from, count, step)) = pointer_operand_positions(inst.op) else { return smallvec::SmallVec::new() };
+    inst.ops.iter().copied().enumerate().skip(from).step_by(step).take(count).collect()
+}
+
+/// Where [`pointer_operands`] looks: (first operand, how many (`usize::MAX`: to the end),
+/// step), or None for an opcode that takes no pointer. A match on the opcode only, for walks
+/// over every instruction.
+#[inline]
+pub fn pointer_operand_positions(opcode: u32) -> Option<(usize, usize, usize)> {
+    Some(match opcode {
         op::LOAD | op::COPY_OBJECT | op::ARRAY_LENGTH | op::CONVERT_PTR_TO_U | op::BITCAST => (0, 1, 1),
         op::STORE => (0, 2, 1),
         op::SELECT => (1, 2, 1),
@@ -49,9 +90,8 @@ pub fn pointer_operands(inst: &Inst) -> smallvec::SmallVec<[(usize, u32); 4]> {
         227..=242 | 318 | 319 | 5614 | 5615 | 6035 => (0, 1, 1),
         // OpPtrEqual, OpPtrNotEqual, OpPtrDiff.
         401..=403 => (0, 2, 1),
-        _ => return smallvec::SmallVec::new(),
-    };
-    inst.ops.iter().copied().enumerate().skip(from).step_by(step).take(count).collect()
+        _ => return None,
+    })
 }
 
 /// Instructions whose first operand is the image or sampled image they work on (SPIR-V spec
@@ -91,16 +131,19 @@ fn refs(g: &Inst) -> impl Iterator<Item = u32> + '_ {
 
 /// Removes types and constants nothing refers to (a lowering's old types may still need the
 /// capabilities it removed), and globals with an opcode in `also_removable` nothing refers to.
+/// Dense per-id tables: every instruction of the module is looked at.
 pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
     let is_removable = |g: &Inst| {
         matches!(g.op, op::TYPE_STRUCT | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY | op::TYPE_POINTER | op::TYPE_VECTOR | op::TYPE_INT | op::TYPE_FLOAT | 24)
             || matches!(g.op, op::CONSTANT | op::CONSTANT_COMPOSITE | op::CONSTANT_NULL | op::CONSTANT_TRUE | op::CONSTANT_FALSE)
             || also_removable.contains(&g.op)
     };
-    let mut live: HashSet<u32> = HashSet::default();
+    let bound = m.header[3] as usize;
+    let mut live = vec![false; bound];
     let mut work: Vec<u32> = vec![];
     let mut mark = |id: u32, work: &mut Vec<u32>| {
-        if live.insert(id) {
+        if let Some(l) = live.get_mut(id as usize).filter(|l| !**l) {
+            *l = true;
             work.push(id);
         }
     };
@@ -136,18 +179,25 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
     for g in m.globals.iter().filter(|g| !is_removable(g)) {
         mark(g.id, &mut work);
     }
-    let index = m.global_index();
+    // Position + 1 of each global by id.
+    let mut index = vec![0u32; bound];
+    for (n, g) in m.globals.iter().enumerate() {
+        if let Some(x) = index.get_mut(g.id as usize).filter(|_| g.id != 0) {
+            *x = n as u32 + 1;
+        }
+    }
     while let Some(id) = work.pop() {
-        if let Some(&n) = index.get(&id) {
-            let g = &m.globals[n];
-            for r in refs(g) {
-                if live.insert(r) {
-                    work.push(r);
-                }
+        if let Some(&n) = index.get(id as usize).filter(|&&n| n != 0) {
+            for r in refs(&m.globals[n as usize - 1]) {
+                mark(r, &mut work);
             }
         }
     }
-    let dead: HashSet<u32> = m.globals.iter().filter(|g| is_removable(g) && !live.contains(&g.id)).map(|g| g.id).collect();
+    let dead: HashSet<u32> =
+        m.globals.iter().filter(|g| is_removable(g) && !live.get(g.id as usize).copied().unwrap_or(false)).map(|g| g.id).collect();
+    if dead.is_empty() {
+        return;
+    }
     m.globals.retain(|g| !dead.contains(&g.id));
     forget_ids(m, &dead);
 }

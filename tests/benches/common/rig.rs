@@ -55,6 +55,14 @@ impl HostBuffer {
     }
 }
 
+/// CPU time of the whole process (every thread), in ms.
+pub fn process_cpu_ms() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
+}
+
 /// One pipeline with its pre-recorded command buffer (timestamps around one dispatch).
 pub struct Job {
     pub name: String,
@@ -217,6 +225,30 @@ impl<'a> Rig<'a> {
             }
         }
         started.elapsed().as_secs_f64()
+    }
+
+    /// Creates a shader module from `words` and a compute pipeline from it (no pipeline cache),
+    /// then destroys both. Returns (vkCreateShaderModule ms, vkCreateComputePipelines ms) in CPU
+    /// time of the whole process (every thread the driver uses, and not moved by other processes
+    /// taking the machine's cores, which stretches wall times of such short calls to whole
+    /// scheduler slices): with the layer, the first includes its rewrite and the second is the
+    /// driver compiling what the layer handed it.
+    pub fn create_ms(&self, words: &[u32]) -> (f64, f64) {
+        let d = self.ctx.device();
+        let t = process_cpu_ms();
+        let module = self.ctx.create_shader_module(words).unwrap_or_else(|e| fail(&format!("vkCreateShaderModule: {e:?}")));
+        let module_ms = process_cpu_ms() - t;
+        let entry = CString::new("main").unwrap();
+        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(&entry);
+        let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
+        let t = process_cpu_ms();
+        let pipeline = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }
+            .map_err(|(_, e)| e)
+            .unwrap_or_else(|e| fail(&format!("vkCreateComputePipelines: {e:?}")))[0];
+        let pipeline_ms = process_cpu_ms() - t;
+        unsafe { d.destroy_pipeline(pipeline, None) };
+        self.ctx.destroy_shader_module(module);
+        (module_ms, pipeline_ms)
     }
 
     pub fn destroy_job(&self, job: &Job) {

@@ -3,6 +3,7 @@
 //! waterfall loop of the lavapipe array-length quirk.
 use super::*;
 use crate::module::{leading_id_operands, string_is, Block};
+use rustc_hash::FxHashMap as HashMap;
 
 /// A loop header whose body needs bounds-check branches: its OpLoopMerge must stay right before
 /// its terminator (SPIR-V spec 2.11), so the header keeps its OpPhis and the OpLoopMerge and
@@ -45,8 +46,13 @@ pub(crate) fn split_loop_header(e: &mut Emitter, b: &mut Builder, mut insts: Vec
 /// debug location, and image objects that must be made in the block that uses them.
 /// `pieces` are the split block's, in order (pieces after the first are new blocks).
 pub(crate) fn legalize_split(b: &mut Builder, pieces: &mut [Block], type_of: impl Fn(&Builder, u32) -> u32) {
-    rematerialize_image_objects(b, pieces, type_of);
-    carry_debug_location(b, pieces);
+    if b.has_opaque_types() {
+        rematerialize_image_objects(b, pieces, type_of);
+    }
+    let located = pieces.iter().flat_map(|p| p.insts.iter()).any(|i| matches!(i.op, op::LINE | op::NO_LINE | op::EXT_INST));
+    if located {
+        carry_debug_location(b, pieces);
+    }
 }
 
 /// Where instructions can be inserted at the top of a block the lowering made.

@@ -5,14 +5,16 @@
 //! - StorageBuffer / Uniform (BufferBlock) bases: every pointer that reaches a chain's Base gets
 //!   "shadow" pointers to alias views of the same descriptor (see `byte_address`), following it
 //!   through descriptor-array access chains, OpCopyObject, OpSelect, OpPhi and function
-//!   parameters. The chain becomes its byte address; each OpLoad/OpStore through it becomes a call
-//!   of a backend helper with the shadows.
+//!   parameters. A root whose block already is `struct { uint data[]; }` (what dxil-spirv
+//!   declares) serves as the word view itself. The chain becomes its byte address; each
+//!   OpLoad/OpStore through it becomes the backend's access through the shadows.
 //!
 //! Byte addresses are `Offset + Stride × Index` in wrapping 32-bit arithmetic: what NVIDIA does
 //! and what vkd3d-proton's addressing-wrap tests expect (design.md §2).
-use rustc_hash::FxHashMap as HashMap;
-use std::collections::{BTreeMap, BTreeSet};
-
+//!
+//! Cost: one walk over the bodies ([`walk`]) finds everything; only the blocks holding a chain,
+//! an access, a shadowed definition or a call that passes shadows are rebuilt, the others stay
+//! as they are.
 use crate::builder::{deco, sc, Builder, Emitter};
 use crate::byte_address::{AccessShape, AliasKind, AliasViews, Backend, Robustness};
 use crate::error::RewriteError;
@@ -25,12 +27,14 @@ mod chains;
 pub(crate) mod control_flow;
 mod physical;
 mod shadows;
+mod walk;
 
-use chains::{access_shape, collect_accesses, collect_chains, describe, Chain};
-use super::util::{pointer_operands, split_memory_operands, MEM_ALIGNED};
+use super::util::{forget_ids, pointer_operand_positions, split_memory_operands, ListMap, MEM_ALIGNED};
+use chains::{describe, Chain};
 use control_flow::{legalize_split, split_loop_header, waterfall_length};
 use physical::physical_address;
-use shadows::{check_block, pointer_of, shadow_ty, views_of, Shadows};
+use shadows::{check_block, pointer_of, reusable_word_block, shadow_ty, views_of, Shadows};
+use walk::{Loc, Walk, PARAM};
 
 const CAP_RAW_ACCESS_CHAINS: u32 = 5414;
 const CAP_STORAGE_BUFFER_16: u32 = 4433;
@@ -42,13 +46,6 @@ const MEMORY_MODEL_VULKAN: u32 = 3;
 const ROBUST_PER_COMPONENT: u32 = 0x1;
 const ROBUST_PER_ELEMENT: u32 = 0x2;
 
-/// Where a function-local id is defined.
-#[derive(Debug, Clone, Copy)]
-enum Def {
-    Inst { f: usize, b: usize, i: usize },
-    Param { f: usize, p: usize },
-}
-
 pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
     let mut functions = std::mem::take(&mut m.functions);
     let result = lower(m, &mut functions, options, stats);
@@ -56,55 +53,95 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     result
 }
 
+/// The pointers that reach a chain's Base, traced back to the variables (or null pointers)
+/// they come from.
+struct Trace {
+    /// In discovery order (deterministic).
+    shadowed: Vec<u32>,
+    /// Dense flag per id.
+    is_shadowed: Vec<bool>,
+    roots: Vec<u32>,
+    nulls: Vec<u32>,
+}
+
+impl Trace {
+    fn has(&self, id: u32) -> bool {
+        self.is_shadowed.get(id as usize).copied().unwrap_or(false)
+    }
+}
+
 fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
     let vulkan_mm = m.memory_model.first().map(|i| i.ops.get(1) == Some(&MEMORY_MODEL_VULKAN)).unwrap_or(false);
     let mut b = Builder::new(m);
 
-    // Definitions and result types of function-local ids (the types stay valid while the
-    // bodies are rewritten below; the positions only until then).
-    let locals = functions.iter().map(|f| f.params.len() + f.blocks.iter().map(|blk| blk.insts.len()).sum::<usize>()).sum();
-    let mut defs: HashMap<u32, Def> = HashMap::with_capacity_and_hasher(locals, Default::default());
-    let mut result_types: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(locals, Default::default());
-    for (fi, f) in functions.iter().enumerate() {
-        for (pi, p) in f.params.iter().enumerate() {
-            defs.insert(p.id, Def::Param { f: fi, p: pi });
-            result_types.insert(p.id, p.ty);
-        }
-        for (bi, blk) in f.blocks.iter().enumerate() {
-            for (ii, inst) in blk.insts.iter().enumerate() {
-                if inst.id != 0 {
-                    defs.insert(inst.id, Def::Inst { f: fi, b: bi, i: ii });
-                    result_types.insert(inst.id, inst.ty);
-                }
+    // 1. The chains and the loads/stores through them.
+    let mut walk = Walk::new(&b, functions)?;
+
+    // 2. Which pointer ids need shadows: chain bases, followed back to their variables.
+    let trace = trace_bases(&b, functions, &walk)?;
+    // Accesses whose Base points straight at a descriptor (a variable or a descriptor-array
+    // element) count view elements for their checks (Backend::emit_counted); those through
+    // selected, phi'd, copied or passed pointers take a byte length that follows the pointer, and
+    // so do NonUniform descriptor-array elements on drivers with the array-length quirk (their
+    // length comes from a waterfall loop).
+    let quirk = options.target.nonuniform_array_length_broken;
+    let direct = |b: &Builder, id: u32| {
+        b.global(id).is_some_and(|g| g.op == op::VARIABLE)
+            || walk.def(id).is_some_and(|l| {
+                let inst = l.inst(functions);
+                l.b != PARAM
+                    && matches!(inst.op, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN)
+                    && !(quirk && inst.ops.len() == 2 && (b.has_decoration(id, deco::NON_UNIFORM) || b.has_decoration(inst.ops[1], deco::NON_UNIFORM)))
+            })
+    };
+    let counted: Vec<bool> = walk.chains.iter().map(|c| !c.physical() && direct(&b, c.base)).collect();
+
+    // 3. Alias views per storage class, from what every access needs. A storage class whose
+    //    roots all are the same `struct { uint data[]; }` block uses them as its word view.
+    let mut backend = Backend::new(options.target, options.oob_poison, vulkan_mm);
+    let mut kinds_by_sc: Vec<(u32, Vec<AliasKind>)> = vec![];
+    let mut add_kind = |storage: u32, k: AliasKind| match kinds_by_sc.iter_mut().find(|(s, _)| *s == storage) {
+        Some((_, v)) => {
+            if !v.contains(&k) {
+                v.push(k)
             }
         }
-    }
-    let inst_at = |d: Def| -> &Inst {
-        match d {
-            Def::Inst { f, b, i } => &functions[f].blocks[b].insts[i],
-            Def::Param { f, p } => &functions[f].params[p],
-        }
+        None => kinds_by_sc.push((storage, vec![k])),
     };
-
-    // 1. The chains, and 2. the loads/stores through them.
-    let chains = collect_chains(&b, functions)?;
-    let access_list = collect_accesses(&b, functions, &chains)?;
-
-    // 3. Alias views per storage class, from what every access needs.
-    let mut backend = Backend::new(options.target, options.oob_poison, vulkan_mm);
-    let mut kinds_by_sc: BTreeMap<u32, BTreeSet<AliasKind>> = BTreeMap::new();
-    for chain in chains.values().filter(|c| c.storage != sc::PHYSICAL_STORAGE_BUFFER) {
-        kinds_by_sc.entry(chain.storage).or_default().insert(AliasKind::U32);
+    for chain in walk.chains.iter().filter(|c| !c.physical()) {
+        add_kind(chain.storage, AliasKind::U32);
     }
-    // Once per distinct shape: large modules repeat a handful of shapes thousands of times.
-    let distinct: rustc_hash::FxHashSet<&AccessShape> = access_list.iter().collect();
-    for shape in distinct {
-        kinds_by_sc.entry(shape.storage).or_default().extend(shape.views_used(&options.target));
+    for a in &walk.accesses {
+        let shape = &walk.shapes[a.shape as usize];
+        let mut mask = shape.view_mask(&options.target);
+        if !counted[a.chain as usize] && shape.needs_byte_length() && AliasKind::U8.available(&options.target, shape.storage) {
+            mask |= 1 << AliasKind::U8 as usize; // the exact byte length for a byte-length check
+        }
+        for k in AliasKind::ALL.into_iter().filter(|&k| mask & (1 << k as usize) != 0) {
+            add_kind(shape.storage, k);
+        }
     }
-    for (&storage, kinds) in &kinds_by_sc {
-        let views = AliasViews::new(&mut b, storage, kinds.iter().copied().collect());
+    kinds_by_sc.sort();
+    let mut reused: Vec<u32> = vec![]; // storage classes whose word view is the roots' own block
+    for (storage, kinds) in kinds_by_sc.iter_mut() {
+        kinds.sort();
+        let storage = *storage;
+        let blocks: Vec<Option<u32>> = trace
+            .roots
+            .iter()
+            .filter(|&&r| b.global(r).and_then(|g| b.pointer(g.ty)).is_some_and(|(s, _)| s == storage))
+            .map(|&r| reusable_word_block(&b, r))
+            .collect();
+        let existing: Vec<(AliasKind, u32)> = match blocks.first() {
+            Some(&Some(block)) if blocks.iter().all(|x| *x == Some(block)) => {
+                reused.push(storage);
+                vec![(AliasKind::U32, block)]
+            }
+            _ => vec![],
+        };
+        let views = AliasViews::new_with(&mut b, storage, kinds.clone(), &existing);
         backend.views.insert(storage, views);
-        for k in kinds {
+        for k in kinds.iter() {
             match (k, storage == sc::UNIFORM) {
                 (AliasKind::U8, false) => add_cap(&mut b, CAP_STORAGE_BUFFER_8, "SPV_KHR_8bit_storage"),
                 (AliasKind::U8, true) => add_cap(&mut b, CAP_UNIFORM_8, "SPV_KHR_8bit_storage"),
@@ -113,90 +150,37 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                 _ => {}
             }
         }
-        if !kinds.contains(&AliasKind::U8) && chains.values().any(|c| c.storage == storage && c.robustness != Robustness::None) {
-            stats.word_granular_bounds = true;
-        }
+        // Checks rounded to whole words: 8/16-bit ones without the 8/16-bit view that counts
+        // them (element counts) or the 8-bit view that gives the byte length.
+        let rounded = walk.accesses.iter().any(|a| {
+            let shape = &walk.shapes[a.shape as usize];
+            shape.storage == storage
+                && if counted[a.chain as usize] { !shape.counted_exact(&options.target) } else { shape.needs_byte_length() && !kinds.contains(&AliasKind::U8) }
+        });
+        stats.word_granular_bounds |= rounded;
     }
+    // Views that get shadow pointers (the reused word view is the pointer itself).
+    let shadow_kinds = |backend: &Backend, storage: u32, id: u32| -> Result<Vec<AliasKind>, RewriteError> {
+        let kinds = &views_of(backend, storage, id)?.kinds;
+        Ok(kinds.iter().copied().filter(|&k| !(k == AliasKind::U32 && reused.contains(&storage))).collect())
+    };
 
-    // 4. Which pointer ids need shadows: chain bases, followed back to their variables.
-    let mut shadowed: BTreeSet<u32> = BTreeSet::new();
-    let mut roots: BTreeSet<u32> = BTreeSet::new();
-    let mut nulls: BTreeSet<u32> = BTreeSet::new();
-    let mut work: Vec<u32> = chains.values().filter(|c| c.storage != sc::PHYSICAL_STORAGE_BUFFER).map(|c| c.base).collect();
-    // Calls per function id: (function index, call instruction positions).
-    let mut callers: HashMap<u32, Vec<(usize, usize, usize)>> = HashMap::default();
-    for (fi, f) in functions.iter().enumerate() {
-        for (bi, blk) in f.blocks.iter().enumerate() {
-            for (ii, inst) in blk.insts.iter().enumerate() {
-                if inst.op == op::FUNCTION_CALL && !inst.ops.is_empty() {
-                    callers.entry(inst.ops[0]).or_default().push((fi, bi, ii));
-                }
-            }
-        }
-    }
-    while let Some(id) = work.pop() {
-        if !shadowed.insert(id) {
-            continue;
-        }
-        if let Some(g) = b.global(id) {
-            match g.op {
-                op::VARIABLE => roots.insert(id),
-                // A null pointer (variable pointers may select one): its shadows are null too,
-                // and its range is empty.
-                op::CONSTANT_NULL => nulls.insert(id),
-                _ => return Err(RewriteError::unsupported(format!("%{id}"), "raw access chain base is a global that is neither a variable nor a null pointer")),
-            };
-            continue;
-        }
-        let def = *defs.get(&id).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "raw access chain base is never defined"))?;
-        let inst = inst_at(def);
-        let short = |n: usize| inst.ops.len() < n || (inst.op == op::PHI && inst.ops.len() % 2 != 0);
-        if inst.op != op::FUNCTION_PARAMETER && short(match inst.op { op::SELECT => 3, _ => 1 }) {
-            return Err(RewriteError::malformed(0, format!("%{id} = opcode {} has too few operands", inst.op)));
-        }
-        match (def, inst.op) {
-            (Def::Param { f, p }, _) => {
-                for &(cf, cb, ci) in callers.get(&functions[f].def.id).map(|v| v.as_slice()).unwrap_or(&[]) {
-                    let call = &functions[cf].blocks[cb].insts[ci];
-                    let arg = *call.ops.get(1 + p).ok_or_else(|| RewriteError::malformed(0, format!("call of %{} has too few arguments", call.ops[0])))?;
-                    work.push(arg);
-                }
-            }
-            (_, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN) => {
-                if inst.ops.len() > 2 {
-                    return Err(RewriteError::unsupported(
-                        describe(inst) + " (OpAccessChain)",
-                        "a raw access chain base may index only the descriptor array, not into a block",
-                    ));
-                }
-                work.push(inst.ops[0]);
-            }
-            (_, op::COPY_OBJECT) => work.push(inst.ops[0]),
-            (_, op::SELECT) => work.extend([inst.ops[1], inst.ops[2]]),
-            (_, op::PHI) => work.extend(inst.ops.iter().step_by(2).copied()),
-            _ => {
-                return Err(RewriteError::unsupported(
-                    format!("%{id} = opcode {}", inst.op),
-                    "raw access chain base comes from an instruction the lowering cannot follow (supported: variables, descriptor-array access chains, OpCopyObject, OpSelect, OpPhi, function parameters)",
-                ))
-            }
-        }
-    }
-
-    // 5. Alias variables for the roots, and shadow ids for every shadowed pointer.
-    let interface_lists_all = b.m.version() >= (1, 4);
-    let type_of = |b: &Builder, id: u32| -> u32 { b.global(id).map(|g| g.ty).or_else(|| result_types.get(&id).copied()).unwrap_or(0) };
-    let mut shadow = Shadows(HashMap::default());
-    let mut shadow_ty_cache: HashMap<(u32, AliasKind), u32> = HashMap::default();
-    for &id in &shadowed {
-        let ty = type_of(&b, id);
+    // 4. Shadow ids for every shadowed pointer.
+    let mut shadow = Shadows(ListMap::default());
+    let mut shadow_ty_cache: ListMap<(u32, AliasKind), u32> = ListMap::default();
+    for &id in &trace.shadowed {
+        let ty = walk.type_of(&b, id);
         let (storage, _) = b.pointer(ty).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "raw access chain base is not a pointer"))?;
-        let kinds = backend.views.get(&storage).map(|v| v.kinds.clone()).ok_or_else(|| {
-            RewriteError::unsupported(format!("%{id}"), "base pointer storage class differs from the chain's")
-        })?;
-        for k in kinds {
-            let sid = b.id();
-            shadow.0.insert((id, k), sid);
+        let views = backend.views.get(&storage).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "base pointer storage class differs from the chain's"))?;
+        if reused.contains(&storage) {
+            shadow.0.insert((id, AliasKind::U32), id);
+            shadow_ty_cache.insert((ty, AliasKind::U32), ty);
+        }
+        for k in views.kinds.clone() {
+            if !shadow.0.contains_key(&(id, k)) {
+                let sid = b.id();
+                shadow.0 .0.push(((id, k), sid));
+            }
             shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
         }
     }
@@ -204,27 +188,45 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     // variable pointer (spirv-val), so a length is taken where the pointer is still a variable
     // or descriptor-array chain and then follows the pointer through OpSelect/OpPhi/OpCopyObject
     // and function parameters as a u32 "length shadow".
-    let need_len = access_list.iter().any(|a| a.robustness != Robustness::None);
-    let mut len_shadow: HashMap<u32, u32> = HashMap::default();
+    let need_len = walk.accesses.iter().any(|a| walk.shapes[a.shape as usize].robustness != Robustness::None && !counted[a.chain as usize]);
+    let mut len_shadow: ListMap<u32, u32> = ListMap::default();
     if need_len {
-        for &id in shadowed.iter().filter(|id| !roots.contains(id) && !nulls.contains(id)) {
+        for &id in trace.shadowed.iter().filter(|id| !trace.roots.contains(id) && !trace.nulls.contains(id)) {
             len_shadow.insert(id, b.id());
         }
     }
-    let chain_decos: BTreeSet<u32> = b
-        .m
-        .annotations
-        .iter()
-        .filter(|a| a.op == op::DECORATE && chains.contains_key(&a.ops[0]))
-        .map(|a| a.ops[1])
-        .filter(|d| !vulkan_mm && (*d == deco::COHERENT || *d == deco::VOLATILE))
-        .collect();
-    for &root in &roots {
+
+    // 5. Alias variables for the roots.
+    let interface_lists_all = b.m.version() >= (1, 4);
+    let chain_decos: Vec<u32> = if vulkan_mm {
+        vec![]
+    } else {
+        let mut d: Vec<u32> = b
+            .m
+            .annotations
+            .iter()
+            .filter(|a| a.op == op::DECORATE && a.ops.len() >= 2 && walk.chain_index(a.ops[0]).is_some())
+            .map(|a| a.ops[1])
+            .filter(|d| *d == deco::COHERENT || *d == deco::VOLATILE)
+            .collect();
+        d.sort();
+        d.dedup();
+        d
+    };
+    for &root in &trace.roots {
         let var = b.global(root).cloned().expect("roots are globals");
         let (storage, pointee) = pointer_of(&b, var.ty, root)?;
         check_block(&b, pointee, storage, root)?;
         let decos = b.m.decorations_of(root);
-        for k in views_of(&backend, storage, root)?.kinds.clone() {
+        if reused.contains(&storage) {
+            // The root is its own word view: it takes the chains' memory qualifiers too.
+            for &d in &chain_decos {
+                if !decos.iter().any(|(x, _)| *x == d) {
+                    b.decorate(root, d, &[]);
+                }
+            }
+        }
+        for k in shadow_kinds(&backend, storage, root)? {
             let sid = shadow.get(root, k)?;
             let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, var.ty, k, root)?;
             b.add_global(Inst::new(op::VARIABLE, sty, sid, ops![storage]));
@@ -252,11 +254,10 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
             }
         }
     }
-
-    for &null in &nulls {
-        let ty = type_of(&b, null);
+    for &null in &trace.nulls {
+        let ty = walk.type_of(&b, null);
         let (storage, _) = pointer_of(&b, ty, null)?;
-        for k in views_of(&backend, storage, null)?.kinds.clone() {
+        for k in shadow_kinds(&backend, storage, null)? {
             let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, null)?;
             let sid = shadow.get(null, k)?;
             b.add_global(Inst::new(op::CONSTANT_NULL, sty, sid, ops![]));
@@ -264,221 +265,265 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     }
 
     // 6. Function parameters that carry shadows get one extra parameter per view.
-    let mut extra_params: HashMap<usize, Vec<(usize, Vec<Inst>)>> = HashMap::default();
-    for &id in &shadowed {
-        if let Some(Def::Param { f, p }) = defs.get(&id).copied() {
-            let ty = type_of(&b, id);
-            let (storage, _) = pointer_of(&b, ty, id)?;
-            let mut ps = vec![];
-            for k in views_of(&backend, storage, id)?.kinds.clone() {
-                let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
-                ps.push(Inst::new(op::FUNCTION_PARAMETER, sty, shadow.get(id, k)?, vec![]));
-            }
-            if let Some(&l) = len_shadow.get(&id) {
-                let u32t = b.t_u32();
-                ps.push(Inst::new(op::FUNCTION_PARAMETER, u32t, l, ops![]));
-            }
-            extra_params.entry(f).or_default().push((p, ps));
+    let mut extra_params: Vec<(usize, usize, Vec<Inst>)> = vec![];
+    for &id in &trace.shadowed {
+        let Some(loc) = walk.def(id).filter(|l| l.b == PARAM) else { continue };
+        let ty = walk.type_of(&b, id);
+        let (storage, _) = pointer_of(&b, ty, id)?;
+        let mut ps = vec![];
+        for k in shadow_kinds(&backend, storage, id)? {
+            let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
+            ps.push(Inst::new(op::FUNCTION_PARAMETER, sty, shadow.get(id, k)?, ops![]));
         }
+        if let Some(&l) = len_shadow.get(&id) {
+            let u32t = b.t_u32();
+            ps.push(Inst::new(op::FUNCTION_PARAMETER, u32t, l, ops![]));
+        }
+        extra_params.push((loc.f as usize, loc.i as usize, ps));
     }
-    for (&fi, list) in extra_params.iter_mut() {
-        list.sort_by_key(|(p, _)| *p);
-        let f = &mut functions[fi];
-        for (_, ps) in list.iter() {
-            f.params.extend(ps.iter().cloned());
+    extra_params.sort_by_key(|(f, p, _)| (*f, *p));
+    let mut shadowed_params: ListMap<u32, Vec<usize>> = ListMap::default();
+    for (fi, p, ps) in &extra_params {
+        let callee = functions[*fi].def.id;
+        match shadowed_params.get_mut(&callee) {
+            Some(v) => v.push(*p),
+            None => shadowed_params.0.push((callee, vec![*p])),
         }
-        let ret = f.def.ty;
+        functions[*fi].params.extend(ps.iter().cloned());
+    }
+    for fi in extra_params.iter().map(|(f, _, _)| *f).collect::<std::collections::BTreeSet<_>>() {
+        let f = &mut functions[fi];
         let param_tys: Vec<u32> = f.params.iter().map(|p| p.ty).collect();
-        let fn_ty = b.t_fn(ret, &param_tys);
+        let fn_ty = b.t_fn(f.def.ty, &param_tys);
         f.def.ops[1] = fn_ty;
     }
-    let shadowed_params: HashMap<u32, Vec<usize>> = extra_params
-        .iter()
-        .map(|(&fi, list)| (functions[fi].def.id, list.iter().map(|(p, _)| *p).collect()))
-        .collect();
+
+    // 7. Blocks to rebuild, besides those with chains and accesses: shadowed definitions and
+    //    calls that pass shadows.
+    for &id in &trace.shadowed {
+        if let Some(loc) = walk.def(id) {
+            walk.mark(loc);
+        }
+    }
+    for i in 0..walk.calls.len() {
+        let call = walk.calls[i];
+        if call.inst(functions).ops.first().is_some_and(|f| shadowed_params.contains_key(f)) {
+            walk.mark(call);
+        }
+    }
 
     // Lengths of NonUniform descriptor-array elements on drivers with the array-length quirk.
-    let quirk = options.target.nonuniform_array_length_broken;
     let waterfall = |b: &Builder, id: u32, ops: &[u32]| -> bool {
         quirk && ops.len() == 2 && (b.has_decoration(id, deco::NON_UNIFORM) || b.has_decoration(ops[1], deco::NON_UNIFORM))
     };
 
-    // 7. Rewrite bodies. Bounds checks split blocks: the first part keeps the label, the last
+    // 8. Rewrite bodies. Bounds checks split blocks: the first part keeps the label, the last
     //    part (with the original terminator) gets a new one, and OpPhi parents are renamed.
     let u32t = b.t_u32();
-    let mut elem_offsets: HashMap<u32, u32> = HashMap::default();
-    // Root variables that are a single block get their length once per function, at the top of
-    // the entry block (after its OpVariables, which must come first: SPIR-V spec 2.4).
-    let struct_roots: Vec<u32> = roots
-        .iter()
-        .copied()
-        .filter(|&r| b.global(r).and_then(|g| b.pointer(g.ty)).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT)))
-        .collect();
-    for f in functions.iter_mut() {
-        let mut relabel: HashMap<u32, u32> = HashMap::default();
-        let mut new_blocks = Vec::with_capacity(f.blocks.len());
-        let mut root_len: HashMap<u32, u32> = HashMap::default();
-        let mut limits_at = 0;
-        if need_len {
-            for &null in &nulls {
-                root_len.insert(null, b.c_u32(0));
-            }
+    let zero = b.c_u32(0);
+    // The byte address and element offset of each (non-physical) chain, by chain index.
+    let mut addr_of: Vec<(u32, u32)> = vec![(0, 0); walk.chains.len()];
+    let mut gone: Vec<u32> = vec![];
+    let mut next_access = 0usize;
+    let mut carry_ty = None;
+    let first_new_id = b.m.header[3];
+    // One emitter for every block rewritten (its tables keep their allocations).
+    let mut e = Emitter::new(0);
+    for (fi, f) in functions.iter_mut().enumerate() {
+        if !(0..f.blocks.len()).any(|bi| walk.is_marked(fi, bi)) {
+            continue;
         }
-        if need_len && !f.blocks.is_empty() {
-            // Only roots this function reaches: another entry point's interface may not list them.
-            let used: BTreeSet<u32> = f
-                .blocks
-                .iter()
-                .flat_map(|blk| blk.insts.iter())
-                .flat_map(|i| match i.op {
-                    op::RAW_ACCESS_CHAIN_NV if chains.contains_key(&i.id) => vec![i.ops[0]],
-                    op::FUNCTION_CALL if shadowed_params.contains_key(&i.ops[0]) => {
-                        shadowed_params[&i.ops[0]].iter().filter_map(|&p| i.ops.get(1 + p).copied()).collect()
-                    }
-                    _ if shadowed.contains(&i.id) => pointer_operands(i).into_iter().map(|(_, id)| id).collect(),
-                    _ => vec![],
-                })
-                .collect();
-            let mut e = Emitter::new(0);
-            for &r in struct_roots.iter().filter(|r| used.contains(r)) {
-                let storage = pointer_of(&b, b.global(r).map_or(0, |g| g.ty), r)?.0;
-                let views = shadow.all(r, views_of(&backend, storage, r)?)?;
-                root_len.insert(r, backend.byte_length(&mut e, &mut b, storage, &views));
+        // Lengths of root variables (single blocks) are taken once per function, at the top of
+        // its entry block (after its OpVariables, which must come first: SPIR-V spec 2.4),
+        // the first time an access needs one.
+        let mut root_len: Vec<(u32, u32)> = trace.nulls.iter().map(|&n| (n, zero)).collect();
+        let mut entry_lens: Vec<Inst> = vec![];
+        backend.begin_function([]);
+        let mut relabel: ListMap<u32, u32> = ListMap::default();
+        let old_blocks = std::mem::take(&mut f.blocks);
+        let mut new_blocks = Vec::with_capacity(old_blocks.len() + 8);
+        for (bi, blk) in old_blocks.into_iter().enumerate() {
+            if !walk.is_marked(fi, bi) {
+                new_blocks.push(blk);
+                continue;
             }
-            let entry = &mut f.blocks[0].insts;
-            let at = entry.iter().take_while(|i| i.op == op::VARIABLE || i.op == op::LINE || i.op == op::NO_LINE).count();
-            let lens = e.take_insts();
-            limits_at = at + lens.len();
-            entry.splice(at..at, lens);
-        }
-        // Bounds limits on these lengths are computed once, after them (see Backend::limit).
-        backend.begin_function(root_len.values().copied());
-        let len_of = |id: u32| -> Result<u32, RewriteError> {
-            root_len.get(&id).or_else(|| len_shadow.get(&id)).copied().ok_or_else(|| {
-                RewriteError::unsupported(format!("%{id}"), "robust raw access chain on a whole descriptor array (Base must select one buffer)")
-            })
-        };
-        let original: rustc_hash::FxHashSet<u32> = f.blocks.iter().map(|blk| blk.label).collect();
-        for blk in std::mem::take(&mut f.blocks) {
             // Room for the block and what its accesses expand into.
-            let mut e = Emitter::with_capacity(blk.label, blk.insts.len() * 4);
+            e.start(blk.label, blk.insts.len() * 4);
             let mut insts = blk.insts;
-            let mut shapes = insts.iter().map(|i| access_shape(&b, &chains, i)).collect::<Result<Vec<_>, _>>()?;
-            let loops = insts.iter().any(|i| len_shadow.contains_key(&i.id) && waterfall(&b, i.id, &i.ops));
-            if loops || shapes.iter().flatten().any(Backend::branches) {
+            let branches = insts.iter().any(|i| len_shadow.contains_key(&i.id) && waterfall(&b, i.id, &i.ops))
+                || insts.iter().any(|i| {
+                    matches!(i.op, op::LOAD | op::STORE)
+                        && i.ops.first().and_then(|&p| walk.chain_index(p)).is_some_and(|c| walk.chains[c].robustness != Robustness::None)
+                });
+            if branches {
                 if let Some(lm) = insts.iter().position(|i| i.op == op::LOOP_MERGE) {
                     insts = split_loop_header(&mut e, &mut b, insts, lm)?;
-                    shapes = insts.iter().map(|i| access_shape(&b, &chains, i)).collect::<Result<Vec<_>, _>>()?;
                 }
             }
-            for (inst, shape) in insts.into_iter().zip(shapes) {
-                match inst.op {
-                    op::RAW_ACCESS_CHAIN_NV => {
-                        let chain = &chains[&inst.id];
-                        let stride = b.c_u32(chain.stride);
-                        let scaled = e.op(&mut b, op::I_MUL, u32t, ops![stride, chain.index]);
-                        if chain.storage == sc::PHYSICAL_STORAGE_BUFFER {
-                            let addr = e.op(&mut b, op::I_ADD, u32t, ops![chain.offset, scaled]);
-                            physical_address(&mut e, &mut b, chain, addr, inst.id);
-                            stats.raw_chains_physical += 1;
+            for inst in insts {
+                let chain = if inst.op == op::RAW_ACCESS_CHAIN_NV { walk.chain_index(inst.id) } else { None };
+                let through = match inst.op {
+                    op::LOAD | op::STORE => inst.ops.first().and_then(|&p| walk.chain_index(p)).filter(|&c| !walk.chains[c].physical()),
+                    _ => None,
+                };
+                if let Some(c) = chain {
+                    let chain = &walk.chains[c];
+                    // Offset + Stride × Index, wrapping; constant zeros and ones folded.
+                    let offset_zero = b.const_value(chain.offset) == Some(0);
+                    // With no offset the product is the address: it takes the chain's id.
+                    let named = if offset_zero && !chain.physical() { inst.id } else { 0 };
+                    let scaled = match (chain.stride, b.const_value(chain.index)) {
+                        (0, _) | (_, Some(0)) => zero,
+                        (1, _) => chain.index,
+                        (s, _) => {
+                            let stride = b.c_u32(s);
+                            e.pure_as(&mut b, op::I_MUL, u32t, &[stride, chain.index], named)
+                        }
+                    };
+                    if chain.physical() {
+                        let addr = if offset_zero { scaled } else if scaled == zero { chain.offset } else { e.pure(&mut b, op::I_ADD, u32t, &[chain.offset, scaled]) };
+                        physical_address(&mut e, &mut b, chain, addr, inst.id, &mut carry_ty);
+                        stats.raw_chains_physical += 1;
+                    } else {
+                        // The chain's id names its byte address where that is a new value.
+                        let addr = if offset_zero {
+                            scaled
+                        } else if scaled == zero {
+                            chain.offset
                         } else {
-                            // The chain's id now names its byte address.
-                            e.push(Inst::new(op::I_ADD, u32t, inst.id, ops![chain.offset, scaled]));
-                            elem_offsets.insert(inst.id, scaled);
-                        }
-                        match chain.robustness {
-                            Robustness::PerComponent => stats.raw_chains_per_component += 1,
-                            Robustness::PerElement { .. } => stats.raw_chains_per_element += 1,
-                            Robustness::None => {}
-                        }
-                        stats.raw_chains += 1;
-                    }
-                    op::LOAD | op::STORE if shape.is_some() => {
-                        let shape = shape.unwrap();
-                        let chain = &chains[&inst.ops[0]];
-                        let views = shadow.all(chain.base, views_of(&backend, shape.storage, chain.base)?)?;
-                        let elem = match shape.robustness {
-                            Robustness::PerElement { .. } => Some(*elem_offsets.get(&inst.ops[0]).ok_or_else(|| {
-                                RewriteError::malformed(0, format!("{} comes before its OpRawAccessChainNV", describe(&inst)))
-                            })?),
-                            _ => None,
+                            e.pure_as(&mut b, op::I_ADD, u32t, &[chain.offset, scaled], inst.id)
                         };
-                        let len = if shape.robustness != Robustness::None { Some(len_of(chain.base)?) } else { None };
+                        if addr != inst.id {
+                            gone.push(inst.id);
+                        }
+                        addr_of[c] = (addr, scaled);
+                    }
+                    match chain.robustness {
+                        Robustness::PerComponent => stats.raw_chains_per_component += 1,
+                        Robustness::PerElement { .. } => stats.raw_chains_per_element += 1,
+                        Robustness::None => {}
+                    }
+                    stats.raw_chains += 1;
+                } else if let Some(c) = through {
+                    let access = walk.accesses[next_access];
+                    next_access += 1;
+                    debug_assert_eq!(access.chain as usize, c);
+                    let shape = &walk.shapes[access.shape as usize];
+                    let chain = &walk.chains[c];
+                    let (addr, elem) = addr_of[c];
+                    if addr == 0 {
+                        return Err(RewriteError::malformed(0, format!("{} comes before its OpRawAccessChainNV", describe(&inst))));
+                    }
+                    let view_ptrs = shadow.all(chain.base, views_of(&backend, shape.storage, chain.base)?)?;
+                    if counted[c] {
                         if inst.op == op::STORE {
-                            backend.emit(&mut e, &mut b, &shape, &views, inst.ops[0], len, elem, Some(inst.ops[1]));
+                            backend.emit_counted(&mut e, &mut b, shape, &view_ptrs, addr, Some(elem), Some(inst.ops[1]), None);
                             stats.stores += 1;
                         } else {
-                            let v = backend.emit(&mut e, &mut b, &shape, &views, inst.ops[0], len, elem, None);
-                            e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
+                            backend.emit_counted(&mut e, &mut b, shape, &view_ptrs, addr, Some(elem), None, Some(inst.id));
                             stats.loads += 1;
                         }
+                        continue;
                     }
-                    op::FUNCTION_CALL if shadowed_params.contains_key(&inst.ops[0]) => {
-                        let mut inst = inst;
-                        let mut extra = vec![];
-                        for &p in &shadowed_params[&inst.ops[0]] {
-                            let arg = *inst.ops.get(1 + p).ok_or_else(|| RewriteError::malformed(0, format!("call of %{} has too few arguments", inst.ops[0])))?;
-                            let (storage, _) = pointer_of(&b, type_of(&b, arg), arg)?;
-                            extra.extend(shadow.all(arg, views_of(&backend, storage, arg)?)?);
-                            if need_len {
-                                extra.push(len_of(arg)?);
-                            }
+                    let len = if shape.robustness != Robustness::None {
+                        Some(length(&mut b, &backend, &shadow, &trace, &mut root_len, &mut entry_lens, &len_shadow, chain.base, shape.storage)?)
+                    } else {
+                        None
+                    };
+                    if let Some(&l) = len.as_ref().filter(|l| entry_lens.iter().any(|i| i.id == **l)) {
+                        backend.add_entry_len(l);
+                    }
+                    if inst.op == op::STORE {
+                        backend.emit(&mut e, &mut b, shape, &view_ptrs, addr, len, Some(elem), Some(inst.ops[1]));
+                        stats.stores += 1;
+                    } else {
+                        backend.emit_as(&mut e, &mut b, shape, &view_ptrs, addr, len, Some(elem), None, Some(inst.id));
+                        stats.loads += 1;
+                    }
+                } else if inst.op == op::FUNCTION_CALL && inst.ops.first().is_some_and(|f| shadowed_params.contains_key(f)) {
+                    let mut inst = inst;
+                    let mut extra: Vec<u32> = vec![];
+                    for &p in shadowed_params.get(&inst.ops[0]).expect("checked above") {
+                        let arg = *inst.ops.get(1 + p).ok_or_else(|| RewriteError::malformed(0, format!("call of %{} has too few arguments", inst.ops[0])))?;
+                        let (storage, _) = pointer_of(&b, walk.type_of(&b, arg), arg)?;
+                        for k in shadow_kinds(&backend, storage, arg)? {
+                            extra.push(shadow.get(arg, k)?);
                         }
-                        inst.ops.extend(extra);
-                        e.push(inst);
+                        if need_len {
+                            extra.push(length(&mut b, &backend, &shadow, &trace, &mut root_len, &mut entry_lens, &len_shadow, arg, storage)?);
+                        }
                     }
-                    _ => {
-                        let (id, opcode, ops) = (inst.id, inst.op, inst.ops.clone());
-                        e.push(inst);
-                        if id != 0 && shadowed.contains(&id) {
-                            let ty = type_of(&b, id);
-                            let (storage, _) = pointer_of(&b, ty, id)?;
-                            for k in views_of(&backend, storage, id)?.kinds.clone() {
-                                let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
-                                let sid = shadow.get(id, k)?;
-                                let sops: Vec<u32> = match opcode {
-                                    op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN => {
-                                        let mut v = vec![shadow.get(ops[0], k)?];
-                                        v.extend_from_slice(&ops[1..]);
-                                        v
-                                    }
-                                    op::COPY_OBJECT => vec![shadow.get(ops[0], k)?],
-                                    op::SELECT => vec![ops[0], shadow.get(ops[1], k)?, shadow.get(ops[2], k)?],
-                                    op::PHI => ops.chunks(2).map(|pair| Ok([shadow.get(pair[0], k)?, pair[1]])).collect::<Result<Vec<_>, RewriteError>>()?.concat(),
-                                    _ => unreachable!("shadow sources were checked in step 4"),
+                    inst.ops.extend(extra);
+                    e.push(inst);
+                } else if inst.id != 0 && trace.has(inst.id) {
+                    let (id, opcode, ops) = (inst.id, inst.op, inst.ops.clone());
+                    e.push(inst);
+                    let ty = walk.type_of(&b, id);
+                    let (storage, _) = pointer_of(&b, ty, id)?;
+                    let nonuniform = b.has_decoration(id, deco::NON_UNIFORM);
+                    for k in shadow_kinds(&backend, storage, id)? {
+                        let sty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
+                        let sid = shadow.get(id, k)?;
+                        let sops: Vec<u32> = match opcode {
+                            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN => {
+                                let mut v = vec![shadow.get(ops[0], k)?];
+                                v.extend_from_slice(&ops[1..]);
+                                v
+                            }
+                            op::COPY_OBJECT => vec![shadow.get(ops[0], k)?],
+                            op::SELECT => vec![ops[0], shadow.get(ops[1], k)?, shadow.get(ops[2], k)?],
+                            op::PHI => ops.chunks(2).map(|pair| Ok([shadow.get(pair[0], k)?, pair[1]])).collect::<Result<Vec<_>, RewriteError>>()?.concat(),
+                            _ => unreachable!("shadow sources were checked by the trace"),
+                        };
+                        if nonuniform {
+                            b.decorate(sid, deco::NON_UNIFORM, &[]);
+                        }
+                        e.push(Inst::new(opcode, sty, sid, sops));
+                    }
+                    if let Some(&l) = len_shadow.get(&id) {
+                        let lops: Vec<u32> = match opcode {
+                            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN => {
+                                let k = backend.length_view(storage);
+                                let len = if waterfall(&b, id, &ops) {
+                                    let array = shadow.get(ops[0], k)?;
+                                    let elem_ty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
+                                    waterfall_length(&mut e, &mut b, &backend, storage, array, elem_ty, ops[1])
+                                } else {
+                                    let ptr = shadow.get(id, k)?;
+                                    backend.length_of_view(&mut e, &mut b, storage, ptr)
                                 };
-                                if b.has_decoration(id, deco::NON_UNIFORM) {
-                                    b.decorate(sid, deco::NON_UNIFORM, &[]);
+                                if e.rename_last(len, l) {
+                                    continue;
                                 }
-                                e.push(Inst::new(opcode, sty, sid, sops));
+                                vec![len]
                             }
-                            if let Some(&l) = len_shadow.get(&id) {
-                                let lops: Vec<u32> = match opcode {
-                                    op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN if waterfall(&b, id, &ops) => {
-                                        let k = backend.length_view(storage);
-                                        let array = shadow.get(ops[0], k)?;
-                                        let elem_ty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
-                                        vec![waterfall_length(&mut e, &mut b, &backend, storage, array, elem_ty, ops[1])]
-                                    }
-                                    op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN => {
-                                        let views = shadow.all(id, views_of(&backend, storage, id)?)?;
-                                        vec![backend.byte_length(&mut e, &mut b, storage, &views)]
-                                    }
-                                    op::COPY_OBJECT => vec![len_of(ops[0])?],
-                                    op::SELECT => vec![ops[0], len_of(ops[1])?, len_of(ops[2])?],
-                                    op::PHI => ops.chunks(2).map(|pair| Ok([len_of(pair[0])?, pair[1]])).collect::<Result<Vec<_>, RewriteError>>()?.concat(),
-                                    _ => unreachable!("shadow sources were checked in step 4"),
-                                };
-                                let lop = if opcode == op::ACCESS_CHAIN || opcode == op::IN_BOUNDS_ACCESS_CHAIN { op::COPY_OBJECT } else { opcode };
-                                e.push(Inst::new(lop, u32t, l, lops));
+                            op::COPY_OBJECT => vec![length(&mut b, &backend, &shadow, &trace, &mut root_len, &mut entry_lens, &len_shadow, ops[0], storage)?],
+                            op::SELECT => {
+                                let (x, y) = (ops[1], ops[2]);
+                                let lx = length(&mut b, &backend, &shadow, &trace, &mut root_len, &mut entry_lens, &len_shadow, x, storage)?;
+                                let ly = length(&mut b, &backend, &shadow, &trace, &mut root_len, &mut entry_lens, &len_shadow, y, storage)?;
+                                vec![ops[0], lx, ly]
                             }
-                        }
+                            op::PHI => {
+                                let mut v = vec![];
+                                for pair in ops.chunks(2) {
+                                    v.push(length(&mut b, &backend, &shadow, &trace, &mut root_len, &mut entry_lens, &len_shadow, pair[0], storage)?);
+                                    v.push(pair[1]);
+                                }
+                                v
+                            }
+                            _ => unreachable!("shadow sources were checked by the trace"),
+                        };
+                        let lop = if opcode == op::ACCESS_CHAIN || opcode == op::IN_BOUNDS_ACCESS_CHAIN { op::COPY_OBJECT } else { opcode };
+                        e.push(Inst::new(lop, u32t, l, lops));
                     }
+                } else {
+                    e.push(inst);
                 }
             }
-            let mut pieces = e.finish();
+            let mut pieces = e.take_blocks(0, 0);
             if pieces.len() > 1 {
-                legalize_split(&mut b, &mut pieces, type_of);
+                legalize_split(&mut b, &mut pieces, |b: &Builder, id: u32| walk.type_of(b, id));
                 // Successors' OpPhis now come from the last piece.
                 relabel.insert(blk.label, pieces[pieces.len() - 1].label);
             }
@@ -486,35 +531,154 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         }
         // Only the function's own OpPhis (in blocks that kept an original label): the backend's
         // OpPhis may name an original label as the parent that really branches to them.
-        for inst in new_blocks.iter_mut().filter(|blk| original.contains(&blk.label)).flat_map(|blk| blk.insts.iter_mut()).filter(|i| i.op == op::PHI) {
-            for parent in inst.ops.iter_mut().skip(1).step_by(2) {
-                if let Some(&l) = relabel.get(parent) {
-                    *parent = l;
+        if !relabel.is_empty() {
+            for blk in new_blocks.iter_mut().filter(|blk| blk.label < first_new_id) {
+                for inst in blk.insts.iter_mut().take_while(|i| i.op == op::PHI) {
+                    for parent in inst.ops.iter_mut().skip(1).step_by(2) {
+                        if let Some(&l) = relabel.get(parent) {
+                            *parent = l;
+                        }
+                    }
                 }
             }
         }
-        let limits = backend.take_entry_insts();
-        if !limits.is_empty() {
-            // The entry block's first part keeps its label and its leading instructions.
-            new_blocks[0].insts.splice(limits_at..limits_at, limits);
+        // Root lengths, then the bounds limits computed on them, at the top of the entry block
+        // (its first part keeps its label and leading instructions).
+        entry_lens.extend(backend.take_entry_insts());
+        if !entry_lens.is_empty() {
+            let entry = &mut new_blocks[0].insts;
+            let at = entry.iter().take_while(|i| i.op == op::VARIABLE || i.op == op::LINE || i.op == op::NO_LINE).count();
+            entry.splice(at..at, entry_lens);
         }
         f.blocks = new_blocks;
     }
 
-    // 8. Clean up: the capability, the extension, and names/decorations of removed pointers
-    //    (a chain's id now names a u32 byte address: memory decorations no longer apply).
+    // 9. Clean up: the capability, the extension, and names/decorations of removed pointers
+    //    (a chain's id now names a u32 byte address, or nothing: memory decorations no longer
+    //    apply).
     b.m.remove_capability(CAP_RAW_ACCESS_CHAINS);
     b.m.remove_extension("SPV_NV_raw_access_chains");
     b.m.annotations.retain(|a| {
-        let Some(c) = (a.op == op::DECORATE).then(|| chains.get(&a.ops[0])).flatten() else { return true };
-        c.storage == sc::PHYSICAL_STORAGE_BUFFER && a.ops[1] == deco::NON_UNIFORM
+        let Some(c) = (a.op == op::DECORATE).then(|| a.ops.first().and_then(|&id| walk.chain_index(id))).flatten() else { return true };
+        walk.chains[c].physical() && a.ops[1] == deco::NON_UNIFORM
     });
+    if !gone.is_empty() {
+        forget_ids(b.m, &gone.into_iter().collect());
+    }
     stats.atomic_subword_stores += backend.atomic_subword_stores;
     Ok(())
+}
+
+/// The byte length of the range behind shadowed pointer `id`: a root's, taken at the top of
+/// the function's entry block on first use; a null pointer's, 0; otherwise its length shadow.
+#[allow(clippy::too_many_arguments)]
+fn length(
+    b: &mut Builder,
+    backend: &Backend,
+    shadow: &Shadows,
+    trace: &Trace,
+    root_len: &mut Vec<(u32, u32)>,
+    entry_lens: &mut Vec<Inst>,
+    len_shadow: &ListMap<u32, u32>,
+    id: u32,
+    storage: u32,
+) -> Result<u32, RewriteError> {
+    if let Some(&(_, l)) = root_len.iter().find(|(r, _)| *r == id) {
+        return Ok(l);
+    }
+    if let Some(&l) = len_shadow.get(&id) {
+        return Ok(l);
+    }
+    let is_struct_root = trace.roots.contains(&id)
+        && b.global(id).and_then(|g| b.pointer(g.ty)).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT));
+    if !is_struct_root {
+        return Err(RewriteError::unsupported(format!("%{id}"), "robust raw access chain on a whole descriptor array (Base must select one buffer)"));
+    }
+    let ptr = shadow.get(id, backend.length_view(storage))?;
+    let mut e = Emitter::new(0);
+    let len = backend.length_of_view(&mut e, b, storage, ptr);
+    entry_lens.extend(e.take_insts());
+    root_len.push((id, len));
+    Ok(len)
+}
+
+/// Follows every non-physical chain's Base back to the variables (and null pointers) it comes
+/// from, through descriptor-array access chains, copies, selects, phis and function parameters.
+fn trace_bases(b: &Builder, functions: &[Function], walk: &Walk) -> Result<Trace, RewriteError> {
+    let bound = b.m.header[3] as usize;
+    let mut t = Trace { shadowed: vec![], is_shadowed: vec![false; bound], roots: vec![], nulls: vec![] };
+    let mut work: Vec<u32> = walk.chains.iter().filter(|c| !c.physical()).map(|c| c.base).collect();
+    work.reverse();
+    // Calls per function id, built when a parameter is first traced.
+    let mut callers: Option<ListMap<u32, Vec<Loc>>> = None;
+    while let Some(id) = work.pop() {
+        match t.is_shadowed.get_mut(id as usize) {
+            Some(seen) if !*seen => *seen = true,
+            Some(_) => continue,
+            None => return Err(RewriteError::malformed(0, format!("%{id} is outside the id bound"))),
+        }
+        t.shadowed.push(id);
+        if let Some(g) = b.global(id) {
+            match g.op {
+                op::VARIABLE => t.roots.push(id),
+                // A null pointer (variable pointers may select one): its shadows are null too,
+                // and its range is empty.
+                op::CONSTANT_NULL => t.nulls.push(id),
+                _ => return Err(RewriteError::unsupported(format!("%{id}"), "raw access chain base is a global that is neither a variable nor a null pointer")),
+            };
+            continue;
+        }
+        let loc = walk.def(id).ok_or_else(|| RewriteError::unsupported(format!("%{id}"), "raw access chain base is never defined"))?;
+        let inst = loc.inst(functions);
+        let short = |n: usize| inst.ops.len() < n || (inst.op == op::PHI && !inst.ops.len().is_multiple_of(2));
+        if inst.op != op::FUNCTION_PARAMETER && short(match inst.op { op::SELECT => 3, _ => 1 }) {
+            return Err(RewriteError::malformed(0, format!("%{id} = opcode {} has too few operands", inst.op)));
+        }
+        match (loc.b, inst.op) {
+            (PARAM, _) => {
+                let callers = callers.get_or_insert_with(|| {
+                    let mut map: ListMap<u32, Vec<Loc>> = ListMap::default();
+                    for &c in &walk.calls {
+                        if let Some(&callee) = c.inst(functions).ops.first() {
+                            match map.get_mut(&callee) {
+                                Some(v) => v.push(c),
+                                None => map.0.push((callee, vec![c])),
+                            }
+                        }
+                    }
+                    map
+                });
+                let callee = functions[loc.f as usize].def.id;
+                for c in callers.get(&callee).map(|v| v.as_slice()).unwrap_or(&[]) {
+                    let call = c.inst(functions);
+                    let arg = *call.ops.get(1 + loc.i as usize).ok_or_else(|| RewriteError::malformed(0, format!("call of %{} has too few arguments", call.ops[0])))?;
+                    work.push(arg);
+                }
+            }
+            (_, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN) => {
+                if inst.ops.len() > 2 {
+                    return Err(RewriteError::unsupported(
+                        describe(inst) + " (OpAccessChain)",
+                        "a raw access chain base may index only the descriptor array, not into a block",
+                    ));
+                }
+                work.push(inst.ops[0]);
+            }
+            (_, op::COPY_OBJECT) => work.push(inst.ops[0]),
+            (_, op::SELECT) => work.extend([inst.ops[1], inst.ops[2]]),
+            (_, op::PHI) => work.extend(inst.ops.iter().step_by(2).copied()),
+            _ => {
+                return Err(RewriteError::unsupported(
+                    format!("%{id} = opcode {}", inst.op),
+                    "raw access chain base comes from an instruction the lowering cannot follow (supported: variables, descriptor-array access chains, OpCopyObject, OpSelect, OpPhi, function parameters)",
+                ))
+            }
+        }
+    }
+    Ok(t)
 }
 
 fn add_cap(b: &mut Builder, cap: u32, extension: &str) {
     b.m.add_capability(cap);
     b.m.add_extension(extension);
 }
-

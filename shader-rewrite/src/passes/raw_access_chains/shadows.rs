@@ -3,7 +3,7 @@
 use super::*;
 
 /// Shadow pointer ids by (original pointer, view).
-pub(super) struct Shadows(pub(super) HashMap<(u32, AliasKind), u32>);
+pub(super) struct Shadows(pub(super) ListMap<(u32, AliasKind), u32>);
 
 impl Shadows {
     pub(super) fn get(&self, id: u32, k: AliasKind) -> Result<u32, RewriteError> {
@@ -11,7 +11,7 @@ impl Shadows {
             RewriteError::malformed(0, format!("pointer %{id} flows into a raw access chain base but is not a buffer pointer of the chain's storage class"))
         })
     }
-    pub(super) fn all(&self, id: u32, views: &AliasViews) -> Result<Vec<u32>, RewriteError> {
+    pub(super) fn all(&self, id: u32, views: &AliasViews) -> Result<smallvec::SmallVec<[u32; 5]>, RewriteError> {
         views.kinds.iter().map(|&k| self.get(id, k)).collect()
     }
 }
@@ -47,7 +47,7 @@ pub(super) fn check_block(b: &Builder, pointee: u32, storage: u32, root: u32) ->
 pub(super) fn shadow_ty(
     b: &mut Builder,
     backend: &Backend,
-    cache: &mut HashMap<(u32, AliasKind), u32>,
+    cache: &mut ListMap<(u32, AliasKind), u32>,
     ty: u32,
     k: AliasKind,
     id: u32,
@@ -75,4 +75,30 @@ pub(super) fn shadow_ty(
     let t = b.t_ptr(storage, new_pointee);
     cache.insert((ty, k), t);
     Ok(t)
+}
+
+/// The block struct of root variable `root` when it can serve as the word view itself:
+/// `struct { uint data[]; }` (one member at Offset 0, a runtime array of unsigned 32-bit ints
+/// with ArrayStride 4: what dxil-spirv declares for raw and structured buffers), the variable
+/// (or the descriptor array it is) not Restrict (its accesses alias the other views').
+pub(super) fn reusable_word_block(b: &Builder, root: u32) -> Option<u32> {
+    let (_, pointee) = b.pointer(b.global(root)?.ty)?;
+    let t = b.global(pointee)?;
+    let block = if matches!(t.op, op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY) { *t.ops.first()? } else { pointee };
+    let s = b.global(block).filter(|s| s.op == op::TYPE_STRUCT && s.ops.len() == 1)?;
+    let rta = b.global(s.ops[0]).filter(|a| a.op == op::TYPE_RUNTIME_ARRAY)?;
+    let elem = b.global(rta.ops[0])?;
+    if elem.op != op::TYPE_INT || elem.ops[..] != [32, 0] || b.has_decoration(root, deco::RESTRICT) {
+        return None;
+    }
+    let mut offset0 = false;
+    let mut stride4 = false;
+    for a in &b.m.annotations {
+        match (a.op, a.ops.as_slice()) {
+            (op::MEMBER_DECORATE, [t, 0, deco::OFFSET, 0]) if *t == block => offset0 = true,
+            (op::DECORATE, [t, deco::ARRAY_STRIDE, 4]) if *t == s.ops[0] => stride4 = true,
+            _ => {}
+        }
+    }
+    (offset0 && stride4).then_some(block)
 }

@@ -71,33 +71,33 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
         return Ok(());
     }
 
-    // Before any change: what every small type was, and the type of every value.
-    let mut small: HashMap<u32, Small> = HashMap::default();
-    let mut value_ty: HashMap<u32, u32> = HashMap::default();
-    let mut scalar: HashMap<u32, Small> = HashMap::default();
+    // Before any change: what every small type was, and the type of every value (dense tables
+    // by id: every instruction is looked at).
+    let bound = m.header[3] as usize;
+    let mut small: Vec<Option<Small>> = vec![None; bound];
+    let mut scalar: Vec<Option<Small>> = vec![None; bound];
+    let mut value_ty: Vec<u32> = vec![0; bound];
+    let at = |v: &Vec<Option<Small>>, id: u32| v.get(id as usize).copied().flatten();
     for g in &m.globals {
+        let id = g.id as usize;
         match g.op {
-            op::TYPE_INT | op::TYPE_FLOAT if legal.replaced(g) => {
+            op::TYPE_INT | op::TYPE_FLOAT if id < bound => {
                 let s = Small { float: g.op == op::TYPE_FLOAT, signed: g.ops.get(1).is_some_and(|&x| x != 0), width: g.ops[0], n: 1 };
-                small.insert(g.id, s);
+                if legal.replaced(g) { small[id] = Some(s) } else { scalar[id] = Some(s) }
             }
-            op::TYPE_INT | op::TYPE_FLOAT => {
-                let s = Small { float: g.op == op::TYPE_FLOAT, signed: g.ops.get(1).is_some_and(|&x| x != 0), width: g.ops[0], n: 1 };
-                scalar.insert(g.id, s);
-            }
-            op::TYPE_VECTOR => {
-                if let Some(&c) = small.get(&g.ops[0]) {
-                    small.insert(g.id, Small { n: g.ops[1], ..c });
-                } else if let Some(&c) = scalar.get(&g.ops[0]) {
-                    scalar.insert(g.id, Small { n: g.ops[1], ..c });
+            op::TYPE_VECTOR if id < bound => {
+                if let Some(c) = at(&small, g.ops[0]) {
+                    small[id] = Some(Small { n: g.ops[1], ..c });
+                } else if let Some(c) = at(&scalar, g.ops[0]) {
+                    scalar[id] = Some(Small { n: g.ops[1], ..c });
                 }
             }
             _ => {}
         }
-        if g.id != 0 {
-            value_ty.insert(g.id, g.ty);
+        if g.id != 0 && id < bound {
+            value_ty[id] = g.ty;
         }
-        if matches!(g.op, OP_SPEC_CONSTANT | OP_SPEC_CONSTANT_OP) && small.contains_key(&g.ty) {
+        if matches!(g.op, OP_SPEC_CONSTANT | OP_SPEC_CONSTANT_OP) && at(&small, g.ty).is_some() {
             return Err(RewriteError::unsupported(
                 format!("%{} = OpSpecConstant", g.id),
                 "an 8/16-bit specialization constant in a module without 8/16-bit arithmetic (its specialization data size would change)",
@@ -106,20 +106,23 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
     }
     for f in &m.functions {
         for i in f.params.iter().chain(f.blocks.iter().flat_map(|b| b.insts.iter())) {
-            if i.id != 0 {
-                value_ty.insert(i.id, i.ty);
+            if let Some(t) = value_ty.get_mut(i.id as usize).filter(|_| i.id != 0) {
+                *t = i.ty;
             }
         }
     }
-    let kind_of = |ty: u32| -> Option<Small> { small.get(&ty).or_else(|| scalar.get(&ty)).copied() };
+    let is_small = |ty: u32| at(&small, ty).is_some();
+    let kind_of = |ty: u32| -> Option<Small> { at(&small, ty).or_else(|| at(&scalar, ty)) };
+    let ty_of = |id: u32| value_ty.get(id as usize).copied().unwrap_or(0);
 
     // 1. Types: replace, then drop non-aggregate duplicates (SPIR-V spec 2.8). The first
     //    declaration of a shape wins, so every use still follows its definition.
-    let mut sub: HashMap<u32, u32> = HashMap::default();
+    let mut sub: Vec<u32> = vec![];
     if replaced_any {
-        let mut canon: HashMap<(u32, Vec<u32>), u32> = HashMap::default();
+        sub = (0..bound as u32).collect();
+        let mut canon: HashMap<(u32, crate::module::Ops), u32> = HashMap::default();
         let mut removed: HashSet<u32> = HashSet::default();
-        let s = |sub: &HashMap<u32, u32>, id: u32| sub.get(&id).copied().unwrap_or(id);
+        let s = |sub: &Vec<u32>, id: u32| sub.get(id as usize).copied().unwrap_or(id);
         for g in m.globals.iter_mut() {
             if g.ty != 0 {
                 g.ty = s(&sub, g.ty);
@@ -134,35 +137,42 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                 }
                 _ => {}
             }
-            if let Some(k) = small.get(&g.id).filter(|k| k.n == 1) {
+            if let Some(k) = at(&small, g.id).filter(|k| k.n == 1) {
                 g.ops = if k.float { ops![32] } else { ops![32, k.signed as u32] };
                 stats.widened_types += 1;
             }
             if matches!(g.op, op::TYPE_VOID | op::TYPE_BOOL | op::TYPE_INT | op::TYPE_FLOAT | op::TYPE_VECTOR | TYPE_MATRIX | op::TYPE_POINTER | op::TYPE_FUNCTION) {
-                match canon.get(&(g.op, g.ops.to_vec())) {
+                match canon.get(&(g.op, g.ops.clone())) {
                     Some(&first) => {
-                        sub.insert(g.id, first);
+                        if let Some(x) = sub.get_mut(g.id as usize) {
+                            *x = first;
+                        }
                         removed.insert(g.id);
                     }
                     None => {
-                        canon.insert((g.op, g.ops.to_vec()), g.id);
+                        canon.insert((g.op, g.ops.clone()), g.id);
                     }
                 }
             }
             // Constants of a replaced type: the same value in 32 bits.
             if g.op == op::CONSTANT {
-                if let Some(k) = value_ty.get(&g.id).and_then(|t| small.get(t)) {
+                if let Some(k) = at(&small, ty_of(g.id)) {
                     let lit = g.ops.first().copied().unwrap_or(0);
-                    g.ops = ops![widen_literal(lit, *k)];
+                    g.ops = ops![widen_literal(lit, k)];
                 }
             }
         }
         m.globals.retain(|g| !removed.contains(&g.id));
         forget_ids(m, &removed);
     }
-    let sub_of = |id: u32| sub.get(&id).copied().unwrap_or(id);
+    let sub_of = |id: u32| sub.get(id as usize).copied().unwrap_or(id);
 
-    // 2. Function bodies: retype, and rewrite width conversions.
+    // 2. Function bodies: retype in place, and rebuild the blocks holding a width conversion
+    //    (or a bitcast) of an 8/16-bit value.
+    let needs_rewrite = |inst: &Inst| -> bool {
+        matches!(inst.op, op::F_CONVERT | op::U_CONVERT | op::S_CONVERT | op::BITCAST)
+            && (is_small(inst.ty) || inst.ops.first().is_some_and(|&s| is_small(ty_of(s))) || rounding.contains_key(&inst.id))
+    };
     let mut functions = std::mem::take(&mut m.functions);
     let mut b = Builder::new(m);
     let u32t = b.t_u32();
@@ -175,15 +185,23 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
             p.ty = sub_of(p.ty);
         }
         for blk in f.blocks.iter_mut() {
+            if !blk.insts.iter().any(needs_rewrite) {
+                if !sub.is_empty() {
+                    for inst in blk.insts.iter_mut() {
+                        inst.ty = sub_of(inst.ty);
+                    }
+                }
+                continue;
+            }
             let mut e = Emitter::new(blk.label);
             for mut inst in std::mem::take(&mut blk.insts) {
                 let orig_ty = inst.ty;
                 inst.ty = sub_of(inst.ty);
                 let src = inst.ops.first().copied().unwrap_or(0);
-                let from = value_ty.get(&src).copied().and_then(kind_of);
+                let from = kind_of(ty_of(src));
                 let to = kind_of(orig_ty);
-                let small_from = value_ty.get(&src).is_some_and(|t| small.contains_key(t));
-                let small_to = small.contains_key(&orig_ty);
+                let small_from = is_small(ty_of(src));
+                let small_to = is_small(orig_ty);
                 match (inst.op, from, to) {
                     (op::F_CONVERT, Some(fk), Some(tk)) if small_to || (tk.width == 16 && rounding.contains_key(&inst.id)) => {
                         let rtz = rounding.get(&inst.id) == Some(&ROUNDING_RTZ);

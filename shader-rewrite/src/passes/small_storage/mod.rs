@@ -74,6 +74,7 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     }
 
     let layouts = Layouts::read(m);
+    let lowered_before = (stats.small_storage_blocks, stats.widened_io_variables);
     let mut functions = std::mem::take(&mut m.functions);
     let result = (|| {
         let exact = {
@@ -93,8 +94,12 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
             m.remove_extension(ext);
         }
     }
-    order_globals(m);
-    sweep_dead_globals(m, &[]);
+    // Only a lowered block or a widened variable leaves types behind (or a variable before its
+    // new type).
+    if (stats.small_storage_blocks, stats.widened_io_variables) != lowered_before {
+        order_globals(m);
+        sweep_dead_globals(m, &[]);
+    }
     legalize::legalize(m, &exact, stats)?;
     Ok(())
 }
