@@ -111,15 +111,11 @@ fn emulated_words(name: &str, words: &[u32]) -> Vec<u32> {
 /// `vkCreateShaderModule` + `vkCreateComputePipelines` of `words` (no pipeline cache), in ms;
 /// both are destroyed after.
 fn create_ms(ctx: &Context, layout: vk::PipelineLayout, words: &[u32]) -> f64 {
-    let d = ctx.device();
-    let main = c"main";
     let t = Instant::now();
     let module = ok(ctx.create_shader_module(words), "vkCreateShaderModule");
-    let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(main);
-    let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
-    let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }.unwrap_or_else(|(_, e)| fail(&format!("vkCreateComputePipelines: {e:?}")))[0];
+    let p = compute_pipeline(ctx, module, layout, "vkCreateComputePipelines");
     let ms = t.elapsed().as_secs_f64() * 1e3;
-    unsafe { d.destroy_pipeline(p, None) };
+    unsafe { ctx.device().destroy_pipeline(p, None) };
     ctx.destroy_shader_module(module);
     ms
 }

@@ -116,12 +116,7 @@ impl Rig {
     }
 
     fn create_pipeline(&self, ctx: &Context) -> vk::Pipeline {
-        let entry = c"main";
-        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(self.module).name(entry);
-        let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
-        unsafe { ctx.device().create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }
-            .map_err(|(_, e)| e)
-            .unwrap_or_else(|e| fail(&format!("vkCreateComputePipelines: {e:?}")))[0]
+        compute_pipeline(ctx, self.module, self.layout, "vkCreateComputePipelines")
     }
 
     /// Records `n` × (bind pipeline, bind set, dispatch); returns the seconds from

@@ -21,6 +21,14 @@ pub fn check(r: Result<impl Sized, vk::Result>, what: &str) {
     }
 }
 
+/// A compute pipeline of `module`'s `main` with `layout`, no pipeline cache; the bench fails
+/// with `what` and the error where it cannot be created.
+pub fn compute_pipeline(ctx: &Context, module: vk::ShaderModule, layout: vk::PipelineLayout, what: &str) -> vk::Pipeline {
+    let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(c"main");
+    let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
+    unsafe { ctx.device().create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }.unwrap_or_else(|(_, e)| fail(&format!("{what}: {e:?}")))[0]
+}
+
 pub fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));

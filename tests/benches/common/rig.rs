@@ -3,7 +3,6 @@
 use super::*;
 use polyfill_e2e::ash::vk;
 use polyfill_e2e::Context;
-use std::ffi::CString;
 use std::time::{Duration, Instant};
 
 pub struct HostBuffer {
@@ -140,12 +139,7 @@ impl<'a> Rig<'a> {
         let d = self.ctx.device();
         let t = Instant::now();
         let module = self.ctx.create_shader_module(words).unwrap_or_else(|e| fail(&format!("{name}: vkCreateShaderModule: {e:?}")));
-        let entry = CString::new("main").unwrap();
-        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(&entry);
-        let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
-        let pipeline = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }
-            .map_err(|(_, e)| e)
-            .unwrap_or_else(|e| fail(&format!("{name}: vkCreateComputePipelines: {e:?}")))[0];
+        let pipeline = compute_pipeline(self.ctx, module, self.layout, &format!("{name}: vkCreateComputePipelines"));
         let create_ms = t.elapsed().as_secs_f64() * 1e3;
         let queries = ok(
             unsafe {
@@ -238,13 +232,8 @@ impl<'a> Rig<'a> {
         let t = process_cpu_ms();
         let module = self.ctx.create_shader_module(words).unwrap_or_else(|e| fail(&format!("vkCreateShaderModule: {e:?}")));
         let module_ms = process_cpu_ms() - t;
-        let entry = CString::new("main").unwrap();
-        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(&entry);
-        let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
         let t = process_cpu_ms();
-        let pipeline = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }
-            .map_err(|(_, e)| e)
-            .unwrap_or_else(|e| fail(&format!("vkCreateComputePipelines: {e:?}")))[0];
+        let pipeline = compute_pipeline(self.ctx, module, self.layout, "vkCreateComputePipelines");
         let pipeline_ms = process_cpu_ms() - t;
         unsafe { d.destroy_pipeline(pipeline, None) };
         self.ctx.destroy_shader_module(module);
