@@ -195,14 +195,11 @@ fn main() {
     println!("correctness: the emulated kernels write the native kernels' bytes");
 
     let mut ms = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
-    for r in 0..reps {
-        for k in 0..2 {
-            let s = (k + r) % 2;
-            for (kernel, cmd) in [sides[s].stream, sides[s].chase].into_iter().enumerate() {
-                let t = Instant::now();
-                sides[s].scope.submit_recorded(cmd).unwrap_or_else(|e| fail(&e));
-                ms[kernel][s].push(t.elapsed().as_secs_f64() * 1e3);
-            }
+    for s in rotating(2, reps) {
+        for (kernel, cmd) in [sides[s].stream, sides[s].chase].into_iter().enumerate() {
+            let t = Instant::now();
+            sides[s].scope.submit_recorded(cmd).unwrap_or_else(|e| fail(&e));
+            ms[kernel][s].push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
     println!();

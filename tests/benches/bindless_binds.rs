@@ -163,15 +163,12 @@ fn main() {
     }
     println!("correctness: every variant renders the expected texture in each cell");
     let started = Instant::now();
-    let n = variants.len();
-    for r in 0..reps {
-        for k in 0..n {
-            let v = &mut variants[(k + r) % n];
-            let rec = record(v, draws, every).unwrap_or_else(|e| fail(&e));
-            let ex = run(v).unwrap_or_else(|e| fail(&e));
-            v.record_ms.push(rec);
-            v.run_ms.push(ex);
-        }
+    for j in rotating(variants.len(), reps) {
+        let v = &mut variants[j];
+        let rec = record(v, draws, every).unwrap_or_else(|e| fail(&e));
+        let ex = run(v).unwrap_or_else(|e| fail(&e));
+        v.record_ms.push(rec);
+        v.run_ms.push(ex);
     }
     println!();
     println!("ms per command buffer, median [min..max]:");

@@ -123,11 +123,8 @@ fn create_table(rig: &Rig, names: &[&str], words: &[Vec<u32>], rounds: usize) {
         rig.create_ms(w); // warm-up: code paths and allocations of the first creation
     }
     let mut times: Vec<Vec<(f64, f64)>> = vec![vec![]; words.len()];
-    for r in 0..rounds {
-        for k in 0..words.len() {
-            let j = (k + r) % words.len();
-            times[j].push(rig.create_ms(&words[j]));
-        }
+    for j in rotating(words.len(), rounds) {
+        times[j].push(rig.create_ms(&words[j]));
     }
     let total = |j: usize| times[j].iter().map(|(m, p)| m + p).collect::<Vec<f64>>();
     println!();

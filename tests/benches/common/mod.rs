@@ -29,6 +29,12 @@ pub fn compute_pipeline(ctx: &Context, module: vk::ShaderModule, layout: vk::Pip
     unsafe { ctx.device().create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }.unwrap_or_else(|(_, e)| fail(&format!("{what}: {e:?}")))[0]
 }
 
+/// `rounds` rounds over items `0..n`, each round starting one item later than the one before,
+/// so every item runs side by side with every other and none is always first (or last).
+pub fn rotating(n: usize, rounds: usize) -> impl Iterator<Item = usize> {
+    (0..rounds).flat_map(move |r| (0..n).map(move |k| (k + r) % n))
+}
+
 pub fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));

@@ -210,13 +210,10 @@ impl<'a> Rig<'a> {
             self.run(j);
         }
         let started = Instant::now();
-        for r in 0..reps {
-            for k in 0..jobs.len() {
-                let j = (k + r) % jobs.len();
-                let (ts, wall) = self.run(&jobs[j]);
-                jobs[j].ts_ms.push(ts);
-                jobs[j].wall_ms.push(wall);
-            }
+        for j in rotating(jobs.len(), reps) {
+            let (ts, wall) = self.run(&jobs[j]);
+            jobs[j].ts_ms.push(ts);
+            jobs[j].wall_ms.push(wall);
         }
         started.elapsed().as_secs_f64()
     }
