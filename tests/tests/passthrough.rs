@@ -8,7 +8,7 @@ use polyfill_e2e::{samples, Context, ContextOptions};
 #[test]
 fn plain_compute_through_layer() {
     let ctx = shared_layer_context();
-    samples::plain().run_checked(&ctx).unwrap();
+    samples::plain().run_checked(ctx).unwrap();
 }
 
 #[test]
