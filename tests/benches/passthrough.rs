@@ -54,8 +54,7 @@ struct Rig {
     layout: vk::PipelineLayout,
     dpool: vk::DescriptorPool,
     set: vk::DescriptorSet,
-    buffer: vk::Buffer,
-    memory: vk::DeviceMemory,
+    buffer: HostBuffer,
     module: vk::ShaderModule,
     pipeline: vk::Pipeline,
     cmd_pool: vk::CommandPool,
@@ -68,20 +67,8 @@ impl Rig {
         let (set_layout, layout, dpool, sets) = two_storage_buffers(ctx, 1);
         let set = sets[0];
         // One small buffer behind both bindings, so the bound set is fully written.
-        let buffer = ok(
-            unsafe {
-                d.create_buffer(&vk::BufferCreateInfo::default().size(4096).usage(vk::BufferUsageFlags::STORAGE_BUFFER), None)
-            },
-            "vkCreateBuffer",
-        );
-        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
-        let mt = req.memory_type_bits.trailing_zeros();
-        let memory = ok(
-            unsafe { d.allocate_memory(&vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(mt), None) },
-            "vkAllocateMemory",
-        );
-        ok(unsafe { d.bind_buffer_memory(buffer, memory, 0) }, "vkBindBufferMemory");
-        let bi = [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }];
+        let buffer = HostBuffer::new(ctx, 4096);
+        let bi = [vk::DescriptorBufferInfo { buffer: buffer.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         let w = [0u32, 1].map(|b| {
             vk::WriteDescriptorSet::default().dst_set(set).dst_binding(b).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).buffer_info(&bi)
         });
@@ -93,7 +80,6 @@ impl Rig {
             dpool,
             set,
             buffer,
-            memory,
             module,
             pipeline: vk::Pipeline::null(),
             cmd_pool: vk::CommandPool::null(),
@@ -148,12 +134,9 @@ impl Rig {
             d.destroy_command_pool(self.cmd_pool, None);
             d.destroy_pipeline(self.pipeline, None);
             d.destroy_shader_module(self.module, None);
-            d.destroy_descriptor_pool(self.dpool, None);
-            d.destroy_pipeline_layout(self.layout, None);
-            d.destroy_descriptor_set_layout(self.set_layout, None);
-            d.destroy_buffer(self.buffer, None);
-            d.free_memory(self.memory, None);
         }
+        destroy_two_storage_buffers(ctx, self.set_layout, self.layout, self.dpool);
+        self.buffer.destroy(ctx);
     }
 }
 

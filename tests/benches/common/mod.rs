@@ -96,3 +96,13 @@ pub fn two_storage_buffers(ctx: &Context, sets: u32) -> (vk::DescriptorSetLayout
     );
     (set_layout, layout, pool, v)
 }
+
+/// Destroys what [`two_storage_buffers`] made (the pool frees its sets).
+pub fn destroy_two_storage_buffers(ctx: &Context, set_layout: vk::DescriptorSetLayout, layout: vk::PipelineLayout, pool: vk::DescriptorPool) {
+    let d = ctx.device();
+    unsafe {
+        d.destroy_descriptor_pool(pool, None);
+        d.destroy_pipeline_layout(layout, None);
+        d.destroy_descriptor_set_layout(set_layout, None);
+    }
+}

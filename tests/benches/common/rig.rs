@@ -253,10 +253,8 @@ impl<'a> Rig<'a> {
             let _ = d.device_wait_idle();
             d.destroy_fence(self.fence, None);
             d.destroy_command_pool(self.cmd_pool, None);
-            d.destroy_descriptor_pool(self.pool, None);
-            d.destroy_pipeline_layout(self.layout, None);
-            d.destroy_descriptor_set_layout(self.set_layout, None);
         }
+        destroy_two_storage_buffers(self.ctx, self.set_layout, self.layout, self.pool);
     }
 }
 
