@@ -1127,26 +1127,35 @@ impl<'a> Resources<'a> {
     }
 }
 
+/// Destroys, each where not null, what a submission leaves: its `fence` after waiting for it (a
+/// failed or timed-out wait must not free what the GPU may still use), the command `pool`, the
+/// `pipeline` and its `layout`.
+///
+/// # Safety
+/// The handles are `d`'s, and nothing else uses them.
+pub(crate) unsafe fn destroy_submission(d: &ash::Device, fence: vk::Fence, pool: vk::CommandPool, pipeline: vk::Pipeline, layout: vk::PipelineLayout) {
+    if fence != vk::Fence::null() {
+        let _ = d.wait_for_fences(&[fence], true, u64::MAX);
+        d.destroy_fence(fence, None);
+    }
+    if pool != vk::CommandPool::null() {
+        d.destroy_command_pool(pool, None);
+    }
+    if pipeline != vk::Pipeline::null() {
+        d.destroy_pipeline(pipeline, None);
+    }
+    if layout != vk::PipelineLayout::null() {
+        d.destroy_pipeline_layout(layout, None);
+    }
+}
+
 impl Drop for Resources<'_> {
     fn drop(&mut self) {
         let d = self.device;
         unsafe {
-            if self.fence != vk::Fence::null() {
-                // If the wait failed or timed out, make sure the GPU is done before freeing.
-                let _ = d.wait_for_fences(&[self.fence], true, u64::MAX);
-                d.destroy_fence(self.fence, None);
-            }
-            if self.command_pool != vk::CommandPool::null() {
-                d.destroy_command_pool(self.command_pool, None);
-            }
-            if self.pipeline != vk::Pipeline::null() {
-                d.destroy_pipeline(self.pipeline, None);
-            }
+            destroy_submission(d, self.fence, self.command_pool, self.pipeline, self.pipeline_layout);
             if self.descriptor_pool != vk::DescriptorPool::null() {
                 d.destroy_descriptor_pool(self.descriptor_pool, None);
-            }
-            if self.pipeline_layout != vk::PipelineLayout::null() {
-                d.destroy_pipeline_layout(self.pipeline_layout, None);
             }
             for &l in self.set_layouts.iter().rev() {
                 d.destroy_descriptor_set_layout(l, None);
