@@ -343,17 +343,52 @@ impl Declarations {
     }
 }
 
-/// A generator that declares globals once each as it comes to need them ([`Declarations`]).
-pub trait Declare: Sized {
-    fn declarations(&mut self) -> &mut Declarations;
+/// What a generator collects for its module besides the entry point: capabilities, extensions
+/// and decorations (each once, in the order first asked for) and the globals ([`Declarations`]).
+#[derive(Debug, Default, Clone)]
+pub struct Collected {
+    caps: Vec<String>,
+    exts: Vec<String>,
+    decos: Vec<String>,
+    globals: Declarations,
+}
 
+impl Collected {
+    pub fn has_cap(&self, c: &str) -> bool {
+        self.caps.iter().any(|x| x == c)
+    }
+    /// The `OpCapability` and `OpExtension` lines.
+    pub fn capabilities_and_extensions(&self) -> String {
+        let caps = self.caps.iter().map(|c| format!("OpCapability {c}\n"));
+        caps.chain(self.exts.iter().map(|e| format!("OpExtension \"{e}\"\n"))).collect()
+    }
+    /// The decoration lines, then the globals.
+    pub fn decorations_and_globals(&self) -> String {
+        self.decos.iter().chain(self.globals.lines()).map(|l| format!("{l}\n")).collect()
+    }
+}
+
+/// A generator that collects its module's capabilities, extensions, decorations and globals
+/// ([`Collected`]), declaring each global once as it comes to need it.
+pub trait Declare: Sized {
+    fn collected(&mut self) -> &mut Collected;
+
+    fn cap(&mut self, c: &str) {
+        push_once(&mut self.collected().caps, c);
+    }
+    fn ext(&mut self, e: &str) {
+        push_once(&mut self.collected().exts, e);
+    }
+    fn deco(&mut self, line: impl Into<String>) {
+        push_once(&mut self.collected().decos, &line.into());
+    }
     /// Declares `%key = rhs(self)` once (`rhs` may declare what it uses first); returns `%key`.
     fn def(&mut self, key: &str, rhs: impl FnOnce(&mut Self) -> String) -> String {
-        if let Some(full) = self.declarations().get(key) {
+        if let Some(full) = self.collected().globals.get(key) {
             return full;
         }
         let r = rhs(self);
-        self.declarations().declare(key, &r)
+        self.collected().globals.declare(key, &r)
     }
     fn void(&mut self) -> String {
         self.def("void", |_| "OpTypeVoid".into())
@@ -361,18 +396,6 @@ pub trait Declare: Sized {
     fn bool_t(&mut self) -> String {
         self.def("bool", |_| "OpTypeBool".into())
     }
-}
-
-/// `impl Declare for $t` over its [`Declarations`] field `$field`.
-#[macro_export]
-macro_rules! impl_declare {
-    ($t:ty, $field:ident) => {
-        impl $crate::Declare for $t {
-            fn declarations(&mut self) -> &mut $crate::Declarations {
-                &mut self.$field
-            }
-        }
-    };
 }
 
 /// Appends `s` to `v` unless it is there already (capability and extension lists).

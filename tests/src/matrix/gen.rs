@@ -1150,9 +1150,9 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
         }
         (Base::Array(arr, pblk), Addressing::DescArrayNonUniform) => {
             b.push(format!("%sel = OpUMod {u32t} {gid} {c3}"));
-            m.deco("OpDecorate %sel NonUniform".into());
+            m.deco("OpDecorate %sel NonUniform");
             b.push(format!("%base = OpAccessChain {pblk} {arr} %sel"));
-            m.deco("OpDecorate %base NonUniform".into());
+            m.deco("OpDecorate %base NonUniform");
             emit_access(&mut m, &mut b, "%base", &idx, &off, value.as_deref(), true)
         }
         (Base::Array(arr, pblk), _) => {

@@ -9,17 +9,18 @@ pub use spvasm::Declare;
 pub struct Asm {
     /// SPIR-V minor version (0, 3, 5, 6).
     pub minor: u32,
-    caps: Vec<String>,
-    exts: Vec<String>,
-    decos: Vec<String>,
-    globals: spvasm::Declarations,
+    sections: spvasm::Collected,
     /// (id, always listed in the interface (Input/Output)).
     vars: Vec<(String, bool)>,
     body: Vec<String>,
     n: u32,
 }
 
-spvasm::impl_declare!(Asm, globals);
+impl Declare for Asm {
+    fn collected(&mut self) -> &mut spvasm::Collected {
+        &mut self.sections
+    }
+}
 
 impl Asm {
     pub fn new(minor: u32) -> Self {
@@ -28,18 +29,8 @@ impl Asm {
         a
     }
 
-    pub fn cap(&mut self, c: &str) {
-        spvasm::push_once(&mut self.caps, c);
-    }
-    pub fn ext(&mut self, e: &str) {
-        spvasm::push_once(&mut self.exts, e);
-    }
     pub fn has_cap(&self, c: &str) -> bool {
-        self.caps.iter().any(|x| x == c)
-    }
-    pub fn deco(&mut self, line: impl Into<String>) {
-        let line = line.into();
-        spvasm::push_once(&mut self.decos, &line);
+        self.sections.has_cap(c)
     }
     /// A fresh id.
     pub fn tmp(&mut self) -> String {
@@ -177,25 +168,13 @@ impl Asm {
         let void = self.void();
         let fnty = self.def("fn_void", |_| format!("OpTypeFunction {void}"));
         let mut s = String::new();
-        for c in &self.caps {
-            s += &format!("OpCapability {c}\n");
-        }
-        for e in &self.exts {
-            s += &format!("OpExtension \"{e}\"\n");
-        }
+        s += &self.sections.capabilities_and_extensions();
         s += "OpMemoryModel Logical GLSL450\n";
         s += &format!("OpEntryPoint {model} %main \"main\" {}\n", self.interface());
         for m in modes {
             s += &format!("OpExecutionMode %main {m}\n");
         }
-        for d in &self.decos {
-            s += d;
-            s.push('\n');
-        }
-        for g in self.globals.lines() {
-            s += g;
-            s.push('\n');
-        }
+        s += &self.sections.decorations_and_globals();
         s += &format!("%main = OpFunction {void} None {fnty}\n%entry = OpLabel\n");
         for l in &self.body {
             s += l;
