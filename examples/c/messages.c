@@ -45,24 +45,10 @@
  *
  * Exit status: 0 and "messages: all checks passed" when every check holds, 1 otherwise. */
 #include <inttypes.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <vulkan/vulkan.h>
 
-/* Debian 12's headers (1.3.239) predate VK_NV_raw_access_chains (headers 1.3.278)... */
-#ifndef VK_NV_raw_access_chains
-#define VK_NV_RAW_ACCESS_CHAINS_EXTENSION_NAME "VK_NV_raw_access_chains"
-#define VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAW_ACCESS_CHAINS_FEATURES_NV ((VkStructureType)1000555000)
-typedef struct VkPhysicalDeviceRawAccessChainsFeaturesNV {
-    VkStructureType sType;
-    void *pNext;
-    VkBool32 shaderRawAccessChains;
-} VkPhysicalDeviceRawAccessChainsFeaturesNV;
-#endif
+#include "example.h"
 
-/* ...and VK_EXT_layer_settings (headers 1.3.272). */
+/* Debian 12's headers (1.3.239) also predate VK_EXT_layer_settings (headers 1.3.272). */
 #ifndef VK_EXT_layer_settings
 #define VK_STRUCTURE_TYPE_LAYER_SETTINGS_CREATE_INFO_EXT ((VkStructureType)1000496000)
 typedef enum VkLayerSettingTypeEXT {
@@ -91,15 +77,6 @@ typedef struct VkLayerSettingsCreateInfoEXT {
 #define MAX_MESSAGES 1024u
 #define MAX_OBJECTS 4u
 #define TEXT 1024u
-
-#define CHECK(call)                                                                    \
-    do {                                                                               \
-        VkResult r_ = (call);                                                          \
-        if (r_ != VK_SUCCESS) {                                                        \
-            fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #call, r_); \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
 
 static unsigned failures;
 
@@ -288,36 +265,6 @@ static void module_name(char *out, size_t size, const uint32_t *words, size_t by
     uint64_t h = 0xcbf29ce484222325u;
     for (size_t i = 0; i < bytes; i++) h = (h ^ (uint8_t)(words[i / 4] >> (8 * (i % 4)))) * 0x100000001b3u;
     snprintf(out, size, "module %016" PRIx64, h);
-}
-
-static uint32_t *read_spirv(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint32_t *words = malloc(n > 0 ? (size_t)n : 4);
-    if (n <= 20 || n % 4 || !words || fread(words, 1, (size_t)n, f) != (size_t)n) {
-        fprintf(stderr, "%s: not a SPIR-V binary\n", path);
-        exit(1);
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return words;
-}
-
-static int has_device_extension(VkPhysicalDevice pd, const char *name) {
-    uint32_t n = 0;
-    CHECK(vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL));
-    VkExtensionProperties *props = calloc(n ? n : 1, sizeof *props);
-    CHECK(vkEnumerateDeviceExtensionProperties(pd, NULL, &n, props));
-    int found = 0;
-    for (uint32_t i = 0; i < n; i++) found |= strcmp(props[i].extensionName, name) == 0;
-    free(props);
-    return found;
 }
 
 /* ------------------------------------------------------------------ tooling info */
@@ -521,13 +468,7 @@ int main(int argc, char **argv) {
     }
     check_tools(instance, pd);
 
-    uint32_t qn = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, NULL);
-    VkQueueFamilyProperties *qf = calloc(qn ? qn : 1, sizeof *qf);
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, qf);
-    uint32_t family = 0;
-    while (family < qn && !(qf[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) family++;
-    free(qf);
+    uint32_t family = compute_queue_family(pd);
     const float priority = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
     qci.queueFamilyIndex = family;

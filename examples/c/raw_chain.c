@@ -13,64 +13,10 @@
  * Exit status: 0 when the dispatch produced the expected bytes, or when the device lacks
  * VK_NV_raw_access_chains and the program said so ("raw access chains: unsupported"); 1 on any
  * failure (a Vulkan error, wrong output), with a message on stderr. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <vulkan/vulkan.h>
-
-/* Debian 12's headers (1.3.239) predate VK_NV_raw_access_chains (headers 1.3.278). */
-#ifndef VK_NV_raw_access_chains
-#define VK_NV_RAW_ACCESS_CHAINS_EXTENSION_NAME "VK_NV_raw_access_chains"
-#define VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAW_ACCESS_CHAINS_FEATURES_NV ((VkStructureType)1000555000)
-typedef struct VkPhysicalDeviceRawAccessChainsFeaturesNV {
-    VkStructureType sType;
-    void *pNext;
-    VkBool32 shaderRawAccessChains;
-} VkPhysicalDeviceRawAccessChainsFeaturesNV;
-#endif
+#include "example.h"
 
 #define INVOCATIONS 256u
 #define RECORD_BYTES 16u /* the shader reads word 1 of each 16-byte record */
-
-#define CHECK(call)                                                                    \
-    do {                                                                               \
-        VkResult r_ = (call);                                                          \
-        if (r_ != VK_SUCCESS) {                                                        \
-            fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #call, r_); \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
-
-static uint32_t *read_spirv(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint32_t *words = malloc(n > 0 ? (size_t)n : 4);
-    if (n <= 0 || n % 4 || !words || fread(words, 1, (size_t)n, f) != (size_t)n) {
-        fprintf(stderr, "%s: not a SPIR-V binary\n", path);
-        exit(1);
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return words;
-}
-
-static int has_device_extension(VkPhysicalDevice pd, const char *name) {
-    uint32_t n = 0;
-    CHECK(vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL));
-    VkExtensionProperties *props = calloc(n ? n : 1, sizeof *props);
-    CHECK(vkEnumerateDeviceExtensionProperties(pd, NULL, &n, props));
-    int found = 0;
-    for (uint32_t i = 0; i < n; i++) found |= strcmp(props[i].extensionName, name) == 0;
-    free(props);
-    return found;
-}
 
 static uint32_t host_visible_type(VkPhysicalDevice pd, uint32_t type_bits) {
     VkPhysicalDeviceMemoryProperties mp;
@@ -239,17 +185,7 @@ int main(int argc, char **argv) {
     printf("shaderRawAccessChains: %u\nstorageInputOutput16: %u\n", raw.shaderRawAccessChains, v11.storageInputOutput16);
     int supported = raw.shaderRawAccessChains && has_device_extension(pd, VK_NV_RAW_ACCESS_CHAINS_EXTENSION_NAME);
 
-    uint32_t family_count = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &family_count, NULL);
-    VkQueueFamilyProperties *families = calloc(family_count ? family_count : 1, sizeof *families);
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &family_count, families);
-    uint32_t family = 0;
-    while (family < family_count && !(families[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) family++;
-    free(families);
-    if (family == family_count) {
-        fprintf(stderr, "no compute queue\n");
-        return 1;
-    }
+    uint32_t family = compute_queue_family(pd);
 
     /* Enable what was queried, as clients do: the whole chain goes to vkCreateDevice. */
     const char *extensions[] = {VK_NV_RAW_ACCESS_CHAINS_EXTENSION_NAME};

@@ -26,8 +26,11 @@ use libfuzzer_sys::fuzz_target;
 use shader_rewrite::module::{Module, HEADER_WORDS, MAGIC};
 use shader_rewrite::{rewrite, Options};
 
+mod common;
 #[path = "../../shader-rewrite/tests/common/fuzz_options.rs"]
 mod fuzz_options;
+
+use common::spirv_val;
 
 fn check(words: &[u32], options: &Options) {
     let Ok(out) = rewrite(words, options) else { return };
@@ -41,26 +44,11 @@ fn check(words: &[u32], options: &Options) {
         let again = rewrite(words, options).expect("second rewrite of the same input failed");
         assert_eq!(again.words, out, "rewrite is not deterministic");
         if let Some(val) = std::env::var_os("FUZZ_SPIRV_VAL") {
-            if spirv_val(&val, words) {
-                assert!(spirv_val(&val, &out), "input passes spirv-val, the rewritten module does not");
+            if spirv_val(&val, "vulkan1.3", words) {
+                assert!(spirv_val(&val, "vulkan1.3", &out), "input passes spirv-val, the rewritten module does not");
             }
         }
     }
-}
-
-/// Does `words` pass `spirv-val --target-env vulkan1.3`?
-fn spirv_val(tool: &std::ffi::OsStr, words: &[u32]) -> bool {
-    use std::io::Write;
-    let mut child = std::process::Command::new(tool)
-        .args(["--target-env", "vulkan1.3", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("FUZZ_SPIRV_VAL does not run");
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let _ = child.stdin.take().unwrap().write_all(&bytes);
-    child.wait().map(|s| s.success()).unwrap_or(false)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -16,6 +16,7 @@ use shader_rewrite::module::Module;
 use shader_rewrite::{rewrite, RewriteError};
 use std::sync::OnceLock;
 
+mod common;
 #[path = "../../shader-rewrite/tests/common/fuzz_options.rs"]
 mod fuzz_options;
 #[path = "../../shader-rewrite/tests/common/valid_mutations.rs"]
@@ -41,22 +42,12 @@ fn seeds() -> &'static [Vec<u32>] {
 
 /// Does `words` pass `spirv-val` in the Vulkan environment of its SPIR-V version?
 fn spirv_val(tool: &std::ffi::OsStr, words: &[u32]) -> bool {
-    use std::io::Write;
     let env = match (words[1] >> 8) & 0xff {
         0..=3 => "vulkan1.1",
         4 | 5 => "vulkan1.2",
         _ => "vulkan1.3",
     };
-    let mut child = std::process::Command::new(tool)
-        .args(["--target-env", env, "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("FUZZ_SPIRV_VAL does not run");
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let _ = child.stdin.take().unwrap().write_all(&bytes);
-    child.wait().map(|s| s.success()).unwrap_or(false)
+    common::spirv_val(tool, env, words)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -2,6 +2,7 @@
 //! modules (typical compute modules), a synthetic large module, and the scan that decides
 //! pass-through. Run: `cargo bench -p shader-rewrite --bench rewrite`.
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use spvasm::{Module, GID_X};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -37,45 +38,10 @@ fn large(n: usize) -> Vec<u32> {
     for k in 0..n {
         let robust = ["", "RobustnessPerComponentNV", "RobustnessPerElementNV"][k % 3];
         body += &format!(
-            "%p{k} = OpRawAccessChainNV %pv4 %buf %c16 %i %c0 {robust}\n%ld{k} = OpLoad %v4 %p{k} Aligned 16\n%q{k} = OpRawAccessChainNV %pv4 %buf %c16 %i %c0 {robust}\nOpStore %q{k} %ld{k} Aligned 16\n"
+            "%p{k} = OpRawAccessChainNV %ps_v4f %buf %c16 %i %c0 {robust}\n%ld{k} = OpLoad %v4f %p{k} Aligned 16\n%q{k} = OpRawAccessChainNV %ps_v4f %buf %c16 %i %c0 {robust}\nOpStore %q{k} %ld{k} Aligned 16\n"
         );
     }
-    assemble(&format!(
-        r#"OpCapability Shader
-OpCapability RawAccessChainsNV
-OpExtension "SPV_NV_raw_access_chains"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %B 0 Offset 0
-OpDecorate %B Block
-OpDecorate %buf DescriptorSet 0
-OpDecorate %buf Binding 0
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v3u = OpTypeVector %u32 3
-%v4 = OpTypeVector %f32 4
-%rta = OpTypeRuntimeArray %u32
-%B = OpTypeStruct %rta
-%pB = OpTypePointer StorageBuffer %B
-%buf = OpVariable %pB StorageBuffer
-%pin = OpTypePointer Input %v3u
-%gid = OpVariable %pin Input
-%pv4 = OpTypePointer StorageBuffer %v4
-%c0 = OpConstant %u32 0
-%c16 = OpConstant %u32 16
-%main = OpFunction %void None %fn
-%e = OpLabel
-%g = OpLoad %v3u %gid
-%i = OpCompositeExtract %u32 %g 0
-{body}OpReturn
-OpFunctionEnd
-"#
-    ))
+    assemble(&Module::compute(64).raw_access_chains().gid().buffers("B", "%u32", 4, &["buf"]).main(&format!("{GID_X}\n{body}")).text())
 }
 
 fn bench(c: &mut Criterion) {
@@ -103,11 +69,7 @@ fn bench(c: &mut Criterion) {
     group.finish();
     // The pass-through decision, on a module that declares nothing emulated (what nearly every
     // module an application creates looks like) and on one that declares RawAccessChainsNV.
-    let plain = assemble(
-        "OpCapability Shader\nOpMemoryModel Logical GLSL450\nOpEntryPoint GLCompute %main \"main\"\n\
-         OpExecutionMode %main LocalSize 64 1 1\n%void = OpTypeVoid\n%fn = OpTypeFunction %void\n\
-         %main = OpFunction %void None %fn\n%e = OpLabel\nOpReturn\nOpFunctionEnd\n",
-    );
+    let plain = assemble(&Module::compute(64).main("").text());
     assert!(!shader_rewrite::needs_rewrite(&plain, &options));
     c.bench_function("scan/needs_rewrite/plain", |b| b.iter(|| shader_rewrite::needs_rewrite(&plain, &options)));
     let raw = large(1);

@@ -103,28 +103,9 @@ fn a_value_retyped_under_a_use_is_refused() {
 
 #[test]
 fn a_call_or_return_out_of_step_with_its_signature_is_refused() {
-    let text = "OpCapability Shader
-OpCapability Int64
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main \"main\"
-OpExecutionMode %main LocalSize 1 1 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%u64 = OpTypeInt 64 0
-%c = OpConstant %u64 1
-%fu = OpTypeFunction %u32 %u32
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%r = OpFunctionCall %u32 %callee %c
-OpReturn
-OpFunctionEnd
-%callee = OpFunction %u32 None %fu
-%p = OpFunctionParameter %u32
-%b = OpLabel
-OpReturnValue %p
-OpFunctionEnd";
-    refused(&module(text), Pass::PhysicalStorageBuffer, "OpFunctionCall", "has type");
+    let text = compute("OpCapability Int64", "%c = OpConstant %u64 1\n%fu = OpTypeFunction %u32 %u32", "%r = OpFunctionCall %u32 %callee %c")
+        + "\n%callee = OpFunction %u32 None %fu\n%p = OpFunctionParameter %u32\n%b = OpLabel\nOpReturnValue %p\nOpFunctionEnd";
+    refused(&module(&text), Pass::PhysicalStorageBuffer, "OpFunctionCall", "has type");
     let text = text.replace("%r = OpFunctionCall %u32 %callee %c", "").replace("OpReturnValue %p", "OpReturnValue %c");
     refused(&module(&text), Pass::PhysicalStorageBuffer, "OpReturnValue", "has type");
 }

@@ -109,31 +109,14 @@ fn block_larger_than_4_gib_is_an_error() {
     assert!(results[1..].iter().all(|r| matches!(r, Err(RewriteError::Malformed { .. }))), "{results:?}");
     // The size overflow itself, from a well-formed type: 2³¹ halves at stride 2 in a 16-bit
     // push-constant block span 4 GiB.
-    let text = r#"
-OpCapability Shader
-OpCapability StoragePushConstant16
-OpExtension "SPV_KHR_16bit_storage"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main"
-OpExecutionMode %main LocalSize 1 1 1
-OpDecorate %arr ArrayStride 2
-OpMemberDecorate %PC 0 Offset 0
-OpDecorate %PC Block
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%half = OpTypeFloat 16
-%big = OpConstant %u32 2147483648
-%arr = OpTypeArray %half %big
-%PC = OpTypeStruct %arr
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%main = OpFunction %void None %fn
-%l = OpLabel
-OpReturn
-OpFunctionEnd
-"#;
-    let results = check(&common::assemble(text, "vulkan1.1"));
+    let text = spvasm::Module::compute(1)
+        .cap("StoragePushConstant16")
+        .ext("SPV_KHR_16bit_storage")
+        .decorate("OpDecorate %arr ArrayStride 2\nOpMemberDecorate %PC 0 Offset 0\nOpDecorate %PC Block")
+        .globals("%big = OpConstant %u32 2147483648\n%arr = OpTypeArray %f16 %big\n%PC = OpTypeStruct %arr\n%ppc = OpTypePointer PushConstant %PC\n%pc = OpVariable %ppc PushConstant")
+        .main("")
+        .text();
+    let results = check(&common::assemble(&text, "vulkan1.1"));
     assert!(results[1..].iter().all(|r| matches!(r, Err(e @ RewriteError::Unsupported { .. }) if e.to_string().contains("4 GiB"))), "{results:?}");
 }
 
@@ -195,38 +178,26 @@ fn vector_of_a_billion_components_is_malformed() {
 /// pointer operand that no longer parsed. Now an error.
 #[test]
 fn copy_memory_from_a_non_pointer_is_an_error() {
-    let text = r#"
-OpCapability Shader
-OpCapability StorageBuffer16BitAccess
-OpExtension "SPV_KHR_16bit_storage"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main"
-OpExecutionMode %main LocalSize 1 1 1
-OpMemberDecorate %S 0 Offset 0
-OpDecorate %S Block
-OpDecorate %buf DescriptorSet 0
-OpDecorate %buf Binding 0
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%half = OpTypeFloat 16
-%S = OpTypeStruct %half
-%pS = OpTypePointer StorageBuffer %S
-%ph = OpTypePointer StorageBuffer %half
-%buf = OpVariable %pS StorageBuffer
-%c0 = OpConstant %u32 0
-%one = OpConstant %f32 1
-%main = OpFunction %void None %fn
-%l = OpLabel
-%p = OpAccessChain %ph %buf %c0
-OpCopyMemory %p %one
-OpReturn
-OpFunctionEnd
-"#;
-    let results = check(&common::assemble(text, "vulkan1.1"));
+    let text = spvasm::Module::compute(1)
+        .cap("StorageBuffer16BitAccess")
+        .ext("SPV_KHR_16bit_storage")
+        .decorate("OpMemberDecorate %S 0 Offset 0\nOpDecorate %S Block\nOpDecorate %buf DescriptorSet 0\nOpDecorate %buf Binding 0")
+        .globals("%S = OpTypeStruct %f16\n%pS = OpTypePointer StorageBuffer %S\n%buf = OpVariable %pS StorageBuffer")
+        .main("%p = OpAccessChain %ps_f16 %buf %c0\nOpCopyMemory %p %f1")
+        .text();
+    let results = check(&common::assemble(&text, "vulkan1.1"));
     assert!(matches!(&results[1], Err(e @ RewriteError::Malformed { .. }) if e.to_string().contains("not a pointer")), "{results:?}");
 }
+
+/// A SPIR-V 1.6 compute module with SPV_NV_bindless_texture (32-bit handles): the image types,
+/// its own `decorations` and `globals`, and the push constant `%pc` holding a handle, which
+/// [`LOAD_HANDLE`] loads.
+fn bindless_module(decorations: &str, globals: &str) -> spvasm::Module {
+    spvasm::Module::compute(1).spirv(6).bindless_textures(Some(32)).decorate(decorations).image_types().globals(globals).push_constants("pc", &[("%u32", 0)])
+}
+
+/// A body's first lines: `%h` = the handle in the push constants of [`bindless_module`].
+const LOAD_HANDLE: &str = "%hp = OpAccessChain %pp_u32 %pc %c0\n%h = OpLoad %u32 %hp";
 
 /// Found by the valid-mutation fuzzer (tests/tests/fuzz_valid_shaders.rs, `select` on the e2e
 /// `sampler_handles` shader, bindless option set): with SPV_NV_bindless_texture an OpSelect (or
@@ -237,44 +208,12 @@ OpFunctionEnd
 /// after the pass refuses any OpSelect/OpPhi of an opaque type left).
 #[test]
 fn select_of_ordinary_samplers_in_a_bindless_module_is_refused() {
-    let text = r#"
-OpCapability Shader
-OpCapability BindlessTextureNV
-OpExtension "SPV_NV_bindless_texture"
-OpMemoryModel Logical GLSL450
-OpSamplerImageAddressingModeNV 32
-OpEntryPoint GLCompute %main "main" %sa %sb %pc
-OpExecutionMode %main LocalSize 1 1 1
-OpDecorate %sa DescriptorSet 0
-OpDecorate %sa Binding 0
-OpDecorate %sb DescriptorSet 0
-OpDecorate %sb Binding 1
-OpDecorate %Pc Block
-OpMemberDecorate %Pc 0 Offset 0
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%bool = OpTypeBool
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v2f = OpTypeVector %f32 2
-%v4f = OpTypeVector %f32 4
-%img = OpTypeImage %f32 2D 0 0 0 1 Unknown
-%simg = OpTypeSampledImage %img
-%smp = OpTypeSampler
-%psmp = OpTypePointer UniformConstant %smp
-%Pc = OpTypeStruct %u32
-%ppc = OpTypePointer PushConstant %Pc
-%pu = OpTypePointer PushConstant %u32
-%c0 = OpConstant %u32 0
-%f0 = OpConstant %f32 0
-%uv = OpConstantComposite %v2f %f0 %f0
-%sa = OpVariable %psmp UniformConstant
-%sb = OpVariable %psmp UniformConstant
-%pc = OpVariable %ppc PushConstant
-%main = OpFunction %void None %fn
-%l = OpLabel
-%hp = OpAccessChain %pu %pc %c0
-%h = OpLoad %u32 %hp
+    let text = bindless_module(
+        "OpDecorate %sa DescriptorSet 0\nOpDecorate %sa Binding 0\nOpDecorate %sb DescriptorSet 0\nOpDecorate %sb Binding 1",
+        "%psmp = OpTypePointer UniformConstant %smp\n%uv = OpConstantComposite %v2f %f0 %f0\n%sa = OpVariable %psmp UniformConstant\n%sb = OpVariable %psmp UniformConstant",
+    )
+    .main(&format!(
+        "{LOAD_HANDLE}
 %im = OpConvertUToImageNV %img %h
 %a = OpLoad %smp %sa
 %b = OpLoad %smp %sb
@@ -282,11 +221,10 @@ OpMemberDecorate %Pc 0 Offset 0
 %c = OpIEqual %bool %odd %c0
 %s = OpSelect %smp %c %a %b
 %si = OpSampledImage %simg %im %s
-%r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0
-OpReturn
-OpFunctionEnd
-"#;
-    let input = common::assemble(text, "vulkan1.3");
+%r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0"
+    ))
+    .text();
+    let input = common::assemble(&text, "vulkan1.3");
     common::validate(&input, "vulkan1.3").expect("valid with the extension");
     match rewrite(&input, &bindless()) {
         Err(RewriteError::Unsupported { instruction, reason }) => assert!(instruction.contains("OpSelect") && reason.contains("ordinary descriptors"), "{instruction}: {reason}"),
@@ -302,65 +240,25 @@ OpFunctionEnd
 /// local", refused as mixing both. Kinds are now recomputed from the operands.
 #[test]
 fn sampler_handle_through_a_later_function_with_a_bound_image() {
-    let text = r#"
-OpCapability Shader
-OpCapability BindlessTextureNV
-OpExtension "SPV_NV_bindless_texture"
-OpMemoryModel Logical GLSL450
-OpSamplerImageAddressingModeNV 32
-OpEntryPoint GLCompute %main "main" %tex %pc %out
-OpExecutionMode %main LocalSize 1 1 1
-OpDecorate %tex DescriptorSet 0
-OpDecorate %tex Binding 0
-OpDecorate %Pc Block
-OpMemberDecorate %Pc 0 Offset 0
-OpDecorate %Out Block
-OpMemberDecorate %Out 0 Offset 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v2f = OpTypeVector %f32 2
-%v4f = OpTypeVector %f32 4
-%img = OpTypeImage %f32 2D 0 0 0 1 Unknown
-%simg = OpTypeSampledImage %img
-%smp = OpTypeSampler
-%fsmp = OpTypeFunction %smp %smp
-%pimg = OpTypePointer UniformConstant %img
-%Pc = OpTypeStruct %u32
-%ppc = OpTypePointer PushConstant %Pc
-%pu = OpTypePointer PushConstant %u32
-%Out = OpTypeStruct %v4f
-%pout = OpTypePointer StorageBuffer %Out
-%pv4 = OpTypePointer StorageBuffer %v4f
-%c0 = OpConstant %u32 0
-%f0 = OpConstant %f32 0
-%uv = OpConstantComposite %v2f %f0 %f0
-%tex = OpVariable %pimg UniformConstant
-%pc = OpVariable %ppc PushConstant
-%out = OpVariable %pout StorageBuffer
-%main = OpFunction %void None %fn
-%l = OpLabel
-%hp = OpAccessChain %pu %pc %c0
-%h = OpLoad %u32 %hp
+    let text = bindless_module(
+        "OpDecorate %tex DescriptorSet 0\nOpDecorate %tex Binding 0",
+        "%fsmp = OpTypeFunction %smp %smp\n%pimg = OpTypePointer UniformConstant %img\n%uv = OpConstantComposite %v2f %f0 %f0\n%tex = OpVariable %pimg UniformConstant",
+    )
+    .decorate("OpDecorate %Out Block\nOpMemberDecorate %Out 0 Offset 0\nOpDecorate %out DescriptorSet 0\nOpDecorate %out Binding 1")
+    .globals("%Out = OpTypeStruct %v4f\n%pout = OpTypePointer StorageBuffer %Out\n%out = OpVariable %pout StorageBuffer")
+    .main(&format!(
+        "{LOAD_HANDLE}
 %s = OpConvertUToSamplerNV %smp %h
 %s2 = OpFunctionCall %smp %same %s
 %i = OpLoad %img %tex
 %si = OpSampledImage %simg %i %s2
 %r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0
-%op = OpAccessChain %pv4 %out %c0
-OpStore %op %r
-OpReturn
-OpFunctionEnd
-%same = OpFunction %smp None %fsmp
-%p = OpFunctionParameter %smp
-%b = OpLabel
-OpReturnValue %p
-OpFunctionEnd
-"#;
-    let input = common::assemble(text, "vulkan1.3");
+%op = OpAccessChain %ps_v4f %out %c0
+OpStore %op %r"
+    ))
+    .function("%same = OpFunction %smp None %fsmp\n%p = OpFunctionParameter %smp\n%b = OpLabel\nOpReturnValue %p\nOpFunctionEnd")
+    .text();
+    let input = common::assemble(&text, "vulkan1.3");
     common::validate(&input, "vulkan1.3").expect("valid with the extension");
     let out = rewrite(&input, &bindless()).unwrap_or_else(|e| panic!("{e}"));
     common::validate(&out.words, "vulkan1.3").unwrap_or_else(|e| panic!("{e}\n{}", common::disassemble(&out.words)));

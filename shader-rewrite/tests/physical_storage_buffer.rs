@@ -15,6 +15,9 @@ fn options(int64: bool) -> Options {
     Options { target: Target { int64, ..Target::all() }, bda: Some(TABLE), ..Options::default() }
 }
 
+/// The start of `%main`: `%x` = the address in the push constants.
+const MAIN_X: &str = "%main = OpFunction %void None %fn\n%l = OpLabel\n%a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n";
+
 /// A compute module: capabilities (beyond Shader and PhysicalStorageBufferAddresses), then
 /// `body` (decorations, types, functions: everything after OpExecutionMode), with a push
 /// constant block `%pc` holding an address in member 0 (`%ulong`) declared by the header, and
@@ -114,16 +117,15 @@ fn scalar_and_vector_members() {
     let text = module(
         &[],
         "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 1 Offset 16\nOpMemberDecorate %S 2 Offset 32",
-        "%v4f = OpTypeVector %float 4\n%v2u = OpTypeVector %uint 2\n%S = OpTypeStruct %uint %v4f %v2u\n\
+        &format!("%v4f = OpTypeVector %float 4\n%v2u = OpTypeVector %uint 2\n%S = OpTypeStruct %uint %v4f %v2u\n\
          %pS = OpTypePointer PhysicalStorageBuffer %S\n%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
          %pv4 = OpTypePointer PhysicalStorageBuffer %v4f\n%pv2 = OpTypePointer PhysicalStorageBuffer %v2u\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n\
+         {MAIN_X}%p = OpConvertUToPtr %pS %x\n\
          %m0 = OpAccessChain %pu %p %i0\n%v = OpLoad %uint %m0 Aligned 16\n\
          %m1 = OpAccessChain %pv4 %p %i1\n%f = OpLoad %v4f %m1 Aligned 16\n\
          %m2 = OpAccessChain %pv2 %p %i2\n%w = OpLoad %v2u %m2 Aligned 8\n\
          OpStore %m0 %v Aligned 4\nOpStore %m1 %f Aligned 16\nOpStore %m2 %w Aligned 8\n\
-         OpReturn\nOpFunctionEnd\n",
+         OpReturn\nOpFunctionEnd\n"),
     );
     let (dis, stats) = lower(&text);
     assert_eq!((stats.physical_loads, stats.physical_stores, stats.physical_chains), (3, 3, 3), "{stats:?}");
@@ -142,11 +144,10 @@ fn ptr_access_chain_without_array_stride_is_an_error() {
     let text = module(
         &[],
         "",
-        "%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pu %x\n\
+        &format!("%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
+         {MAIN_X}%p = OpConvertUToPtr %pu %x\n\
          %q = OpPtrAccessChain %pu %p %i1\n%v = OpLoad %uint %q Aligned 4\n\
-         OpReturn\nOpFunctionEnd\n",
+         OpReturn\nOpFunctionEnd\n"),
     );
     let e = error(&text);
     assert!(matches!(&e, RewriteError::Unsupported { reason, .. } if reason.contains("ArrayStride")), "{e}");
@@ -216,17 +217,16 @@ fn pointer_arithmetic_and_ptr_access_chains() {
     let text = module(
         &[],
         "OpDecorate %pu ArrayStride 4\nOpDecorate %pA ArrayStride 32\nOpDecorate %A ArrayStride 8",
-        "%v2u = OpTypeVector %uint 2\n%A = OpTypeArray %v2u %u4\n%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
+        &format!("%v2u = OpTypeVector %uint 2\n%A = OpTypeArray %v2u %u4\n%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
          %pA = OpTypePointer PhysicalStorageBuffer %A\n%pv2 = OpTypePointer PhysicalStorageBuffer %v2u\n%l8 = OpConstant %ulong 8\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pu %x\n\
+         {MAIN_X}%p = OpConvertUToPtr %pu %x\n\
          %n = OpConvertPtrToU %ulong %p\n%n8 = OpIAdd %ulong %n %l8\n%p8 = OpConvertUToPtr %pu %n8\n%v = OpLoad %uint %p8 Aligned 4\n\
          %q = OpPtrAccessChain %pu %p %i3\nOpStore %q %v Aligned 4\n\
          %dyn = OpPtrAccessChain %pu %p %v\nOpStore %dyn %v Aligned 4\n\
          %w = OpBitcast %v2u %p\n%lo = OpCompositeExtract %uint %w 0\n%lo4 = OpIAdd %uint %lo %u4\n%w4 = OpCompositeInsert %v2u %lo4 %w 0\n\
          %p4 = OpBitcast %pu %w4\n%v4 = OpLoad %uint %p4 Aligned 4\n\
          %arr = OpConvertUToPtr %pA %x\n%el = OpPtrAccessChain %pv2 %arr %i1 %v4\n%pair = OpLoad %v2u %el Aligned 8\nOpStore %el %pair Aligned 8\n\
-         OpReturn\nOpFunctionEnd\n",
+         OpReturn\nOpFunctionEnd\n"),
     );
     let (_, stats) = lower(&text);
     assert_eq!((stats.physical_loads, stats.physical_stores, stats.physical_chains), (3, 3, 3), "{stats:?}");
@@ -235,23 +235,21 @@ fn pointer_arithmetic_and_ptr_access_chains() {
 /// 32- and 64-bit atomics: IAdd, Exchange, CompareExchange, signed min, load, store.
 #[test]
 fn atomics() {
-    let body32 = "%pu = OpTypePointer PhysicalStorageBuffer %uint\n%pi = OpTypePointer PhysicalStorageBuffer %int\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pu %x\n%s = OpConvertUToPtr %pi %x\n\
+    let body32 = &format!("%pu = OpTypePointer PhysicalStorageBuffer %uint\n%pi = OpTypePointer PhysicalStorageBuffer %int\n\
+         {MAIN_X}%p = OpConvertUToPtr %pu %x\n%s = OpConvertUToPtr %pi %x\n\
          %r0 = OpAtomicIAdd %uint %p %u1 %u0 %u1\n%r1 = OpAtomicExchange %uint %p %u1 %u0 %r0\n\
          %r2 = OpAtomicCompareExchange %uint %p %u1 %u0 %u0 %r1 %r0\n%r3 = OpAtomicSMax %int %s %u1 %u0 %i2\n\
          %r4 = OpAtomicLoad %uint %p %u1 %u0\nOpAtomicStore %p %u1 %u0 %r4\n\
-         OpReturn\nOpFunctionEnd\n";
+         OpReturn\nOpFunctionEnd\n");
     let (dis, stats) = lower(&module(&[], "", body32));
     assert_eq!(stats.physical_atomics, 6, "{stats:?}");
     assert!(dis.contains("OpAtomicCompareExchange"), "{dis}");
 
-    let body64 = "%pl = OpTypePointer PhysicalStorageBuffer %ulong\n%l1 = OpConstant %ulong 1\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pl %x\n\
+    let body64 = &format!("%pl = OpTypePointer PhysicalStorageBuffer %ulong\n%l1 = OpConstant %ulong 1\n\
+         {MAIN_X}%p = OpConvertUToPtr %pl %x\n\
          %r0 = OpAtomicIAdd %ulong %p %u1 %u0 %l1\n%r1 = OpAtomicExchange %ulong %p %u1 %u0 %r0\n\
          %r2 = OpAtomicCompareExchange %ulong %p %u1 %u0 %u0 %r1 %r0\n\
-         OpReturn\nOpFunctionEnd\n";
+         OpReturn\nOpFunctionEnd\n");
     let text = module(&["Int64Atomics"], "", body64);
     let (dis, stats) = lower_for(&text, &[true]);
     assert_eq!(stats.physical_atomics, 3, "{stats:?}");
@@ -267,15 +265,14 @@ fn pointers_through_calls_selects_and_phis() {
     let text = module(
         &[],
         "OpDecorate %pu ArrayStride 4\nOpDecorate %param Restrict",
-        "%pu = OpTypePointer PhysicalStorageBuffer %uint\n%fnP = OpTypeFunction %pu %pu %uint\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pu %x\n\
+        &format!("%pu = OpTypePointer PhysicalStorageBuffer %uint\n%fnP = OpTypeFunction %pu %pu %uint\n\
+         {MAIN_X}%p = OpConvertUToPtr %pu %x\n\
          %v = OpLoad %uint %p Aligned 4\n%r = OpFunctionCall %pu %f %p %v\n%c = OpIEqual %bool %v %u0\n\
          %s = OpSelect %pu %c %p %r\nOpStore %s %v Aligned 4\nOpSelectionMerge %m None\nOpBranchConditional %c %t %m\n\
          %t = OpLabel\n%q = OpPtrAccessChain %pu %p %i1\nOpBranch %m\n\
          %m = OpLabel\n%phi = OpPhi %pu %q %t %p %l\nOpStore %phi %v Aligned 4\nOpReturn\nOpFunctionEnd\n\
          %f = OpFunction %pu None %fnP\n%param = OpFunctionParameter %pu\n%k = OpFunctionParameter %uint\n%fl = OpLabel\n\
-         %e = OpPtrAccessChain %pu %param %k\nOpReturnValue %e\nOpFunctionEnd\n",
+         %e = OpPtrAccessChain %pu %param %k\nOpReturnValue %e\nOpFunctionEnd\n"),
     );
     let (dis, stats) = lower(&text);
     assert_eq!((stats.physical_loads, stats.physical_stores), (1, 2), "{stats:?}");
@@ -362,16 +359,15 @@ fn matrices_and_arrays() {
         "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 0 ColMajor\nOpMemberDecorate %S 0 MatrixStride 16\n\
          OpMemberDecorate %S 1 Offset 64\nOpMemberDecorate %S 1 RowMajor\nOpMemberDecorate %S 1 MatrixStride 16\n\
          OpMemberDecorate %S 2 Offset 112\nOpDecorate %arr ArrayStride 16",
-        "%v3 = OpTypeVector %float 3\n%v4 = OpTypeVector %float 4\n%m4 = OpTypeMatrix %v4 4\n%m23 = OpTypeMatrix %v3 2\n\
+        &format!("%v3 = OpTypeVector %float 3\n%v4 = OpTypeVector %float 4\n%m4 = OpTypeMatrix %v4 4\n%m23 = OpTypeMatrix %v3 2\n\
          %arr = OpTypeArray %float %u4\n%S = OpTypeStruct %m4 %m23 %arr\n%pS = OpTypePointer PhysicalStorageBuffer %S\n\
          %pm23 = OpTypePointer PhysicalStorageBuffer %m23\n%pv3 = OpTypePointer PhysicalStorageBuffer %v3\n%pf = OpTypePointer PhysicalStorageBuffer %float\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n\
+         {MAIN_X}%p = OpConvertUToPtr %pS %x\n\
          %s = OpLoad %S %p Aligned 16\nOpStore %p %s Aligned 16\n\
          %m = OpAccessChain %pm23 %p %i1\n%mv = OpLoad %m23 %m Aligned 16\nOpStore %m %mv Aligned 16\n\
          %col = OpAccessChain %pv3 %p %i1 %i1\n%c = OpLoad %v3 %col Aligned 4\nOpStore %col %c Aligned 4\n\
          %el = OpAccessChain %pf %p %i1 %i1 %i2\n%f = OpLoad %float %el Aligned 4\n%ae = OpAccessChain %pf %p %i2 %i3\nOpStore %ae %f Aligned 4\n\
-         OpReturn\nOpFunctionEnd\n",
+         OpReturn\nOpFunctionEnd\n"),
     );
     let (_, stats) = lower(&text);
     assert_eq!((stats.physical_loads, stats.physical_stores), (4, 4), "{stats:?}");
@@ -420,14 +416,13 @@ fn copy_memory_and_pointers_in_private_structs() {
         &[],
         "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 1 Offset 8\nOpDecorate %S Block\n\
          OpDecorate %sb DescriptorSet 0\nOpDecorate %sb Binding 0",
-        "%pu = OpTypePointer PhysicalStorageBuffer %uint\n%S = OpTypeStruct %pu %uint\n%pS = OpTypePointer PhysicalStorageBuffer %S\n\
+        &format!("%pu = OpTypePointer PhysicalStorageBuffer %uint\n%S = OpTypeStruct %pu %uint\n%pS = OpTypePointer PhysicalStorageBuffer %S\n\
          %l16 = OpConstant %ulong 16\n%sbS = OpTypePointer StorageBuffer %S\n%sb = OpVariable %sbS StorageBuffer\n\
          %H = OpTypeStruct %pu %uint\n%prH = OpTypePointer Private %H\n%prpu = OpTypePointer Private %pu\n%priv = OpVariable %prH Private\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n%xq = OpIAdd %ulong %x %l16\n%q = OpConvertUToPtr %pS %xq\n\
+         {MAIN_X}%p = OpConvertUToPtr %pS %x\n%xq = OpIAdd %ulong %x %l16\n%q = OpConvertUToPtr %pS %xq\n\
          OpCopyMemory %sb %p Aligned 8 Aligned 8\nOpCopyMemory %q %sb Aligned 8\nOpCopyMemory %q %p Aligned 8 Aligned 16\n\
          %m = OpAccessChain %pu %p %i1\n%held = OpAccessChain %prpu %priv %i0\nOpStore %held %m\n%back = OpLoad %pu %held\n\
-         %v = OpLoad %uint %back Aligned 4\nOpStore %back %v Aligned 4\nOpReturn\nOpFunctionEnd\n",
+         %v = OpLoad %uint %back Aligned 4\nOpStore %back %v Aligned 4\nOpReturn\nOpFunctionEnd\n"),
     );
     let (_, stats) = lower(&text);
     assert_eq!((stats.physical_loads, stats.physical_stores), (3, 3), "{stats:?}");
@@ -441,12 +436,11 @@ fn pointer_comparisons() {
     let text = module(
         &["VariablePointers"],
         "OpDecorate %pu ArrayStride 4",
-        "%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pu %x\n%q = OpPtrAccessChain %pu %p %i3\n\
+        &format!("%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
+         {MAIN_X}%p = OpConvertUToPtr %pu %x\n%q = OpPtrAccessChain %pu %p %i3\n\
          %eq = OpPtrEqual %bool %p %q\n%ne = OpPtrNotEqual %bool %p %q\n%d = OpPtrDiff %int %q %p\n\
          %both = OpLogicalAnd %bool %eq %ne\n%du = OpBitcast %uint %d\n%v = OpSelect %uint %both %du %u0\nOpStore %p %v Aligned 4\n\
-         OpReturn\nOpFunctionEnd\n",
+         OpReturn\nOpFunctionEnd\n"),
     );
     let words = assemble(&text, ENV);
     for int64 in [true, false] {
@@ -463,13 +457,12 @@ fn float_atomics() {
     let text = module(
         &["AtomicFloat32AddEXT", "AtomicFloat32MinMaxEXT", "AtomicFloat64AddEXT", "Float64"],
         "",
-        "%double = OpTypeFloat 64\n%pf = OpTypePointer PhysicalStorageBuffer %float\n%pd = OpTypePointer PhysicalStorageBuffer %double\n\
+        &format!("%double = OpTypeFloat 64\n%pf = OpTypePointer PhysicalStorageBuffer %float\n%pd = OpTypePointer PhysicalStorageBuffer %double\n\
          %f1 = OpConstant %float 1\n%d1 = OpConstant %double 1\n%l8 = OpConstant %ulong 8\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pf %x\n%x8 = OpIAdd %ulong %x %l8\n%q = OpConvertUToPtr %pd %x8\n\
+         {MAIN_X}%p = OpConvertUToPtr %pf %x\n%x8 = OpIAdd %ulong %x %l8\n%q = OpConvertUToPtr %pd %x8\n\
          %r0 = OpAtomicFAddEXT %float %p %u1 %u0 %f1\n%r1 = OpAtomicFMaxEXT %float %p %u1 %u0 %r0\n%r2 = OpAtomicExchange %float %p %u1 %u0 %r1\n\
          %r3 = OpAtomicLoad %float %p %u1 %u0\nOpAtomicStore %p %u1 %u0 %r3\n%r4 = OpAtomicFAddEXT %double %q %u1 %u0 %d1\n\
-         OpReturn\nOpFunctionEnd\n",
+         OpReturn\nOpFunctionEnd\n"),
     )
     .replace("OpMemoryModel", "OpExtension \"SPV_EXT_shader_atomic_float_add\"\nOpExtension \"SPV_EXT_shader_atomic_float_min_max\"\nOpMemoryModel");
     let (dis, stats) = lower(&text);
@@ -483,10 +476,9 @@ fn half_float_atomics_are_an_error() {
     let text = module(
         &["AtomicFloat16AddEXT", "StorageBuffer16BitAccess", "Float16"],
         "",
-        "%half = OpTypeFloat 16\n%ph = OpTypePointer PhysicalStorageBuffer %half\n%h1 = OpConstant %half 1\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %ph %x\n\
-         %r = OpAtomicFAddEXT %half %p %u1 %u0 %h1\nOpReturn\nOpFunctionEnd\n",
+        &format!("%half = OpTypeFloat 16\n%ph = OpTypePointer PhysicalStorageBuffer %half\n%h1 = OpConstant %half 1\n\
+         {MAIN_X}%p = OpConvertUToPtr %ph %x\n\
+         %r = OpAtomicFAddEXT %half %p %u1 %u0 %h1\nOpReturn\nOpFunctionEnd\n"),
     )
     .replace("OpMemoryModel", "OpExtension \"SPV_EXT_shader_atomic_float16_add\"\nOpMemoryModel");
     let e = error(&text);
@@ -561,12 +553,11 @@ fn small_types_with_emulated_storage() {
     let text = module(
         &["StorageBuffer16BitAccess"],
         "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 1 Offset 2\nOpMemberDecorate %S 2 Offset 4",
-        "%u16 = OpTypeInt 16 0\n%f16 = OpTypeFloat 16\n%S = OpTypeStruct %u16 %u16 %f16\n%pS = OpTypePointer PhysicalStorageBuffer %S\n\
+        &format!("%u16 = OpTypeInt 16 0\n%f16 = OpTypeFloat 16\n%S = OpTypeStruct %u16 %u16 %f16\n%pS = OpTypePointer PhysicalStorageBuffer %S\n\
          %p16 = OpTypePointer PhysicalStorageBuffer %u16\n\
-         %main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n\
+         {MAIN_X}%p = OpConvertUToPtr %pS %x\n\
          %m0 = OpAccessChain %p16 %p %i0\n%m1 = OpAccessChain %p16 %p %i1\n%v = OpLoad %u16 %m0 Aligned 2\nOpStore %m1 %v Aligned 2\n\
-         OpReturn\nOpFunctionEnd\n",
+         OpReturn\nOpFunctionEnd\n"),
     );
     // Without 16-bit storage the 16-bit members are moved through the byte view; without 8-bit
     // storage either, through word parts (stores as atomic and/or pairs).
@@ -599,8 +590,7 @@ const NODE_TYPES: &str = "%v4f = OpTypeVector %float 4\n%S = OpTypeStruct %uint 
 #[test]
 fn pointer_accessed_in_several_blocks_is_located_once() {
     let body = format!(
-        "{NODE_TYPES}%main = OpFunction %void None %fn\n%l = OpLabel\n\
-         %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%p = OpConvertUToPtr %pS %x\n\
+        "{NODE_TYPES}{MAIN_X}%p = OpConvertUToPtr %pS %x\n\
          %c = OpAccessChain %pu %p %i0\n%v = OpLoad %uint %c Aligned 16\n%z = OpIEqual %bool %v %u0\n\
          OpSelectionMerge %m None\nOpBranchConditional %z %t %e\n\
          %t = OpLabel\n%q = OpAccessChain %pu %p %i1\nOpStore %q %u1 Aligned 4\nOpBranch %m\n\
@@ -645,8 +635,7 @@ fn loads_reuse_earlier_loads_until_a_write() {
     let decorations = format!("{NODE}\nOpMemberDecorate %Q 0 Offset 0");
     let body = |between: &str| {
         format!(
-            "{types}%main = OpFunction %void None %fn\n%l = OpLabel\n\
-             %a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n%q = OpConvertUToPtr %pQ %x\n\
+            "{types}{MAIN_X}%q = OpConvertUToPtr %pQ %x\n\
              %f1 = OpAccessChain %pp %q %i0\n%p1 = OpLoad %pS %f1 Aligned 8\n%c1 = OpAccessChain %pu %p1 %i0\n%v1 = OpLoad %uint %c1 Aligned 16\n\
              {between}\
              %a2 = OpAccessChain %pcu %pc %i0\n%x2 = OpLoad %ulong %a2\n%q2 = OpConvertUToPtr %pQ %x2\n\

@@ -4,6 +4,7 @@
 mod common;
 use common::{disassemble, rewrite_valid};
 use shader_rewrite::{Options, RewriteError, Target};
+use spvasm::{Module, GID_X};
 
 const HEAD: &str = r#"
 OpCapability Shader
@@ -41,6 +42,14 @@ OpDecorate %buf2 Binding 1
 %c16 = OpConstant %u32 16
 %c20 = OpConstant %u32 20
 "#;
+
+/// An empty `if (%odd)` diamond: from the current block through `%t` to the merge block `%m`,
+/// which the text goes on in.
+const ODD_DIAMOND: &str = "OpSelectionMerge %m None
+OpBranchConditional %odd %t %m
+%t = OpLabel
+OpBranch %m
+%m = OpLabel";
 
 fn module(extra_caps: &str, types: &str, body: &str, functions: &str) -> String {
     let head = HEAD.replacen("OpCapability Shader\n", &format!("OpCapability Shader\n{extra_caps}"), 1);
@@ -85,20 +94,18 @@ fn base_through_select_phi_and_copy_object() {
     // Selecting between two buffers needs full VariablePointers (spirv-val: "Variable pointers
     // must point into the same structure" under VariablePointersStorageBuffer).
     let caps = "OpCapability VariablePointers\n";
-    let body = "%odd = OpULessThan %bool %i %c4
+    let body = format!(
+        "%odd = OpULessThan %bool %i %c4
 %sel = OpSelect %pBlock %odd %buf %buf2
 %cp = OpCopyObject %pBlock %sel
-OpSelectionMerge %m None
-OpBranchConditional %odd %t %m
-%t = OpLabel
-OpBranch %m
-%m = OpLabel
+{ODD_DIAMOND}
 %phi = OpPhi %pBlock %cp %t %buf %entry
 %p = OpRawAccessChainNV %pu %phi %c0 %c0 %i RobustnessPerComponentNV
 %v = OpLoad %u32 %p Aligned 4
 %q = OpRawAccessChainNV %pu %sel %c4 %i %c0 RobustnessPerElementNV
-OpStore %q %v Aligned 4";
-    let text = module(caps, "", body, "").replace("OpExtension \"SPV_NV_raw_access_chains\"", "OpExtension \"SPV_NV_raw_access_chains\"\nOpExtension \"SPV_KHR_variable_pointers\"");
+OpStore %q %v Aligned 4"
+    );
+    let text = module(caps, "", &body, "").replace("OpExtension \"SPV_NV_raw_access_chains\"", "OpExtension \"SPV_NV_raw_access_chains\"\nOpExtension \"SPV_KHR_variable_pointers\"");
     let (_, s) = rewrite_valid(&text, "vulkan1.1", &all());
     assert_eq!(s.raw_chains, 2);
 }
@@ -160,46 +167,22 @@ fn spirv_1_5_interface_lists_alias_variables() {
 
 #[test]
 fn buffer_block_in_uniform_spirv_1_0() {
-    let text = r#"
-OpCapability Shader
-OpCapability RawAccessChainsNV
-OpExtension "SPV_NV_raw_access_chains"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 1 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %Block 0 Offset 0
-OpDecorate %Block BufferBlock
-OpDecorate %buf DescriptorSet 0
-OpDecorate %buf Binding 0
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%v3u = OpTypeVector %u32 3
-%v2u = OpTypeVector %u32 2
-%rta = OpTypeRuntimeArray %u32
-%Block = OpTypeStruct %rta
-%pBlock = OpTypePointer Uniform %Block
-%buf = OpVariable %pBlock Uniform
-%pin = OpTypePointer Input %v3u
-%gid = OpVariable %pin Input
-%pv = OpTypePointer Uniform %v2u
-%c0 = OpConstant %u32 0
-%c8 = OpConstant %u32 8
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%g = OpLoad %v3u %gid
-%i = OpCompositeExtract %u32 %g 0
-%p = OpRawAccessChainNV %pv %buf %c8 %i %c0 RobustnessPerElementNV
+    let text = Module::compute(1)
+        .spirv(0)
+        .raw_access_chains()
+        .gid()
+        .decorate("OpDecorate %rta ArrayStride 4\nOpMemberDecorate %Block 0 Offset 0\nOpDecorate %Block BufferBlock\nOpDecorate %buf DescriptorSet 0\nOpDecorate %buf Binding 0")
+        .globals("%rta = OpTypeRuntimeArray %u32\n%Block = OpTypeStruct %rta\n%pBlock = OpTypePointer Uniform %Block\n%buf = OpVariable %pBlock Uniform")
+        .main(&format!(
+            "{GID_X}
+%p = OpRawAccessChainNV %pun_v2u %buf %c8 %i %c0 RobustnessPerElementNV
 %v = OpLoad %v2u %p Aligned 8
-%q = OpRawAccessChainNV %pv %buf %c0 %c0 %i RobustnessPerComponentNV
-OpStore %q %v Aligned 4
-OpReturn
-OpFunctionEnd
-"#;
+%q = OpRawAccessChainNV %pun_v2u %buf %c0 %c0 %i RobustnessPerComponentNV
+OpStore %q %v Aligned 4"
+        ))
+        .text();
     for o in [all(), core()] {
-        rewrite_valid(text, "vulkan1.0", &o);
+        rewrite_valid(&text, "vulkan1.0", &o);
     }
 }
 
@@ -251,14 +234,11 @@ fn bounds_checks_count_view_elements() {
     // The first robust access sits in the entry block, whose remainder moves to a new block: the
     // original OpPhi naming %entry must be renamed, the backend's own OpPhi (whose parent is the
     // entry block's first part, still %entry) must not (spirv-val checks both).
-    let body = "%p = OpRawAccessChainNV %pu %buf %c0 %c0 %i RobustnessPerComponentNV
+    let body = format!(
+        "%p = OpRawAccessChainNV %pu %buf %c0 %c0 %i RobustnessPerComponentNV
 %v = OpLoad %u32 %p Aligned 4
 %odd = OpULessThan %bool %i %c4
-OpSelectionMerge %m None
-OpBranchConditional %odd %t %m
-%t = OpLabel
-OpBranch %m
-%m = OpLabel
+{ODD_DIAMOND}
 %phi = OpPhi %u32 %v %entry %c0 %t
 %p2 = OpRawAccessChainNV %pu %buf %c4 %phi %c0 RobustnessPerElementNV
 %v2 = OpLoad %u32 %p2 Aligned 4
@@ -266,8 +246,9 @@ OpBranch %m
 %v3 = OpLoad %v4f %p3 Aligned 16
 OpStore %p3 %v3 Aligned 16
 %p4 = OpRawAccessChainNV %pu %buf %c4 %i %c4 RobustnessPerElementNV
-OpStore %p4 %v2 Aligned 4";
-    let (words, s) = rewrite_valid(&module("", "", body, ""), "vulkan1.1", &all());
+OpStore %p4 %v2 Aligned 4"
+    );
+    let (words, s) = rewrite_valid(&module("", "", &body, ""), "vulkan1.1", &all());
     assert_eq!((s.loads, s.stores), (3, 2));
     let dis = disassemble(&words);
     // Every check compares the offset in elements of the view that fits it (the word view for
@@ -301,51 +282,25 @@ OpBranch %header
 
 #[test]
 fn physical_storage_buffer_bases() {
-    let text = r#"
-OpCapability Shader
-OpCapability PhysicalStorageBufferAddresses
-OpCapability RawAccessChainsNV
-OpExtension "SPV_KHR_physical_storage_buffer"
-OpExtension "SPV_NV_raw_access_chains"
-OpMemoryModel PhysicalStorageBuffer64 GLSL450
-OpEntryPoint GLCompute %main "main" %gid %pc
-OpExecutionMode %main LocalSize 1 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpMemberDecorate %PC 0 Offset 0
-OpDecorate %PC Block
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v2u = OpTypeVector %u32 2
-%v3u = OpTypeVector %u32 3
-%v4f = OpTypeVector %f32 4
-%pscalar = OpTypePointer PhysicalStorageBuffer %u32
-%pvec = OpTypePointer PhysicalStorageBuffer %v4f
-%PC = OpTypeStruct %v2u
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppcv = OpTypePointer PushConstant %v2u
-%pin = OpTypePointer Input %v3u
-%gid = OpVariable %pin Input
-%c0 = OpConstant %u32 0
-%c4 = OpConstant %u32 4
-%c16 = OpConstant %u32 16
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%g = OpLoad %v3u %gid
-%i = OpCompositeExtract %u32 %g 0
-%ap = OpAccessChain %ppcv %pc %c0
+    let text = Module::compute(1)
+        .spirv(5)
+        .physical_addressing()
+        .raw_access_chains()
+        .ext("SPV_KHR_physical_storage_buffer")
+        .gid()
+        .push_constants("pc", &[("%v2u", 0)])
+        .main(&format!(
+            "{GID_X}
+%ap = OpAccessChain %pp_v2u %pc %c0
 %a = OpLoad %v2u %ap
-%base = OpBitcast %pscalar %a
-%p = OpRawAccessChainNV %pvec %base %c16 %i %c4
+%base = OpBitcast %pg_u32 %a
+%p = OpRawAccessChainNV %pg_v4f %base %c16 %i %c4
 %v = OpLoad %v4f %p Aligned 4
-%q = OpRawAccessChainNV %pvec %base %c0 %c0 %c0
-OpStore %q %v Aligned 16
-OpReturn
-OpFunctionEnd
-"#;
-    let (_, s) = rewrite_valid(text, "vulkan1.2", &all());
+%q = OpRawAccessChainNV %pg_v4f %base %c0 %c0 %c0
+OpStore %q %v Aligned 16"
+        ))
+        .text();
+    let (_, s) = rewrite_valid(&text, "vulkan1.2", &all());
     assert_eq!(s.raw_chains_physical, 2);
 }
 

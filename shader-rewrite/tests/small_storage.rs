@@ -4,6 +4,7 @@
 mod common;
 use common::{assemble, disassemble, validate};
 use shader_rewrite::{rewrite, Options, SmallStorage, Target};
+use spvasm::Module;
 
 /// Options emulating every 8/16-bit storage capability on a target that has none of them.
 fn core() -> Options {
@@ -138,40 +139,15 @@ fn fp_rounding_mode_is_done_in_integer_code() {
 /// precise error.
 #[test]
 fn damaged_matrix_column_count_is_an_error() {
-    let text = r#"
-OpCapability Shader
-OpCapability Float16
-OpCapability StorageBuffer16BitAccess
-OpExtension "SPV_KHR_16bit_storage"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main"
-OpExecutionMode %main LocalSize 1 1 1
-OpDecorate %S Block
-OpMemberDecorate %S 0 Offset 0
-OpMemberDecorate %S 0 ColMajor
-OpMemberDecorate %S 0 MatrixStride 8
-OpDecorate %buf DescriptorSet 0
-OpDecorate %buf Binding 0
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%h = OpTypeFloat 16
-%v4h = OpTypeVector %h 4
-%m = OpTypeMatrix %v4h 4
-%S = OpTypeStruct %m
-%pS = OpTypePointer StorageBuffer %S
-%pm = OpTypePointer StorageBuffer %m
-%buf = OpVariable %pS StorageBuffer
-%c0 = OpConstant %u32 0
-%main = OpFunction %void None %fn
-%l = OpLabel
-%p = OpAccessChain %pm %buf %c0
-%v = OpLoad %m %p
-OpStore %p %v
-OpReturn
-OpFunctionEnd
-"#;
-    let mut words = assemble(text, "vulkan1.1");
+    let text = Module::compute(1)
+        .cap("Float16")
+        .cap("StorageBuffer16BitAccess")
+        .ext("SPV_KHR_16bit_storage")
+        .decorate("OpDecorate %S Block\nOpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 0 ColMajor\nOpMemberDecorate %S 0 MatrixStride 8\nOpDecorate %buf DescriptorSet 0\nOpDecorate %buf Binding 0")
+        .globals("%m = OpTypeMatrix %v4h 4\n%S = OpTypeStruct %m\n%pS = OpTypePointer StorageBuffer %S\n%pm = OpTypePointer StorageBuffer %m\n%buf = OpVariable %pS StorageBuffer")
+        .main("%p = OpAccessChain %pm %buf %c0\n%v = OpLoad %m %p\nOpStore %p %v")
+        .text();
+    let mut words = assemble(&text, "vulkan1.1");
     validate(&words, "vulkan1.1").unwrap();
     rewrite(&words, &core()).expect("the intact module rewrites");
     // OpTypeMatrix %m %v4h 4 → column count 2²⁰ (2³⁰ would make the block span more than 4 GiB,
@@ -184,63 +160,42 @@ OpFunctionEnd
 
 /// `struct { float16_t h; uint u; }` in physical memory, read through a pointer from a push
 /// constant, with StorageBuffer16BitAccess on the address's storage.
-const PHYSICAL_F16: &str = r#"
-OpCapability Shader
-OpCapability PhysicalStorageBufferAddresses
-OpCapability StorageBuffer16BitAccess
-OpCapability Int64
-OpExtension "SPV_KHR_physical_storage_buffer"
-OpExtension "SPV_KHR_16bit_storage"
-OpMemoryModel PhysicalStorageBuffer64 GLSL450
-OpEntryPoint GLCompute %main "main" %pc
-OpExecutionMode %main LocalSize 1 1 1
-OpDecorate %Rec Block
-OpMemberDecorate %Rec 0 Offset 0
-OpMemberDecorate %Rec 1 Offset 4
-OpDecorate %PC Block
-OpMemberDecorate %PC 0 Offset 0
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%half = OpTypeFloat 16
-%float = OpTypeFloat 32
-%uint = OpTypeInt 32 0
-%ulong = OpTypeInt 64 0
-%Rec = OpTypeStruct %half %uint
-%pRec = OpTypePointer PhysicalStorageBuffer %Rec
-%pHalf = OpTypePointer PhysicalStorageBuffer %half
-%pUint = OpTypePointer PhysicalStorageBuffer %uint
-%PC = OpTypeStruct %ulong
-%pPC = OpTypePointer PushConstant %PC
-%pcUlong = OpTypePointer PushConstant %ulong
-%pc = OpVariable %pPC PushConstant
-%i0 = OpConstant %uint 0
-%i1 = OpConstant %uint 1
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%ap = OpAccessChain %pcUlong %pc %i0
-%a = OpLoad %ulong %ap
+fn physical_f16() -> String {
+    Module::compute(1)
+        .spirv(5)
+        .physical_addressing()
+        .cap("StorageBuffer16BitAccess")
+        .cap("Int64")
+        .ext("SPV_KHR_physical_storage_buffer")
+        .ext("SPV_KHR_16bit_storage")
+        .decorate("OpDecorate %Rec Block\nOpMemberDecorate %Rec 0 Offset 0\nOpMemberDecorate %Rec 1 Offset 4")
+        .globals("%Rec = OpTypeStruct %f16 %u32\n%pRec = OpTypePointer PhysicalStorageBuffer %Rec")
+        .push_constants("pc", &[("%u64", 0)])
+        .main(
+            "%ap = OpAccessChain %pp_u64 %pc %c0
+%a = OpLoad %u64 %ap
 %r = OpConvertUToPtr %pRec %a
-%hp = OpAccessChain %pHalf %r %i0
-%h = OpLoad %half %hp Aligned 4
-%f = OpFConvert %float %h
-%bits = OpBitcast %uint %f
-%up = OpAccessChain %pUint %r %i1
-OpStore %up %bits Aligned 4
-OpReturn
-OpFunctionEnd
-"#;
+%hp = OpAccessChain %pg_f16 %r %c0
+%h = OpLoad %f16 %hp Aligned 4
+%f = OpFConvert %f32 %h
+%bits = OpBitcast %u32 %f
+%up = OpAccessChain %pg_u32 %r %c1
+OpStore %up %bits Aligned 4",
+        )
+        .text()
+}
 
 /// Widening the f16 member would move `u` (physical memory keeps its explicit layout): without
 /// the physical-storage-buffer lowering the module is refused, naming the pointer type; with it
 /// (Options::bda) the member goes through the table's byte views and the output validates.
 #[test]
 fn physical_memory_with_small_members_is_refused_unless_lowered_as_physical() {
-    let input = assemble(PHYSICAL_F16, "vulkan1.2");
+    let input = assemble(&physical_f16(), "vulkan1.2");
     validate(&input, "vulkan1.2").unwrap();
     let err = rewrite(&input, &core()).expect_err("physical f16 member widened in place");
     let text = err.to_string();
     assert!(text.contains("PhysicalStorageBuffer") && text.contains("explicit layout"), "{text}");
     let with_bda = Options { bda: Some(shader_rewrite::BdaTable { set: 7, binding: 3, count: 64 }), ..core() };
-    let (dis, _) = lower(PHYSICAL_F16, "vulkan1.2", &with_bda);
+    let (dis, _) = lower(&physical_f16(), "vulkan1.2", &with_bda);
     assert!(!dis.contains("PhysicalStorageBuffer"), "{dis}");
 }

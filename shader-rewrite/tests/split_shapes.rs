@@ -7,6 +7,7 @@
 mod common;
 use common::{disassemble, rewrite_valid};
 use shader_rewrite::{Options, Target};
+use spvasm::{Module, GID_X};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Container {
@@ -52,61 +53,17 @@ struct Shape {
     location: Location,
 }
 
-const HEAD: &str = r#"OpCapability Shader
-OpCapability RawAccessChainsNV
-OpExtension "SPV_NV_raw_access_chains"
-EXTENSIONS
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 1 1 1
-%file = OpString "split.hlsl"
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %Block 0 Offset 0
-OpDecorate %Block Block
-OpDecorate %buf DescriptorSet 0
-OpDecorate %buf Binding 0
-OpDecorate %buf2 DescriptorSet 0
-OpDecorate %buf2 Binding 1
-OpDecorate %tex DescriptorSet 0
-OpDecorate %tex Binding 2
-OpDecorate %smp DescriptorSet 0
-OpDecorate %smp Binding 3
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%bool = OpTypeBool
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v2u = OpTypeVector %u32 2
-%v3u = OpTypeVector %u32 3
-%v2f = OpTypeVector %f32 2
-%v4f = OpTypeVector %f32 4
-%rta = OpTypeRuntimeArray %u32
-%Block = OpTypeStruct %rta
-%pBlock = OpTypePointer StorageBuffer %Block
-%buf = OpVariable %pBlock StorageBuffer
-%buf2 = OpVariable %pBlock StorageBuffer
-%pin = OpTypePointer Input %v3u
-%gid = OpVariable %pin Input
-%pu = OpTypePointer StorageBuffer %u32
-%pv2u = OpTypePointer StorageBuffer %v2u
-%img_t = OpTypeImage %f32 2D 0 0 0 1 Unknown
-%smp_t = OpTypeSampler
-%si_t = OpTypeSampledImage %img_t
-%pimg = OpTypePointer UniformConstant %img_t
-%psmp = OpTypePointer UniformConstant %smp_t
-%tex = OpVariable %pimg UniformConstant
-%smp = OpVariable %psmp UniformConstant
-%c0 = OpConstant %u32 0
-%c1 = OpConstant %u32 1
-%c3 = OpConstant %u32 3
-%c4 = OpConstant %u32 4
-%c8 = OpConstant %u32 8
-%c100 = OpConstant %u32 100
-%f0 = OpConstant %f32 0
-%fhalf = OpConstant %f32 0.5
-%coord = OpConstantComposite %v2f %fhalf %fhalf
-"#;
+/// The module every shape starts from: `%buf` and `%buf2` (`uint[]`, bindings 0 and 1), a
+/// texture `%tex` and a sampler `%sampler` (bindings 2 and 3), the source file `%file`.
+fn head() -> Module {
+    Module::compute(1)
+        .raw_access_chains()
+        .debug("%file = OpString \"split.hlsl\"")
+        .gid()
+        .word_buffers(&["buf", "buf2"])
+        .texture_and_sampler(2, 3)
+        .globals("%fhalf = OpConstant %f32 0.5\n%coord = OpConstantComposite %v2f %fhalf %fhalf")
+}
 
 /// The debug-info declarations of `Location::DebugInfo` (NonSemantic.Shader.DebugInfo.100 takes
 /// every operand as a constant id).
@@ -128,11 +85,16 @@ impl Shape {
     }
 
     fn module(&self) -> String {
-        let (ext, decls) = match self.location {
-            Location::DebugInfo => ("OpExtension \"SPV_KHR_non_semantic_info\"\n%dbg = OpExtInstImport \"NonSemantic.Shader.DebugInfo.100\"", DEBUG_INFO_DECLS),
-            _ => ("", ""),
+        self.module_on(head(), "%buf")
+    }
+
+    /// The shape's module on `m`, its robust access on the buffer `base` (an id of the body).
+    fn module_on(&self, m: Module, base: &str) -> String {
+        let m = match self.location {
+            Location::DebugInfo => m.ext("SPV_KHR_non_semantic_info").import("%dbg", "NonSemantic.Shader.DebugInfo.100").globals(DEBUG_INFO_DECLS),
+            _ => m,
         };
-        format!("{}{decls}%main = OpFunction %void None %fn\n{}OpFunctionEnd\n", HEAD.replace("EXTENSIONS", ext), self.blocks())
+        m.function(&format!("%main = OpFunction %void None %fn\n{}OpFunctionEnd", self.blocks(base))).text()
     }
 
     /// The first instructions of original block `n` (after its OpPhis): the debug location.
@@ -145,9 +107,9 @@ impl Shape {
     }
 
     /// The function's blocks: an entry block, then the container holding `body` (which uses `%k`).
-    fn blocks(&self) -> String {
-        let entry = format!("%entry = OpLabel\n{}%g = OpLoad %v3u %gid\n%i = OpCompositeExtract %u32 %g 0\n", self.start(1));
-        let body = self.body();
+    fn blocks(&self, base: &str) -> String {
+        let entry = format!("%entry = OpLabel\n{}{GID_X}\n", self.start(1));
+        let body = self.body(base);
         let (s3, s4, s8) = (self.start(3), self.start(4), self.start(8));
         match self.container {
             Container::Straight => format!(
@@ -171,27 +133,32 @@ impl Shape {
         }
     }
 
-    /// Image work before the access, the robust access, image work after it, and a plain store
-    /// of everything into `buf2`.
-    fn body(&self) -> String {
+    /// Image work before the access, the robust access (on `base`, `%buf` or an access chain
+    /// into `%bufs` the body makes), image work after it, and a plain store of everything into
+    /// `buf2`.
+    fn body(&self, base: &str) -> String {
+        let (chain, base) = match base {
+            "%buf" => ("", base),
+            _ => ("%b = OpAccessChain %ps_blk %bufs %k\n", "%b"),
+        };
         let before = match self.images {
             Images::None => "",
-            Images::SharedSampledImage => "%img = OpLoad %img_t %tex\n%sm = OpLoad %smp_t %smp\n%si = OpSampledImage %si_t %img %sm\n%s1 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s1x = OpCompositeExtract %f32 %s1 0\n%val = OpConvertFToU %u32 %s1x\n",
-            Images::LoadsBefore => "%img = OpLoad %img_t %tex\n%sm = OpLoad %smp_t %smp\n",
+            Images::SharedSampledImage => "%im = OpLoad %img %tex\n%sm = OpLoad %smp %sampler\n%si = OpSampledImage %simg %im %sm\n%s1 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s1x = OpCompositeExtract %f32 %s1 0\n%val = OpConvertFToU %u32 %s1x\n",
+            Images::LoadsBefore => "%im = OpLoad %img %tex\n%sm = OpLoad %smp %sampler\n",
         };
         let val = if self.images == Images::SharedSampledImage { "%val" } else { "%k" };
         let access = match self.access {
-            Access::StorePerElement => format!("%p = OpRawAccessChainNV %pu %buf %c4 %k %c0 RobustnessPerElementNV\nOpStore %p {val} Aligned 4\n%res = OpCopyObject %u32 {val}\n"),
-            Access::StorePerComponentVec2 => format!("%off = OpIMul %u32 %k %c8\n%vv = OpCompositeConstruct %v2u {val} %k\n%p = OpRawAccessChainNV %pv2u %buf %c0 %c0 %off RobustnessPerComponentNV\nOpStore %p %vv Aligned 8\n%res = OpCopyObject %u32 {val}\n"),
-            Access::LoadPerElement => "%p = OpRawAccessChainNV %pu %buf %c4 %k %c0 RobustnessPerElementNV\n%res = OpLoad %u32 %p Aligned 4\n".into(),
-            Access::LoadPerComponentVec2 => "%off = OpIMul %u32 %k %c8\n%p = OpRawAccessChainNV %pv2u %buf %c0 %c0 %off RobustnessPerComponentNV\n%ld = OpLoad %v2u %p Aligned 8\n%res = OpCompositeExtract %u32 %ld 0\n".into(),
+            Access::StorePerElement => format!("{chain}%p = OpRawAccessChainNV %ps_u32 {base} %c4 %k %c0 RobustnessPerElementNV\nOpStore %p {val} Aligned 4\n%res = OpCopyObject %u32 {val}\n"),
+            Access::StorePerComponentVec2 => format!("%off = OpIMul %u32 %k %c8\n%vv = OpCompositeConstruct %v2u {val} %k\n{chain}%p = OpRawAccessChainNV %ps_v2u {base} %c0 %c0 %off RobustnessPerComponentNV\nOpStore %p %vv Aligned 8\n%res = OpCopyObject %u32 {val}\n"),
+            Access::LoadPerElement => format!("{chain}%p = OpRawAccessChainNV %ps_u32 {base} %c4 %k %c0 RobustnessPerElementNV\n%res = OpLoad %u32 %p Aligned 4\n"),
+            Access::LoadPerComponentVec2 => format!("%off = OpIMul %u32 %k %c8\n{chain}%p = OpRawAccessChainNV %ps_v2u {base} %c0 %c0 %off RobustnessPerComponentNV\n%ld = OpLoad %v2u %p Aligned 8\n%res = OpCompositeExtract %u32 %ld 0\n"),
         };
         let after = match self.images {
             Images::None => "%out = OpCopyObject %u32 %res\n",
             Images::SharedSampledImage => "%s2 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s2x = OpCompositeExtract %f32 %s2 0\n%s2u = OpConvertFToU %u32 %s2x\n%out = OpIAdd %u32 %res %s2u\n",
-            Images::LoadsBefore => "%si = OpSampledImage %si_t %img %sm\n%s2 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s2x = OpCompositeExtract %f32 %s2 0\n%s2u = OpConvertFToU %u32 %s2x\n%out = OpIAdd %u32 %res %s2u\n",
+            Images::LoadsBefore => "%si = OpSampledImage %simg %im %sm\n%s2 = OpImageSampleExplicitLod %v4f %si %coord Lod %f0\n%s2x = OpCompositeExtract %f32 %s2 0\n%s2u = OpConvertFToU %u32 %s2x\n%out = OpIAdd %u32 %res %s2u\n",
         };
-        format!("{before}{access}{after}%q = OpRawAccessChainNV %pu %buf2 %c4 %k %c0\nOpStore %q %out Aligned 4\n")
+        format!("{before}{access}{after}%q = OpRawAccessChainNV %ps_u32 %buf2 %c4 %k %c0\nOpStore %q %out Aligned 4\n")
     }
 }
 
@@ -278,13 +245,14 @@ fn waterfall_pieces_and_nonuniform_sampled_images() {
     let quirk = Options { target: Target { nonuniform_array_length_broken: true, ..Target::all() }, ..Options::default() };
     for container in [Container::Straight, Container::SelfLoop] {
         let shape = Shape { container, access: Access::LoadPerElement, images: Images::SharedSampledImage, location: Location::DebugInfo };
-        let text = shape
-            .module()
-            .replace("OpCapability Shader\n", "OpCapability Shader\nOpCapability RuntimeDescriptorArray\nOpCapability ShaderNonUniform\nOpCapability StorageBufferArrayNonUniformIndexing\n")
-            .replace("OpExtension \"SPV_NV_raw_access_chains\"", "OpExtension \"SPV_NV_raw_access_chains\"\nOpExtension \"SPV_EXT_descriptor_indexing\"")
-            .replace("OpDecorate %buf2 Binding 1", "OpDecorate %buf2 Binding 1\nOpDecorate %bufs DescriptorSet 1\nOpDecorate %bufs Binding 0\nOpDecorate %b NonUniform\nOpDecorate %si NonUniform")
-            .replace("%pu = OpTypePointer StorageBuffer %u32\n", "%pu = OpTypePointer StorageBuffer %u32\n%arr = OpTypeRuntimeArray %Block\n%parr = OpTypePointer StorageBuffer %arr\n%bufs = OpVariable %parr StorageBuffer\n")
-            .replace("%p = OpRawAccessChainNV %pu %buf ", "%b = OpAccessChain %pBlock %bufs %k\n%p = OpRawAccessChainNV %pu %b ");
+        let bufs = head()
+            .cap("RuntimeDescriptorArray")
+            .cap("ShaderNonUniform")
+            .cap("StorageBufferArrayNonUniformIndexing")
+            .ext("SPV_EXT_descriptor_indexing")
+            .decorate("OpDecorate %bufs DescriptorSet 1\nOpDecorate %bufs Binding 0\nOpDecorate %b NonUniform\nOpDecorate %si NonUniform")
+            .globals("%arr = OpTypeRuntimeArray %blk\n%parr = OpTypePointer StorageBuffer %arr\n%bufs = OpVariable %parr StorageBuffer");
+        let text = shape.module_on(bufs, "%bufs");
         let (words, _) = rewrite_valid(&text, "vulkan1.1", &quirk);
         let dis = disassemble(&words);
         assert!(dis.contains("OpGroupNonUniformBroadcastFirst"), "no waterfall loop:\n{dis}");

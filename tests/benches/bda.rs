@@ -111,15 +111,11 @@ fn emulated_words(name: &str, words: &[u32]) -> Vec<u32> {
 /// `vkCreateShaderModule` + `vkCreateComputePipelines` of `words` (no pipeline cache), in ms;
 /// both are destroyed after.
 fn create_ms(ctx: &Context, layout: vk::PipelineLayout, words: &[u32]) -> f64 {
-    let d = ctx.device();
-    let main = c"main";
     let t = Instant::now();
     let module = ok(ctx.create_shader_module(words), "vkCreateShaderModule");
-    let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(main);
-    let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
-    let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }.unwrap_or_else(|(_, e)| fail(&format!("vkCreateComputePipelines: {e:?}")))[0];
+    let p = compute_pipeline(ctx, module, layout, "vkCreateComputePipelines");
     let ms = t.elapsed().as_secs_f64() * 1e3;
-    unsafe { d.destroy_pipeline(p, None) };
+    unsafe { ctx.device().destroy_pipeline(p, None) };
     ctx.destroy_shader_module(module);
     ms
 }
@@ -199,14 +195,11 @@ fn main() {
     println!("correctness: the emulated kernels write the native kernels' bytes");
 
     let mut ms = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
-    for r in 0..reps {
-        for k in 0..2 {
-            let s = (k + r) % 2;
-            for (kernel, cmd) in [sides[s].stream, sides[s].chase].into_iter().enumerate() {
-                let t = Instant::now();
-                sides[s].scope.submit_recorded(cmd).unwrap_or_else(|e| fail(&e));
-                ms[kernel][s].push(t.elapsed().as_secs_f64() * 1e3);
-            }
+    for s in rotating(2, reps) {
+        for (kernel, cmd) in [sides[s].stream, sides[s].chase].into_iter().enumerate() {
+            let t = Instant::now();
+            sides[s].scope.submit_recorded(cmd).unwrap_or_else(|e| fail(&e));
+            ms[kernel][s].push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
     println!();

@@ -18,8 +18,8 @@ mod common;
 
 use common::*;
 use polyfill_e2e::ash::vk;
-use polyfill_e2e::bindless::gpu::{Img, Scope, Write, ALL_STAGES};
-use polyfill_e2e::bindless::{cases, rgba8_texel, shaders, textures, HandleApi};
+use polyfill_e2e::bindless::gpu::{ColorTarget, Scope, Write, ALL_STAGES};
+use polyfill_e2e::bindless::{rgba8_texel, shaders, textures, HandleApi};
 use polyfill_e2e::{spirv_as, Context, ContextOptions};
 use std::time::Instant;
 
@@ -31,14 +31,12 @@ struct Variant<'a> {
     cmd: vk::CommandBuffer,
     pipeline: vk::Pipeline,
     layout: vk::PipelineLayout,
-    render_pass: vk::RenderPass,
-    framebuffer: vk::Framebuffer,
     sets: Vec<vk::DescriptorSet>,
     /// Push-constant handle per set index (0 for the plain pipeline).
     handles: Vec<u32>,
     /// Texture index per set index.
     tex_of_set: Vec<u32>,
-    target: Img,
+    target: ColorTarget,
     record_ms: Vec<f64>,
     run_ms: Vec<f64>,
 }
@@ -49,13 +47,12 @@ fn setup<'a>(ctx: &'a Context, name: &str, bindless: bool) -> Result<Variant<'a>
     // RGBA8 textures only (t % 3 != 2).
     let rgba: Vec<u32> = (0..16).filter(|t| t % 3 != 2).collect();
     let nearest = scope.sampler(vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE)?;
-    let target = scope.image(vk::Format::R8G8B8A8_UNORM, W, W, vk::ImageUsageFlags::COLOR_ATTACHMENT, None, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)?;
-    let (render_pass, framebuffer) = scope.render_target(&target)?;
+    let target = scope.color_target(W, W)?;
     let sl = scope.set_layout(&[(0, vk::DescriptorType::COMBINED_IMAGE_SAMPLER, 1)])?;
     let layout = scope.pipeline_layout(&[sl], 8)?;
-    let vs = spirv_as(&cases::cell_vs(), "vulkan1.3")?;
+    let vs = spirv_as(&shaders::cell_vs(), "vulkan1.3")?;
     let fs = spirv_as(&shaders::draw_fs(bindless), "vulkan1.3")?;
-    let pipeline = scope.graphics_pipeline(&vs, &fs, layout, render_pass, W, W)?;
+    let pipeline = scope.graphics_pipeline(&vs, &fs, layout, target.render_pass, W, W)?;
     let mut sets = Vec::new();
     let mut handles = Vec::new();
     let api = HandleApi::new(ctx);
@@ -74,8 +71,6 @@ fn setup<'a>(ctx: &'a Context, name: &str, bindless: bool) -> Result<Variant<'a>
         cmd,
         pipeline,
         layout,
-        render_pass,
-        framebuffer,
         sets,
         handles,
         tex_of_set: rgba,
@@ -95,13 +90,7 @@ fn record(v: &Variant, draws: u32, every: u32) -> Result<f64, String> {
     let t0 = Instant::now();
     unsafe {
         d.begin_command_buffer(v.cmd, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT)).map_err(|e| format!("vkBeginCommandBuffer: {e:?}"))?;
-        let clear = [vk::ClearValue { color: vk::ClearColorValue { uint32: [0; 4] } }];
-        let rpbi = vk::RenderPassBeginInfo::default()
-            .render_pass(v.render_pass)
-            .framebuffer(v.framebuffer)
-            .render_area(vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width: W, height: W } })
-            .clear_values(&clear);
-        d.cmd_begin_render_pass(v.cmd, &rpbi, vk::SubpassContents::INLINE);
+        v.target.begin(d, v.cmd);
         d.cmd_bind_pipeline(v.cmd, vk::PipelineBindPoint::GRAPHICS, v.pipeline);
         for i in 0..draws {
             let s = set_of(i, every, v.sets.len());
@@ -126,7 +115,7 @@ fn run(v: &Variant) -> Result<f64, String> {
 
 /// The last draw into each of the 16 cells decides its color: texel (1, 2) of its texture.
 fn check(v: &mut Variant, draws: u32, every: u32) -> Result<(), String> {
-    let target = v.target;
+    let target = v.target.image;
     let got = v.scope.read_image(&target, 4)?;
     let cell_px = W / 4;
     for cell in 0..16u32.min(draws) {
@@ -174,30 +163,18 @@ fn main() {
     }
     println!("correctness: every variant renders the expected texture in each cell");
     let started = Instant::now();
-    let n = variants.len();
-    for r in 0..reps {
-        for k in 0..n {
-            let v = &mut variants[(k + r) % n];
-            let rec = record(v, draws, every).unwrap_or_else(|e| fail(&e));
-            let ex = run(v).unwrap_or_else(|e| fail(&e));
-            v.record_ms.push(rec);
-            v.run_ms.push(ex);
-        }
+    for j in rotating(variants.len(), reps) {
+        let v = &mut variants[j];
+        let rec = record(v, draws, every).unwrap_or_else(|e| fail(&e));
+        let ex = run(v).unwrap_or_else(|e| fail(&e));
+        v.record_ms.push(rec);
+        v.run_ms.push(ex);
     }
     println!();
     println!("ms per command buffer, median [min..max]:");
     println!("  {:<28} {:>22} {:>26}", "variant", "record", "submit+wait");
     for v in &variants {
-        println!(
-            "  {:<28} {:>8.3} [{:.3}..{:.3}] {:>9.2} [{:.2}..{:.2}]",
-            v.name,
-            median(&v.record_ms),
-            min(&v.record_ms),
-            max(&v.record_ms),
-            median(&v.run_ms),
-            min(&v.run_ms),
-            max(&v.run_ms)
-        );
+        println!("  {:<28} {} {}", v.name, spread(&v.record_ms, 8, 3), spread(&v.run_ms, 9, 2));
     }
     let find = |s: &str| variants.iter().find(|v| v.name == s);
     let ratio = |a: &Variant, b: &Variant| {

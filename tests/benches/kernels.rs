@@ -39,8 +39,8 @@
 mod common;
 
 use common::*;
+use polyfill_e2e::spvasm::{Module, GID_X_CHAIN};
 use polyfill_e2e::{bytes, spirv_as, Context, ContextOptions};
-use std::time::Instant;
 
 const WORKGROUP: u32 = 64;
 
@@ -54,114 +54,30 @@ enum Emulated {
     PerComponent,
 }
 
-const A_COMMON: &str = r#"
-OpCapability Shader
-OpCapability RawAccessChainsNV
-OpExtension "SPV_NV_raw_access_chains"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v3 = OpTypeVector %u32 3
-%v4f = OpTypeVector %f32 4
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%pv3in = OpTypePointer Input %v3
-%gid = OpVariable %pv3in Input
-%pin = OpTypePointer Input %u32
-%pv4 = OpTypePointer StorageBuffer %v4f
-%c0 = OpConstant %u32 0
-%c4 = OpConstant %u32 4
-%c16 = OpConstant %u32 16
-%f1 = OpConstant %f32 1
-%f2 = OpConstant %f32 2
-%k1 = OpConstantComposite %v4f %f1 %f1 %f1 %f1
-%k2 = OpConstantComposite %v4f %f2 %f2 %f2 %f2
-%main = OpFunction %void None %fn
-%l = OpLabel
-%px = OpAccessChain %pin %gid %c0
-%i = OpLoad %u32 %px
-"#;
-
-fn kernel_a(v: Emulated) -> String {
-    let chains = match v {
-        Emulated::None => "%p = OpRawAccessChainNV %pv4 %in %c16 %i %c0\n\
-                           %q = OpRawAccessChainNV %pv4 %out %c16 %i %c0\n"
-            .to_string(),
-        Emulated::PerElement => "%p = OpRawAccessChainNV %pv4 %in %c16 %i %c0 RobustnessPerElementNV\n\
-                                 %q = OpRawAccessChainNV %pv4 %out %c16 %i %c0 RobustnessPerElementNV\n"
-            .to_string(),
-        Emulated::PerComponent => "%off = OpShiftLeftLogical %u32 %i %c4\n\
-                                   %p = OpRawAccessChainNV %pv4 %in %c0 %c0 %off RobustnessPerComponentNV\n\
-                                   %q = OpRawAccessChainNV %pv4 %out %c0 %c0 %off RobustnessPerComponentNV\n"
-            .to_string(),
-    };
-    format!(
-        "{A_COMMON}{chains}\
-         %v = OpLoad %v4f %p Aligned 16\n\
-         %m = OpFMul %v4f %v %k2\n\
-         %w = OpFAdd %v4f %m %k1\n\
-         OpStore %q %w Aligned 16\n\
-         OpReturn\n\
-         OpFunctionEnd\n"
-    )
+/// What both kernels share: `in` and `out` blocks of `elem` (ArrayStride `stride`) at bindings 0
+/// and 1, the splats `%kN` = `vec4(N)` for N in `splats`, `%i` = the invocation index, then `body`.
+fn kernel(m: Module, elem: &str, stride: u32, splats: &[u32], body: &str) -> String {
+    let splats: Vec<String> = splats.iter().map(|k| format!("%k{k} = OpConstantComposite %v4f %f{k} %f{k} %f{k} %f{k}")).collect();
+    m.gid().buffers("blk", elem, stride, &["in", "out"]).globals(&splats.join("\n")).main(&format!("{GID_X_CHAIN}\n{body}")).text()
 }
 
-const B_COMMON: &str = r#"
-OpCapability Shader
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 16
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%bool = OpTypeBool
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v3 = OpTypeVector %u32 3
-%v4f = OpTypeVector %f32 4
-%rta = OpTypeRuntimeArray %v4f
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%pv3in = OpTypePointer Input %v3
-%gid = OpVariable %pv3in Input
-%pin = OpTypePointer Input %u32
-%pv4 = OpTypePointer StorageBuffer %v4f
-%c0 = OpConstant %u32 0
-%f0 = OpConstant %f32 0
-%f1 = OpConstant %f32 1
-%f2 = OpConstant %f32 2
-%k0 = OpConstantComposite %v4f %f0 %f0 %f0 %f0
-%k1 = OpConstantComposite %v4f %f1 %f1 %f1 %f1
-%k2 = OpConstantComposite %v4f %f2 %f2 %f2 %f2
-%main = OpFunction %void None %fn
-%l = OpLabel
-%px = OpAccessChain %pin %gid %c0
-%i = OpLoad %u32 %px
-"#;
+fn kernel_a(v: Emulated) -> String {
+    // (lines before the chains, stride index offset, robustness)
+    let (pre, operands, robust) = match v {
+        Emulated::None => ("", "%c16 %i %c0", ""),
+        Emulated::PerElement => ("", "%c16 %i %c0", " RobustnessPerElementNV"),
+        Emulated::PerComponent => ("%off = OpShiftLeftLogical %u32 %i %c4\n", "%c0 %c0 %off", " RobustnessPerComponentNV"),
+    };
+    let body = format!(
+        "{pre}%p = OpRawAccessChainNV %ps_v4f %in {operands}{robust}
+%q = OpRawAccessChainNV %ps_v4f %out {operands}{robust}
+%v = OpLoad %v4f %p Aligned 16
+%m = OpFMul %v4f %v %k2
+%w = OpFAdd %v4f %m %k1
+OpStore %q %w Aligned 16"
+    );
+    kernel(Module::compute(WORKGROUP).raw_access_chains(), "%u32", 4, &[1, 2], &body)
+}
 
 fn kernel_b(check: bool) -> String {
     let body = if check {
@@ -170,11 +86,11 @@ fn kernel_b(check: bool) -> String {
 OpSelectionMerge %m1 None
 OpBranchConditional %okin %t1 %m1
 %t1 = OpLabel
-%p = OpAccessChain %pv4 %in %c0 %i
+%p = OpAccessChain %ps_v4f %in %c0 %i
 %v = OpLoad %v4f %p
 OpBranch %m1
 %m1 = OpLabel
-%vv = OpPhi %v4f %v %t1 %k0 %l
+%vv = OpPhi %v4f %v %t1 %k0 %entry
 %m = OpFMul %v4f %vv %k2
 %w = OpFAdd %v4f %m %k1
 %lout = OpArrayLength %u32 %out 0
@@ -182,25 +98,19 @@ OpBranch %m1
 OpSelectionMerge %m2 None
 OpBranchConditional %okout %t2 %m2
 %t2 = OpLabel
-%q = OpAccessChain %pv4 %out %c0 %i
+%q = OpAccessChain %ps_v4f %out %c0 %i
 OpStore %q %w
 OpBranch %m2
-%m2 = OpLabel
-OpReturn
-OpFunctionEnd
-"#
+%m2 = OpLabel"#
     } else {
-        r#"%p = OpAccessChain %pv4 %in %c0 %i
+        r#"%p = OpAccessChain %ps_v4f %in %c0 %i
 %v = OpLoad %v4f %p
 %m = OpFMul %v4f %v %k2
 %w = OpFAdd %v4f %m %k1
-%q = OpAccessChain %pv4 %out %c0 %i
-OpStore %q %w
-OpReturn
-OpFunctionEnd
-"#
+%q = OpAccessChain %ps_v4f %out %c0 %i
+OpStore %q %w"#
     };
-    format!("{B_COMMON}{body}")
+    kernel(Module::compute(WORKGROUP), "%v4f", 16, &[0, 1, 2], body)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -213,11 +123,8 @@ fn create_table(rig: &Rig, names: &[&str], words: &[Vec<u32>], rounds: usize) {
         rig.create_ms(w); // warm-up: code paths and allocations of the first creation
     }
     let mut times: Vec<Vec<(f64, f64)>> = vec![vec![]; words.len()];
-    for r in 0..rounds {
-        for k in 0..words.len() {
-            let j = (k + r) % words.len();
-            times[j].push(rig.create_ms(&words[j]));
-        }
+    for j in rotating(words.len(), rounds) {
+        times[j].push(rig.create_ms(&words[j]));
     }
     let total = |j: usize| times[j].iter().map(|(m, p)| m + p).collect::<Vec<f64>>();
     println!();
@@ -345,20 +252,8 @@ fn main() {
     println!("correctness: A and B outputs are byte-identical for all 3 pairs (and match the CPU)");
 
     // Warm-up, then interleaved rounds (order rotates every round).
-    for j in &jobs {
-        rig.run(j);
-    }
     let load_before = loadavg();
-    let started = Instant::now();
-    for r in 0..reps {
-        for k in 0..jobs.len() {
-            let j = (k + r) % jobs.len();
-            let (ts, wall) = rig.run(&jobs[j]);
-            jobs[j].ts_ms.push(ts);
-            jobs[j].wall_ms.push(wall);
-        }
-    }
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed = rig.rounds(&mut jobs, reps);
 
     println!();
     println!("per pipeline ({reps} runs each; ms; create = vkCreateShaderModule + vkCreateComputePipelines, once, includes the layer's rewrite):");

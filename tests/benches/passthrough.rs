@@ -26,67 +26,26 @@ mod common;
 
 use common::*;
 use polyfill_e2e::ash::vk;
+use polyfill_e2e::spvasm::{Module, GID_X_CHAIN};
 use polyfill_e2e::{layer, spirv_as, Context, ContextOptions};
-use std::ffi::CStr;
 use std::path::PathBuf;
 use std::time::Instant;
 
 /// A plain compute module (no raw access chains): `out[i] = sum_k in[i + k] * k` over `steps`
 /// terms, bindings 0 (in) and 1 (out). About 116 bytes per step plus ~700 bytes.
 fn plain_module(steps: usize) -> String {
-    let mut s = String::from(
-        r#"OpCapability Shader
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%pv3 = OpTypePointer Input %v3
-%gid = OpVariable %pv3 Input
-%pin = OpTypePointer Input %u32
-%pu = OpTypePointer StorageBuffer %u32
-%c0 = OpConstant %u32 0
-"#,
-    );
-    for k in 1..=steps {
-        s += &format!("%c{k} = OpConstant %u32 {}\n", k * 7 + 3);
-    }
-    s += "%main = OpFunction %void None %fn\n%l = OpLabel\n%px = OpAccessChain %pin %gid %c0\n%i = OpLoad %u32 %px\n%acc0 = OpCopyObject %u32 %c0\n";
+    let mut consts = String::new();
+    let mut body = format!("{GID_X_CHAIN}\n%acc0 = OpCopyObject %u32 %c0\n");
     for k in 1..=steps {
         let p = k - 1;
-        s += &format!(
-            "%i{k} = OpIAdd %u32 %i %c{k}\n%p{k} = OpAccessChain %pu %in %c0 %i{k}\n%ld{k} = OpLoad %u32 %p{k}\n\
-             %m{k} = OpIMul %u32 %ld{k} %c{k}\n%acc{k} = OpIAdd %u32 %acc{p} %m{k}\n"
+        consts += &format!("%k{k} = OpConstant %u32 {}\n", k * 7 + 3);
+        body += &format!(
+            "%i{k} = OpIAdd %u32 %i %k{k}\n%p{k} = OpAccessChain %ps_u32 %in %c0 %i{k}\n%ld{k} = OpLoad %u32 %p{k}\n\
+             %m{k} = OpIMul %u32 %ld{k} %k{k}\n%acc{k} = OpIAdd %u32 %acc{p} %m{k}\n"
         );
     }
-    s += &format!("%po = OpAccessChain %pu %out %c0 %i\nOpStore %po %acc{steps}\nOpReturn\nOpFunctionEnd\n");
-    s
-}
-
-/// The shared object holding `addr` (dladdr).
-fn object_of(addr: usize) -> Option<PathBuf> {
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) };
-    if r == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    let p = PathBuf::from(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned());
-    Some(p.canonicalize().unwrap_or(p))
+    body += &format!("%po = OpAccessChain %ps_u32 %out %c0 %i\nOpStore %po %acc{steps}");
+    Module::compute(64).gid().word_buffers(&["in", "out"]).globals(&consts).main(&body).text()
 }
 
 /// Per-context objects for the pipeline and recording benches.
@@ -95,8 +54,7 @@ struct Rig {
     layout: vk::PipelineLayout,
     dpool: vk::DescriptorPool,
     set: vk::DescriptorSet,
-    buffer: vk::Buffer,
-    memory: vk::DeviceMemory,
+    buffer: HostBuffer,
     module: vk::ShaderModule,
     pipeline: vk::Pipeline,
     cmd_pool: vk::CommandPool,
@@ -109,20 +67,8 @@ impl Rig {
         let (set_layout, layout, dpool, sets) = two_storage_buffers(ctx, 1);
         let set = sets[0];
         // One small buffer behind both bindings, so the bound set is fully written.
-        let buffer = ok(
-            unsafe {
-                d.create_buffer(&vk::BufferCreateInfo::default().size(4096).usage(vk::BufferUsageFlags::STORAGE_BUFFER), None)
-            },
-            "vkCreateBuffer",
-        );
-        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
-        let mt = req.memory_type_bits.trailing_zeros();
-        let memory = ok(
-            unsafe { d.allocate_memory(&vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(mt), None) },
-            "vkAllocateMemory",
-        );
-        ok(unsafe { d.bind_buffer_memory(buffer, memory, 0) }, "vkBindBufferMemory");
-        let bi = [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }];
+        let buffer = HostBuffer::new(ctx, 4096);
+        let bi = [vk::DescriptorBufferInfo { buffer: buffer.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         let w = [0u32, 1].map(|b| {
             vk::WriteDescriptorSet::default().dst_set(set).dst_binding(b).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).buffer_info(&bi)
         });
@@ -134,7 +80,6 @@ impl Rig {
             dpool,
             set,
             buffer,
-            memory,
             module,
             pipeline: vk::Pipeline::null(),
             cmd_pool: vk::CommandPool::null(),
@@ -157,12 +102,7 @@ impl Rig {
     }
 
     fn create_pipeline(&self, ctx: &Context) -> vk::Pipeline {
-        let entry = c"main";
-        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(self.module).name(entry);
-        let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
-        unsafe { ctx.device().create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }
-            .map_err(|(_, e)| e)
-            .unwrap_or_else(|e| fail(&format!("vkCreateComputePipelines: {e:?}")))[0]
+        compute_pipeline(ctx, self.module, self.layout, "vkCreateComputePipelines")
     }
 
     /// Records `n` × (bind pipeline, bind set, dispatch); returns the seconds from
@@ -194,12 +134,9 @@ impl Rig {
             d.destroy_command_pool(self.cmd_pool, None);
             d.destroy_pipeline(self.pipeline, None);
             d.destroy_shader_module(self.module, None);
-            d.destroy_descriptor_pool(self.dpool, None);
-            d.destroy_pipeline_layout(self.layout, None);
-            d.destroy_descriptor_set_layout(self.set_layout, None);
-            d.destroy_buffer(self.buffer, None);
-            d.free_memory(self.memory, None);
         }
+        destroy_two_storage_buffers(ctx, self.set_layout, self.layout, self.dpool);
+        self.buffer.destroy(ctx);
     }
 }
 
@@ -235,8 +172,32 @@ struct Row {
     what: String,
     unit: &'static str,
     samples: Vec<Vec<Batch>>,
-    target: &'static str,
-    within: fn(f64) -> bool,
+    target: Target,
+}
+
+/// A row's target for the layer/native ratio: at most (times) or at least (rates) a bound.
+#[derive(Clone, Copy)]
+enum Target {
+    AtMost(f64),
+    AtLeast(f64),
+}
+
+impl Target {
+    fn holds(self, ratio: f64) -> bool {
+        match self {
+            Target::AtMost(b) => ratio <= b,
+            Target::AtLeast(b) => ratio >= b,
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Target::AtMost(b) => write!(f, "<={b}"),
+            Target::AtLeast(b) => write!(f, ">={b}"),
+        }
+    }
 }
 
 fn main() {
@@ -259,7 +220,7 @@ fn main() {
     );
     let lib = layer::try_library_path().ok();
     for (ctx, n) in ctxs.iter().zip(names) {
-        let f = ctx.get_device_proc_addr("vkCreateShaderModule").map(|f| f as usize).and_then(object_of);
+        let f = ctx.get_device_proc_addr("vkCreateShaderModule").map(|f| f as usize).and_then(layer::object_of);
         let ours = lib.is_some() && f == lib;
         println!("  {n:<10} vkCreateShaderModule -> {}", if ours { "the layer's hook".to_string() } else { format!("{:?}", f.unwrap_or_default()) });
     }
@@ -303,13 +264,8 @@ fn main() {
             }
             Batch::of(&times, false)
         });
-        rows.push(Row {
-            what: format!("vkCreateShaderModule {label} ({n_modules}/batch)"),
-            unit: "us/call",
-            samples,
-            target: "<=1.02",
-            within: |r| r <= 1.02,
-        });
+        let what = format!("vkCreateShaderModule {label} ({n_modules}/batch)");
+        rows.push(Row { what, unit: "us/call", samples, target: Target::AtMost(1.02) });
     }
 
     // 2. vkCreateComputePipelines on the ~8 KB module.
@@ -329,13 +285,8 @@ fn main() {
             }
             Batch::of(&times, false)
         });
-        rows.push(Row {
-            what: format!("vkCreateComputePipelines {} ({n_pipelines}/batch)", modules[1].0),
-            unit: "ms/call",
-            samples,
-            target: "<=1.02",
-            within: |r| r <= 1.02,
-        });
+        let what = format!("vkCreateComputePipelines {} ({n_pipelines}/batch)", modules[1].0);
+        rows.push(Row { what, unit: "ms/call", samples, target: Target::AtMost(1.02) });
     }
 
     // 3. Command recording rate.
@@ -348,13 +299,8 @@ fn main() {
             let rates: Vec<f64> = (0..n_records).map(|_| (3 * n_dispatches) as f64 / (rigs[c].record(&ctxs[c], n_dispatches) * 1e6)).collect();
             Batch::of(&rates, true)
         });
-        rows.push(Row {
-            what: format!("recording {n_dispatches}x(BindPipeline+BindDescriptorSets+Dispatch) ({n_records}/batch)"),
-            unit: "Mcmd/s",
-            samples,
-            target: ">=0.99",
-            within: |r| r >= 0.99,
-        });
+        let what = format!("recording {n_dispatches}x(BindPipeline+BindDescriptorSets+Dispatch) ({n_records}/batch)");
+        rows.push(Row { what, unit: "Mcmd/s", samples, target: Target::AtLeast(0.99) });
     }
     let elapsed = started.elapsed().as_secs_f64();
 
@@ -385,7 +331,7 @@ fn main() {
                     median(&b) / median(&b0),
                     median(&a) / median(&a0),
                     row.target,
-                    match ((row.within)(ratio), (row.within)(paired)) {
+                    match (row.target.holds(ratio), row.target.holds(paired)) {
                         (true, true) => "",
                         (false, true) => "  (outside target by the medians only; paired within)",
                         (true, false) => "  (outside target by the paired ratio only)",

@@ -18,68 +18,35 @@
 mod common;
 
 use common::*;
+use polyfill_e2e::spvasm::{Module, GID_X};
 use polyfill_e2e::{bytes, spirv_as, Context, ContextOptions};
 use shader_rewrite::{rewrite, Options, SmallStorage, Target};
-use std::time::Instant;
 
 const WORKGROUP: u32 = 64;
 
 fn kernel(vec4: bool) -> String {
-    let (ty, fty, stride) = if vec4 { ("%v4h", "%v4f", 8) } else { ("%h", "%f32", 2) };
-    let consts = if vec4 { "%two = OpConstantComposite %v4f %c2f %c2f %c2f %c2f\n%one = OpConstantComposite %v4f %c1f %c1f %c1f %c1f" } else { "" };
-    let (two, one) = if vec4 { ("%two", "%one") } else { ("%c2f", "%c1f") };
-    format!(
-        r#"
-OpCapability Shader
-OpCapability StorageBuffer16BitAccess
-OpExtension "SPV_KHR_16bit_storage"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride {stride}
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%h = OpTypeFloat 16
-%v4h = OpTypeVector %h 4
-%v4f = OpTypeVector %f32 4
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray {ty}
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%pel = OpTypePointer StorageBuffer {ty}
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%pv3in = OpTypePointer Input %v3
-%gid = OpVariable %pv3in Input
-%c0 = OpConstant %u32 0
-%c1f = OpConstant %f32 1
-%c2f = OpConstant %f32 2
-{consts}
-%main = OpFunction %void None %fn
-%l = OpLabel
-%g = OpLoad %v3 %gid
-%i = OpCompositeExtract %u32 %g 0
-%pi = OpAccessChain %pel %in %c0 %i
+    let (ty, fty, stride) = if vec4 { ("%v4h", "%v4f", 8) } else { ("%f16", "%f32", 2) };
+    let consts = if vec4 { "%two = OpConstantComposite %v4f %f2 %f2 %f2 %f2\n%one = OpConstantComposite %v4f %f1 %f1 %f1 %f1" } else { "" };
+    let (two, one) = if vec4 { ("%two", "%one") } else { ("%f2", "%f1") };
+    let pel = format!("%ps_{}", &ty[1..]);
+    Module::compute(64)
+        .cap("StorageBuffer16BitAccess")
+        .ext("SPV_KHR_16bit_storage")
+        .gid()
+        .buffers("blk", ty, stride, &["in", "out"])
+        .globals(consts)
+        .main(&format!(
+            "{GID_X}
+%pi = OpAccessChain {pel} %in %c0 %i
 %x = OpLoad {ty} %pi
 %xf = OpFConvert {fty} %x
 %y = OpFMul {fty} %xf {two}
 %z = OpFAdd {fty} %y {one}
 %zh = OpFConvert {ty} %z
-%po = OpAccessChain %pel %out %c0 %i
-OpStore %po %zh
-OpReturn
-OpFunctionEnd
-"#
-    )
+%po = OpAccessChain {pel} %out %c0 %i
+OpStore %po %zh"
+        ))
+        .text()
 }
 
 fn emulated(words: &[u32], core: bool) -> Vec<u32> {
@@ -132,18 +99,7 @@ fn main() {
     }
     println!("correctness: every emulated kernel writes the native kernel's bytes");
 
-    for j in &jobs {
-        rig.run(j);
-    }
-    let started = Instant::now();
-    for r in 0..reps {
-        for k in 0..jobs.len() {
-            let j = (k + r) % jobs.len();
-            let (ts, wall) = rig.run(&jobs[j]);
-            jobs[j].ts_ms.push(ts);
-            jobs[j].wall_ms.push(wall);
-        }
-    }
+    let elapsed = rig.rounds(&mut jobs, reps);
     let pick = |j: &Job| if rig.timestamps { j.ts_ms.clone() } else { j.wall_ms.clone() };
     println!();
     println!("{} per dispatch, ms (median [min..max]); ratio = emulated / native, paired = median of same-round ratios:", if rig.timestamps { "GPU timestamps" } else { "wall time" });
@@ -151,18 +107,16 @@ fn main() {
         let (ta, tb) = (pick(&jobs[a]), pick(&jobs[b]));
         let paired: Vec<f64> = tb.iter().zip(&ta).map(|(x, y)| x / y).collect();
         println!(
-            "  {:<30} {:>7.3} [{:.3}..{:.3}]  vs {:<12} {:>7.3}   ratio {:.3}  paired {:.3}",
+            "  {:<30} {}  vs {:<12} {:>7.3}   ratio {:.3}  paired {:.3}",
             jobs[b].name,
-            median(&tb),
-            min(&tb),
-            max(&tb),
+            spread(&tb, 7, 3),
             jobs[a].name,
             median(&ta),
             median(&tb) / median(&ta),
             median(&paired)
         );
     }
-    println!("timed rounds took {:.1}s (load average {}); figures are printed, never asserted", started.elapsed().as_secs_f64(), loadavg());
+    println!("timed rounds took {:.1}s (load average {}); figures are printed, never asserted", elapsed, loadavg());
     for j in &jobs {
         rig.destroy_job(j);
     }

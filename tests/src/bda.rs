@@ -1,90 +1,102 @@
 //! SPIR-V compute shaders that use SPV_KHR_physical_storage_buffer pointers, for the
 //! buffer-device-address tests and bench (native addresses vs the layer's emulated ones). Every
 //! shader runs 64 invocations per workgroup and is checked with spirv-val when assembled.
+//!
+//! Conventions (on [`spvasm::Module`]): `%Buf = { uint data[]; }` is reached through
+//! PhysicalStorageBuffer pointers `%pbuf`; `%gx` = gl_GlobalInvocationID.x at the top of `main`;
+//! push constant `k` (a pointer of type `%T`) is read into `%name` by [`push_loads`] through the
+//! pointer type `%pp_T` that [`push_constants`] declares.
 use crate::tools::{spirv_as, spirv_val};
+use spvasm::{Module, FRAG_XY};
 
-/// Common head of the test shaders: 32-bit uints, a `uint data[]` block type reached through
-/// PhysicalStorageBuffer pointers, and the invocation index in `%gx`.
-pub const HEAD: &str = r#"
-OpExtension "SPV_KHR_physical_storage_buffer"
-OpMemoryModel PhysicalStorageBuffer64 GLSL450
-OpEntryPoint GLCompute %main "main" %gid %pc
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %PC Block
-OpDecorate %Buf Block
-OpMemberDecorate %Buf 0 Offset 0
-OpDecorate %arr ArrayStride 4
-"#;
-
-/// Types and constants after the shaders' own decorations.
-pub const TYPES: &str = r#"
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%bool = OpTypeBool
-%uint = OpTypeInt 32 0
-%v3uint = OpTypeVector %uint 3
-%arr = OpTypeRuntimeArray %uint
-%Buf = OpTypeStruct %arr
-%pbuf = OpTypePointer PhysicalStorageBuffer %Buf
-%pu = OpTypePointer PhysicalStorageBuffer %uint
-%pin = OpTypePointer Input %v3uint
-%pin_uint = OpTypePointer Input %uint
-%gid = OpVariable %pin Input
-%c0 = OpConstant %uint 0
-%c1 = OpConstant %uint 1
-%c2 = OpConstant %uint 2
-%c3 = OpConstant %uint 3
-"#;
-
-/// `%gx` = gl_GlobalInvocationID.x, at the top of `main`.
-pub const MAIN: &str = r#"
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%gx_p = OpAccessChain %pin_uint %gid %c0
-%gx = OpLoad %uint %gx_p
-"#;
-
-/// A module from its own decorations, types and the body of `main` (after [`MAIN`]).
-pub fn assemble(decorations: &str, types: &str, code: &str) -> Vec<u32> {
-    assemble_with("", decorations, types, code)
+/// The module of the graphics and compute shaders: SPIR-V 1.5, PhysicalStorageBuffer64, the
+/// block type `%Buf` and its pointer `%pbuf`.
+fn physical(m: Module) -> Module {
+    m.spirv(5)
+        .physical_addressing()
+        .ext("SPV_KHR_physical_storage_buffer")
+        .block("Buf", "%u32", 4)
+        .globals("%pbuf = OpTypePointer PhysicalStorageBuffer %Buf")
 }
 
-/// [`assemble`] with more capabilities (`OpCapability ...` lines).
-pub fn assemble_with(capabilities: &str, decorations: &str, types: &str, code: &str) -> Vec<u32> {
-    let text = format!(
-        "OpCapability Shader\nOpCapability PhysicalStorageBufferAddresses\n{capabilities}{HEAD}{decorations}{TYPES}{types}{MAIN}{code}OpReturn\nOpFunctionEnd\n"
-    );
+/// The push constants `%pc` of `members` (pointer or scalar types at 8-byte offsets), with
+/// `%pp_T` = PushConstant pointer to each member type `%T` that has no standard name.
+fn push_constants(m: Module, members: &[&str]) -> Module {
+    let mut pointers: Vec<&str> = Vec::new();
+    for &t in members.iter().filter(|&&t| t != "%u32") {
+        if !pointers.contains(&t) {
+            pointers.push(t);
+        }
+    }
+    let with_offsets: Vec<(&str, u32)> = members.iter().enumerate().map(|(k, &t)| (t, 8 * k as u32)).collect();
+    let m = m.push_constants("pc", &with_offsets);
+    let decls: String = pointers.iter().map(|t| format!("%pp_{} = OpTypePointer PushConstant {t}\n", &t[1..])).collect();
+    m.globals(&decls)
+}
+
+/// Function-body lines loading push constants `first`, `first + 1`, … into `%name` (of type
+/// `%T`) for each (name, T).
+fn push_loads(first: u32, loads: &[(&str, &str)]) -> String {
+    let mut s = String::new();
+    for (k, (name, ty)) in loads.iter().enumerate() {
+        s += &format!("%{name}_p = OpAccessChain %pp_{} %pc %c{}\n%{name} = OpLoad {ty} %{name}_p\n", &ty[1..], first + k as u32);
+    }
+    s
+}
+
+/// Assembles and validates (vulkan1.2).
+fn assemble(m: &Module) -> Vec<u32> {
+    let text = m.text();
     let words = spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}"));
     spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
     words
 }
 
+/// A compute shader (LocalSize 64, `%gid`) of `m`'s declarations, `main` = `%gx` and `code`.
+fn compute(m: Module, code: &str) -> Vec<u32> {
+    assemble(&m.main(&format!("%gx_p = OpAccessChain %pin_u32 %gid %c0\n%gx = OpLoad %u32 %gx_p\n{code}")))
+}
+
+/// `code` run by invocation 0 alone, in block `%then`; the text goes on in the merge block
+/// `%merge`.
+fn first_invocation(code: &str, then: &str, merge: &str) -> String {
+    format!("%first = OpIEqual %bool %gx %c0\nOpSelectionMerge %{merge} None\nOpBranchConditional %first %{then} %{merge}\n%{then} = OpLabel\n{code}OpBranch %{merge}\n%{merge} = OpLabel")
+}
+
+/// The compute module with its `%Buf` block, `%gid` and `capabilities`.
+fn base(capabilities: &[&str]) -> Module {
+    let m = physical(Module::compute(64).gid());
+    capabilities.iter().fold(m, |m, c| m.cap(c))
+}
+
 /// A shader with two pointers from the push constants, `%src` (offset 0) and `%dst` (offset
-/// 8), loaded at the top of `main`, then `code`; `capabilities` and `types` add to the common
-/// ones.
-fn src_dst(capabilities: &str, types: &str, code: &str) -> Vec<u32> {
-    assemble_with(
-        capabilities,
-        "OpMemberDecorate %PC 0 Offset 0\nOpMemberDecorate %PC 1 Offset 8\n",
-        &format!("%PC = OpTypeStruct %pbuf %pbuf\n%ppc = OpTypePointer PushConstant %PC\n%pc = OpVariable %ppc PushConstant\n%ppc_pbuf = OpTypePointer PushConstant %pbuf\n{types}"),
-        &format!("%src_p = OpAccessChain %ppc_pbuf %pc %c0\n%src = OpLoad %pbuf %src_p\n%dst_p = OpAccessChain %ppc_pbuf %pc %c1\n%dst = OpLoad %pbuf %dst_p\n{code}"),
-    )
+/// 8), loaded at the top of `main`, then `code`.
+fn src_dst(m: Module, code: &str) -> Vec<u32> {
+    compute(push_constants(m, &["%pbuf", "%pbuf"]), &format!("{}{code}", push_loads(0, &[("src", "%pbuf"), ("dst", "%pbuf")])))
 }
 
 /// `out = in * 2 + 1` per invocation through two pointers in the push constants.
 pub fn copy_scale() -> Vec<u32> {
     src_dst(
-        "",
-        "",
+        base(&[]),
         r#"
-%ep = OpAccessChain %pu %src %c0 %gx
-%v = OpLoad %uint %ep Aligned 4
-%v2 = OpIMul %uint %v %c2
-%v3 = OpIAdd %uint %v2 %c1
-%op = OpAccessChain %pu %dst %c0 %gx
+%ep = OpAccessChain %pg_u32 %src %c0 %gx
+%v = OpLoad %u32 %ep Aligned 4
+%v2 = OpIMul %u32 %v %c2
+%v3 = OpIAdd %u32 %v2 %c1
+%op = OpAccessChain %pg_u32 %dst %c0 %gx
 OpStore %op %v3 Aligned 4
 "#,
+    )
+}
+
+/// `%Node = { uint value; uint pad; Node* next; }` (`%pnode`, `%pnext` = pointer to a `next`).
+fn nodes(m: Module) -> Module {
+    m.decorate("OpMemberDecorate %Node 0 Offset 0\nOpMemberDecorate %Node 1 Offset 4\nOpMemberDecorate %Node 2 Offset 8").globals(
+        "OpTypeForwardPointer %pnode PhysicalStorageBuffer
+%Node = OpTypeStruct %u32 %u32 %pnode
+%pnode = OpTypePointer PhysicalStorageBuffer %Node
+%pnext = OpTypePointer PhysicalStorageBuffer %pnode",
     )
 }
 
@@ -92,114 +104,44 @@ OpStore %op %v3 Aligned 4
 /// the nodes), then walked: `out[0] = a.value + a.next.value + a.next.next.value`, and
 /// `out[1]` = the last node's value read through the pointer loaded from memory twice.
 pub fn linked_list() -> Vec<u32> {
-    assemble(
-        r#"
-OpDecorate %Node Block
-OpMemberDecorate %Node 0 Offset 0
-OpMemberDecorate %Node 1 Offset 4
-OpMemberDecorate %Node 2 Offset 8
-OpMemberDecorate %PC 0 Offset 0
-OpMemberDecorate %PC 1 Offset 8
-OpMemberDecorate %PC 2 Offset 16
-OpMemberDecorate %PC 3 Offset 24
-"#,
-        r#"
-OpTypeForwardPointer %pnode PhysicalStorageBuffer
-%Node = OpTypeStruct %uint %uint %pnode
-%pnode = OpTypePointer PhysicalStorageBuffer %Node
-%pnext = OpTypePointer PhysicalStorageBuffer %pnode
-%PC = OpTypeStruct %pnode %pnode %pnode %pbuf
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppc_node = OpTypePointer PushConstant %pnode
-%ppc_pbuf = OpTypePointer PushConstant %pbuf
-"#,
-        r#"
-%first = OpIEqual %bool %gx %c0
-OpSelectionMerge %done None
-OpBranchConditional %first %work %done
-%work = OpLabel
-%a_p = OpAccessChain %ppc_node %pc %c0
-%a = OpLoad %pnode %a_p
-%b_p = OpAccessChain %ppc_node %pc %c1
-%b = OpLoad %pnode %b_p
-%c_p = OpAccessChain %ppc_node %pc %c2
-%c = OpLoad %pnode %c_p
-%o_p = OpAccessChain %ppc_pbuf %pc %c3
-%o = OpLoad %pbuf %o_p
-%a_next = OpAccessChain %pnext %a %c2
+    let m = push_constants(nodes(base(&[])).decorate("OpDecorate %Node Block"), &["%pnode", "%pnode", "%pnode", "%pbuf"]);
+    let work = format!(
+        "{}%a_next = OpAccessChain %pnext %a %c2
 OpStore %a_next %b Aligned 8
 %b_next = OpAccessChain %pnext %b %c2
 OpStore %b_next %c Aligned 8
-%av_p = OpAccessChain %pu %a %c0
-%av = OpLoad %uint %av_p Aligned 8
+%av_p = OpAccessChain %pg_u32 %a %c0
+%av = OpLoad %u32 %av_p Aligned 8
 %n1 = OpLoad %pnode %a_next Aligned 8
-%n1v_p = OpAccessChain %pu %n1 %c0
-%n1v = OpLoad %uint %n1v_p Aligned 8
+%n1v_p = OpAccessChain %pg_u32 %n1 %c0
+%n1v = OpLoad %u32 %n1v_p Aligned 8
 %n1_next = OpAccessChain %pnext %n1 %c2
 %n2 = OpLoad %pnode %n1_next Aligned 8
-%n2v_p = OpAccessChain %pu %n2 %c0
-%n2v = OpLoad %uint %n2v_p Aligned 8
-%s1 = OpIAdd %uint %av %n1v
-%sum = OpIAdd %uint %s1 %n2v
-%o0 = OpAccessChain %pu %o %c0 %c0
+%n2v_p = OpAccessChain %pg_u32 %n2 %c0
+%n2v = OpLoad %u32 %n2v_p Aligned 8
+%s1 = OpIAdd %u32 %av %n1v
+%sum = OpIAdd %u32 %s1 %n2v
+%o0 = OpAccessChain %pg_u32 %o %c0 %c0
 OpStore %o0 %sum Aligned 4
-%o1 = OpAccessChain %pu %o %c0 %c1
+%o1 = OpAccessChain %pg_u32 %o %c0 %c1
 OpStore %o1 %n2v Aligned 4
-OpBranch %done
-%done = OpLabel
-"#,
-    )
+",
+        push_loads(0, &[("a", "%pnode"), ("b", "%pnode"), ("c", "%pnode"), ("o", "%pbuf")])
+    );
+    compute(m, &first_invocation(&work, "work", "done"))
 }
 
 /// A struct of pointers in device memory: invocation 0 fills `table = { in0, in1, out }` from
 /// the push constants, a workgroup barrier, then every invocation loads the three pointers
 /// from the table and computes `out[i] = in0[i] + in1[i]`.
 pub fn struct_of_pointers() -> Vec<u32> {
-    assemble(
-        r#"
-OpDecorate %Table Block
-OpMemberDecorate %Table 0 Offset 0
-OpMemberDecorate %Table 1 Offset 8
-OpMemberDecorate %Table 2 Offset 16
-OpMemberDecorate %PC 0 Offset 0
-OpMemberDecorate %PC 1 Offset 8
-OpMemberDecorate %PC 2 Offset 16
-OpMemberDecorate %PC 3 Offset 24
-"#,
-        r#"
-%Table = OpTypeStruct %pbuf %pbuf %pbuf
-%ptable = OpTypePointer PhysicalStorageBuffer %Table
-%pslot = OpTypePointer PhysicalStorageBuffer %pbuf
-%PC = OpTypeStruct %ptable %pbuf %pbuf %pbuf
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppc_table = OpTypePointer PushConstant %ptable
-%ppc_pbuf = OpTypePointer PushConstant %pbuf
-%workgroup = OpConstant %uint 2
-%semantics = OpConstant %uint 72
-"#,
-        r#"
-%t_p = OpAccessChain %ppc_table %pc %c0
-%t = OpLoad %ptable %t_p
-%first = OpIEqual %bool %gx %c0
-OpSelectionMerge %filled None
-OpBranchConditional %first %fill %filled
-%fill = OpLabel
-%i0_p = OpAccessChain %ppc_pbuf %pc %c1
-%i0 = OpLoad %pbuf %i0_p
-%i1_p = OpAccessChain %ppc_pbuf %pc %c2
-%i1 = OpLoad %pbuf %i1_p
-%out_p = OpAccessChain %ppc_pbuf %pc %c3
-%out = OpLoad %pbuf %out_p
-%t0 = OpAccessChain %pslot %t %c0
-OpStore %t0 %i0 Aligned 8
-%t1 = OpAccessChain %pslot %t %c1
-OpStore %t1 %i1 Aligned 8
-%t2 = OpAccessChain %pslot %t %c2
-OpStore %t2 %out Aligned 8
-OpBranch %filled
-%filled = OpLabel
+    let m = base(&[])
+        .decorate("OpDecorate %Table Block\nOpMemberDecorate %Table 0 Offset 0\nOpMemberDecorate %Table 1 Offset 8\nOpMemberDecorate %Table 2 Offset 16")
+        .globals("%Table = OpTypeStruct %pbuf %pbuf %pbuf\n%ptable = OpTypePointer PhysicalStorageBuffer %Table\n%pslot = OpTypePointer PhysicalStorageBuffer %pbuf\n%workgroup = OpConstant %u32 2\n%semantics = OpConstant %u32 72");
+    compute(
+        push_constants(m, &["%ptable", "%pbuf", "%pbuf", "%pbuf"]),
+        &format!(
+            "{}{}
 OpControlBarrier %workgroup %workgroup %semantics
 %l0 = OpAccessChain %pslot %t %c0
 %a = OpLoad %pbuf %l0 Aligned 8
@@ -207,14 +149,29 @@ OpControlBarrier %workgroup %workgroup %semantics
 %b = OpLoad %pbuf %l1 Aligned 8
 %l2 = OpAccessChain %pslot %t %c2
 %d = OpLoad %pbuf %l2 Aligned 8
-%ap = OpAccessChain %pu %a %c0 %gx
-%av = OpLoad %uint %ap Aligned 4
-%bp = OpAccessChain %pu %b %c0 %gx
-%bv = OpLoad %uint %bp Aligned 4
-%s = OpIAdd %uint %av %bv
-%dp = OpAccessChain %pu %d %c0 %gx
-OpStore %dp %s Aligned 4
-"#,
+%ap = OpAccessChain %pg_u32 %a %c0 %gx
+%av = OpLoad %u32 %ap Aligned 4
+%bp = OpAccessChain %pg_u32 %b %c0 %gx
+%bv = OpLoad %u32 %bp Aligned 4
+%s = OpIAdd %u32 %av %bv
+%dp = OpAccessChain %pg_u32 %d %c0 %gx
+OpStore %dp %s Aligned 4",
+            push_loads(0, &[("t", "%ptable")]),
+            first_invocation(
+                &format!(
+                    "{}%t0 = OpAccessChain %pslot %t %c0
+OpStore %t0 %i0 Aligned 8
+%t1 = OpAccessChain %pslot %t %c1
+OpStore %t1 %i1 Aligned 8
+%t2 = OpAccessChain %pslot %t %c2
+OpStore %t2 %out Aligned 8
+",
+                    push_loads(1, &[("i0", "%pbuf"), ("i1", "%pbuf"), ("out", "%pbuf")])
+                ),
+                "fill",
+                "filled"
+            )
+        ),
     )
 }
 
@@ -224,40 +181,39 @@ OpStore %dp %s Aligned 4
 /// input is shorter than 64 + 7 words.
 pub fn window_sum() -> Vec<u32> {
     src_dst(
-        "",
-        "%c8 = OpConstant %uint 8\n",
+        base(&[]),
         r#"
 OpBranch %header
 %header = OpLabel
-%k = OpPhi %uint %c0 %entry %k2 %cont
-%s = OpPhi %uint %c0 %entry %s2 %cont
+%k = OpPhi %u32 %c0 %entry %k2 %cont
+%s = OpPhi %u32 %c0 %entry %s2 %cont
 %more = OpULessThan %bool %k %c8
 OpLoopMerge %exit %cont None
 OpBranchConditional %more %body %exit
 %body = OpLabel
-%j = OpIAdd %uint %gx %k
-%bit = OpBitwiseAnd %uint %k %c1
+%j = OpIAdd %u32 %gx %k
+%bit = OpBitwiseAnd %u32 %k %c1
 %odd = OpINotEqual %bool %bit %c0
 OpSelectionMerge %join None
 OpBranchConditional %odd %one %two
 %one = OpLabel
-%pa = OpAccessChain %pu %src %c0 %j
-%va = OpLoad %uint %pa Aligned 4
+%pa = OpAccessChain %pg_u32 %src %c0 %j
+%va = OpLoad %u32 %pa Aligned 4
 OpBranch %join
 %two = OpLabel
-%pb = OpAccessChain %pu %src %c0 %j
-%vb0 = OpLoad %uint %pb Aligned 4
-%vb = OpIMul %uint %vb0 %c2
+%pb = OpAccessChain %pg_u32 %src %c0 %j
+%vb0 = OpLoad %u32 %pb Aligned 4
+%vb = OpIMul %u32 %vb0 %c2
 OpBranch %join
 %join = OpLabel
-%v = OpPhi %uint %va %one %vb %two
-%s2 = OpIAdd %uint %s %v
+%v = OpPhi %u32 %va %one %vb %two
+%s2 = OpIAdd %u32 %s %v
 OpBranch %cont
 %cont = OpLabel
-%k2 = OpIAdd %uint %k %c1
+%k2 = OpIAdd %u32 %k %c1
 OpBranch %header
 %exit = OpLabel
-%op = OpAccessChain %pu %dst %c0 %gx
+%op = OpAccessChain %pg_u32 %dst %c0 %gx
 OpStore %op %s Aligned 4
 "#,
     )
@@ -270,25 +226,32 @@ pub fn window_sum_reference(input: &[u32], past: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The bench kernels' module: an array of 16-byte [`nodes`] `%Nodes` (`%pnodes`), push
+/// constants { Nodes* nodes; uint* out; uint n } and, in `main`, `%i` = gid.x mod n (`n` a
+/// power of two) after loading `%nodes` (and `%out` with `out`).
+fn chase_kernel(out: bool, code: &str) -> Vec<u32> {
+    let m = nodes(base(&[]))
+        .decorate("OpDecorate %narr ArrayStride 16\nOpDecorate %Nodes Block\nOpMemberDecorate %Nodes 0 Offset 0")
+        .globals("%narr = OpTypeRuntimeArray %Node\n%Nodes = OpTypeStruct %narr\n%pnodes = OpTypePointer PhysicalStorageBuffer %Nodes\n%mult = OpConstant %u32 40503\n%hops = OpConstant %u32 16");
+    let out = if out { push_loads(1, &[("out", "%pbuf")]) } else { String::new() };
+    compute(
+        push_constants(m, &["%pnodes", "%pbuf", "%u32"]),
+        &format!("{}%mask = OpISub %u32 %n %c1\n{}{out}%i = OpBitwiseAnd %u32 %gx %mask\n{code}", push_loads(2, &[("n", "%u32")]), push_loads(0, &[("nodes", "%pnodes")])),
+    )
+}
+
 /// Bench kernel, run once: `nodes[i] = { i, 0, &nodes[(i * 40503 + 1) % n] }` for `n` (a power
 /// of two, push constant 16) nodes at the pointer in push constant 0.
 pub fn chase_init() -> Vec<u32> {
-    assemble(
-        NODE_DECORATIONS,
-        NODE_TYPES,
+    chase_kernel(
+        false,
         r#"
-%n_p = OpAccessChain %ppc_uint %pc %c2
-%n = OpLoad %uint %n_p
-%mask = OpISub %uint %n %c1
-%nodes_p = OpAccessChain %ppc_nodes %pc %c0
-%nodes = OpLoad %pnodes %nodes_p
-%i = OpBitwiseAnd %uint %gx %mask
-%jm = OpIMul %uint %i %mult
-%ja = OpIAdd %uint %jm %c1
-%j = OpBitwiseAnd %uint %ja %mask
+%jm = OpIMul %u32 %i %mult
+%ja = OpIAdd %u32 %jm %c1
+%j = OpBitwiseAnd %u32 %ja %mask
 %me = OpAccessChain %pnode %nodes %c0 %i
 %other = OpAccessChain %pnode %nodes %c0 %j
-%vp = OpAccessChain %pu %me %c0
+%vp = OpAccessChain %pg_u32 %me %c0
 OpStore %vp %i Aligned 16
 %np = OpAccessChain %pnext %me %c2
 OpStore %np %other Aligned 8
@@ -299,78 +262,39 @@ OpStore %np %other Aligned 8
 /// Bench kernel: invocation `i` follows 16 `next` pointers from node `i % n` and writes the sum
 /// of the values it saw to `out[i]` (push constant 8).
 pub fn chase() -> Vec<u32> {
-    assemble(
-        NODE_DECORATIONS,
-        NODE_TYPES,
+    chase_kernel(
+        true,
         r#"
-%n_p = OpAccessChain %ppc_uint %pc %c2
-%n = OpLoad %uint %n_p
-%mask = OpISub %uint %n %c1
-%nodes_p = OpAccessChain %ppc_nodes %pc %c0
-%nodes = OpLoad %pnodes %nodes_p
-%out_p = OpAccessChain %ppc_pbuf %pc %c1
-%out = OpLoad %pbuf %out_p
-%i = OpBitwiseAnd %uint %gx %mask
 %p0 = OpAccessChain %pnode %nodes %c0 %i
 OpBranch %header
 %header = OpLabel
 %p = OpPhi %pnode %p0 %entry %pn %body
-%s = OpPhi %uint %c0 %entry %sn %body
-%k = OpPhi %uint %c0 %entry %kn %body
+%s = OpPhi %u32 %c0 %entry %sn %body
+%k = OpPhi %u32 %c0 %entry %kn %body
 %more = OpULessThan %bool %k %hops
 OpLoopMerge %exit %body None
 OpBranchConditional %more %body %exit
 %body = OpLabel
-%vp = OpAccessChain %pu %p %c0
-%v = OpLoad %uint %vp Aligned 16
+%vp = OpAccessChain %pg_u32 %p %c0
+%v = OpLoad %u32 %vp Aligned 16
 %np = OpAccessChain %pnext %p %c2
 %pn = OpLoad %pnode %np Aligned 8
-%sn = OpIAdd %uint %s %v
-%kn = OpIAdd %uint %k %c1
+%sn = OpIAdd %u32 %s %v
+%kn = OpIAdd %u32 %k %c1
 OpBranch %header
 %exit = OpLabel
-%op = OpAccessChain %pu %out %c0 %gx
+%op = OpAccessChain %pg_u32 %out %c0 %gx
 OpStore %op %s Aligned 4
 "#,
     )
 }
 
-const NODE_DECORATIONS: &str = r#"
-OpMemberDecorate %Node 0 Offset 0
-OpMemberDecorate %Node 1 Offset 4
-OpMemberDecorate %Node 2 Offset 8
-OpDecorate %narr ArrayStride 16
-OpDecorate %Nodes Block
-OpMemberDecorate %Nodes 0 Offset 0
-OpMemberDecorate %PC 0 Offset 0
-OpMemberDecorate %PC 1 Offset 8
-OpMemberDecorate %PC 2 Offset 16
-"#;
-
-const NODE_TYPES: &str = r#"
-OpTypeForwardPointer %pnode PhysicalStorageBuffer
-%Node = OpTypeStruct %uint %uint %pnode
-%pnode = OpTypePointer PhysicalStorageBuffer %Node
-%pnext = OpTypePointer PhysicalStorageBuffer %pnode
-%narr = OpTypeRuntimeArray %Node
-%Nodes = OpTypeStruct %narr
-%pnodes = OpTypePointer PhysicalStorageBuffer %Nodes
-%PC = OpTypeStruct %pnodes %pbuf %uint
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppc_nodes = OpTypePointer PushConstant %pnodes
-%ppc_pbuf = OpTypePointer PushConstant %pbuf
-%ppc_uint = OpTypePointer PushConstant %uint
-%mult = OpConstant %uint 40503
-%hops = OpConstant %uint 16
-"#;
-
 /// An element type for [`copy_elements`]: capabilities it needs, decorations and definitions
-/// (of `ty` and what it uses; `%uint`, `%addr` (uvec2), `%v3uint` and `%c0`..`%c3` exist), array stride and the
+/// (of `ty` and what it uses beyond the standard names of [`spvasm`]), array stride and the
 /// `Aligned` operand of its loads and stores.
 pub struct Element {
     pub name: &'static str,
-    pub capabilities: &'static str,
+    pub capabilities: &'static [&'static str],
     pub decorations: &'static str,
     pub types: &'static str,
     pub ty: &'static str,
@@ -383,85 +307,71 @@ pub struct Element {
 /// spirv-val counts the 8/16-bit types behind a push-constant pointer as push-constant storage,
 /// so those elements also declare StoragePushConstant16/8 (lavapipe has both).
 pub fn copy_elements(e: &Element) -> Vec<u32> {
-    let (ty, stride, a) = (e.ty, e.stride, e.align);
-    assemble_with(
-        e.capabilities,
+    let (ty, a) = (e.ty, e.align);
+    let m = base(e.capabilities)
+        .decorate(e.decorations)
+        .globals(e.types)
+        .decorate(&format!("OpDecorate %arrT ArrayStride {}\nOpDecorate %BufT Block\nOpMemberDecorate %BufT 0 Offset 0", e.stride))
+        .globals(&format!("%arrT = OpTypeRuntimeArray {ty}\n%BufT = OpTypeStruct %arrT\n%pbufT = OpTypePointer PhysicalStorageBuffer %BufT\n%pT = OpTypePointer PhysicalStorageBuffer {ty}"));
+    compute(
+        push_constants(m, &["%pbufT", "%pbufT"]),
         &format!(
-            "{}OpDecorate %arrT ArrayStride {stride}\nOpDecorate %BufT Block\nOpMemberDecorate %BufT 0 Offset 0\nOpMemberDecorate %PC 0 Offset 0\nOpMemberDecorate %PC 1 Offset 8\n",
-            e.decorations
-        ),
-        &format!(
-            "%addr = OpTypeVector %uint 2\n{}\n%arrT = OpTypeRuntimeArray {ty}\n%BufT = OpTypeStruct %arrT\n%pbufT = OpTypePointer PhysicalStorageBuffer %BufT\n%pT = OpTypePointer PhysicalStorageBuffer {ty}\n%PC = OpTypeStruct %pbufT %pbufT\n%ppc = OpTypePointer PushConstant %PC\n%pc = OpVariable %ppc PushConstant\n%ppc_pbufT = OpTypePointer PushConstant %pbufT\n",
-            e.types
-        ),
-        &format!(
-            "%src_p = OpAccessChain %ppc_pbufT %pc %c0\n%src = OpLoad %pbufT %src_p\n%dst_p = OpAccessChain %ppc_pbufT %pc %c1\n%dst = OpLoad %pbufT %dst_p\n%ep = OpAccessChain %pT %src %c0 %gx\n%v = OpLoad {ty} %ep Aligned {a}\n%op = OpAccessChain %pT %dst %c0 %gx\nOpStore %op %v Aligned {a}\n"
+            "{}%ep = OpAccessChain %pT %src %c0 %gx\n%v = OpLoad {ty} %ep Aligned {a}\n%op = OpAccessChain %pT %dst %c0 %gx\nOpStore %op %v Aligned {a}",
+            push_loads(0, &[("src", "%pbufT"), ("dst", "%pbufT")])
         ),
     )
 }
 
+const INT64: &[&str] = &["Int64"];
+const SIXTEEN_BIT: &[&str] = &["StorageBuffer16BitAccess", "StoragePushConstant16"];
+const EIGHT_BIT: &[&str] = &["StorageBuffer8BitAccess", "StoragePushConstant8"];
+
 /// The element types of the copy sweep (their bit patterns are never NaN-sensitive: floats are
 /// only loaded and stored).
 pub const ELEMENTS: &[Element] = &[
-    Element { name: "uint", capabilities: "", decorations: "", types: "", ty: "%uint", stride: 4, align: 4 },
-    Element { name: "uvec2", capabilities: "", decorations: "", types: "", ty: "%addr", stride: 8, align: 8 },
-    Element { name: "uvec3 (stride 16)", capabilities: "", decorations: "", types: "", ty: "%v3uint", stride: 16, align: 16 },
-    Element { name: "uvec4", capabilities: "", decorations: "", types: "%v4 = OpTypeVector %uint 4", ty: "%v4", stride: 16, align: 16 },
-    Element { name: "uvec4 (Aligned 4)", capabilities: "", decorations: "", types: "%v4 = OpTypeVector %uint 4", ty: "%v4", stride: 16, align: 4 },
-    Element { name: "u64", capabilities: "OpCapability Int64\n", decorations: "", types: "%T = OpTypeInt 64 0", ty: "%T", stride: 8, align: 8 },
-    Element {
-        name: "u64vec3",
-        capabilities: "OpCapability Int64\n",
-        decorations: "",
-        types: "%u64 = OpTypeInt 64 0\n%T = OpTypeVector %u64 3",
-        ty: "%T",
-        stride: 32,
-        align: 8,
-    },
-    Element { name: "u16", capabilities: "OpCapability StorageBuffer16BitAccess\nOpCapability StoragePushConstant16\n", decorations: "", types: "%T = OpTypeInt 16 0", ty: "%T", stride: 2, align: 2 },
-    Element {
-        name: "u16vec3",
-        capabilities: "OpCapability StorageBuffer16BitAccess\nOpCapability StoragePushConstant16\n",
-        decorations: "",
-        types: "%u16 = OpTypeInt 16 0\n%T = OpTypeVector %u16 3",
-        ty: "%T",
-        stride: 8,
-        align: 2,
-    },
-    Element { name: "u8", capabilities: "OpCapability StorageBuffer8BitAccess\nOpCapability StoragePushConstant8\n", decorations: "", types: "%T = OpTypeInt 8 0", ty: "%T", stride: 1, align: 1 },
-    Element { name: "f64", capabilities: "OpCapability Float64\n", decorations: "", types: "%T = OpTypeFloat 64", ty: "%T", stride: 8, align: 8 },
+    Element { name: "uint", capabilities: &[], decorations: "", types: "", ty: "%u32", stride: 4, align: 4 },
+    Element { name: "uvec2", capabilities: &[], decorations: "", types: "", ty: "%v2u", stride: 8, align: 8 },
+    Element { name: "uvec3 (stride 16)", capabilities: &[], decorations: "", types: "", ty: "%v3u", stride: 16, align: 16 },
+    Element { name: "uvec4", capabilities: &[], decorations: "", types: "", ty: "%v4u", stride: 16, align: 16 },
+    Element { name: "uvec4 (Aligned 4)", capabilities: &[], decorations: "", types: "", ty: "%v4u", stride: 16, align: 4 },
+    Element { name: "u64", capabilities: INT64, decorations: "", types: "", ty: "%u64", stride: 8, align: 8 },
+    Element { name: "u64vec3", capabilities: INT64, decorations: "", types: "%T = OpTypeVector %u64 3", ty: "%T", stride: 32, align: 8 },
+    Element { name: "u16", capabilities: SIXTEEN_BIT, decorations: "", types: "", ty: "%u16", stride: 2, align: 2 },
+    Element { name: "u16vec3", capabilities: SIXTEEN_BIT, decorations: "", types: "%T = OpTypeVector %u16 3", ty: "%T", stride: 8, align: 2 },
+    Element { name: "u8", capabilities: EIGHT_BIT, decorations: "", types: "", ty: "%u8", stride: 1, align: 1 },
+    Element { name: "f64", capabilities: &["Float64"], decorations: "", types: "", ty: "%f64", stride: 8, align: 8 },
     Element {
         name: "struct { uint; uvec2 @8; float @16 }",
-        capabilities: "",
-        decorations: "OpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 1 Offset 8\nOpMemberDecorate %T 2 Offset 16\n",
-        types: "%f = OpTypeFloat 32\n%T = OpTypeStruct %uint %addr %f",
+        capabilities: &[],
+        decorations: "OpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 1 Offset 8\nOpMemberDecorate %T 2 Offset 16",
+        types: "%T = OpTypeStruct %u32 %v2u %f32",
         ty: "%T",
         stride: 24,
         align: 8,
     },
     Element {
         name: "struct { uint[3] }",
-        capabilities: "",
-        decorations: "OpDecorate %a3 ArrayStride 4\nOpMemberDecorate %T 0 Offset 0\n",
-        types: "%a3 = OpTypeArray %uint %c3\n%T = OpTypeStruct %a3",
+        capabilities: &[],
+        decorations: "OpDecorate %a3 ArrayStride 4\nOpMemberDecorate %T 0 Offset 0",
+        types: "%a3 = OpTypeArray %u32 %c3\n%T = OpTypeStruct %a3",
         ty: "%T",
         stride: 12,
         align: 4,
     },
     Element {
         name: "struct { column-major mat2x3 }",
-        capabilities: "",
-        decorations: "OpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 0 ColMajor\nOpMemberDecorate %T 0 MatrixStride 16\n",
-        types: "%f = OpTypeFloat 32\n%v3f = OpTypeVector %f 3\n%m = OpTypeMatrix %v3f 2\n%T = OpTypeStruct %m",
+        capabilities: &[],
+        decorations: "OpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 0 ColMajor\nOpMemberDecorate %T 0 MatrixStride 16",
+        types: "%m = OpTypeMatrix %v3f 2\n%T = OpTypeStruct %m",
         ty: "%T",
         stride: 32,
         align: 16,
     },
     Element {
         name: "struct { row-major mat2x3 }",
-        capabilities: "",
-        decorations: "OpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 0 RowMajor\nOpMemberDecorate %T 0 MatrixStride 8\n",
-        types: "%f = OpTypeFloat 32\n%v3f = OpTypeVector %f 3\n%m = OpTypeMatrix %v3f 2\n%T = OpTypeStruct %m",
+        capabilities: &[],
+        decorations: "OpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 0 RowMajor\nOpMemberDecorate %T 0 MatrixStride 8",
+        types: "%m = OpTypeMatrix %v3f 2\n%T = OpTypeStruct %m",
         ty: "%T",
         stride: 24,
         align: 8,
@@ -472,27 +382,17 @@ pub const ELEMENTS: &[Element] = &[
 /// `out[1 + i] = i` through OpPtrAccessChain on a pointer to `out[1]` (the pointer type's
 /// ArrayStride 4).
 pub fn atomics_and_ptr_chains() -> Vec<u32> {
-    assemble(
-        r#"
-OpMemberDecorate %PC 0 Offset 0
-OpDecorate %pu ArrayStride 4
-"#,
-        r#"
-%PC = OpTypeStruct %pbuf
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppc_pbuf = OpTypePointer PushConstant %pbuf
-%device = OpConstant %uint 1
-"#,
-        r#"
-%o_p = OpAccessChain %ppc_pbuf %pc %c0
-%o = OpLoad %pbuf %o_p
-%counter = OpAccessChain %pu %o %c0 %c0
-%old = OpAtomicIAdd %uint %counter %device %c0 %gx
-%first = OpAccessChain %pu %o %c0 %c1
-%mine = OpPtrAccessChain %pu %first %gx
-OpStore %mine %gx Aligned 4
-"#,
+    let m = base(&[]).decorate("OpDecorate %pg_u32 ArrayStride 4").globals("%device = OpConstant %u32 1");
+    compute(
+        push_constants(m, &["%pbuf"]),
+        &format!(
+            "{}%counter = OpAccessChain %pg_u32 %o %c0 %c0
+%old = OpAtomicIAdd %u32 %counter %device %c0 %gx
+%first = OpAccessChain %pg_u32 %o %c0 %c1
+%mine = OpPtrAccessChain %pg_u32 %first %gx
+OpStore %mine %gx Aligned 4",
+            push_loads(0, &[("o", "%pbuf")])
+        ),
     )
 }
 
@@ -500,78 +400,37 @@ OpStore %mine %gx Aligned 4
 /// offset 4): SPV_NV_raw_access_chains and SPV_KHR_physical_storage_buffer both emulated.
 pub fn raw_chain_on_pointer() -> Vec<u32> {
     src_dst(
-        "OpCapability RawAccessChainsNV\nOpExtension \"SPV_NV_raw_access_chains\"\n",
-        "%c4 = OpConstant %uint 4\n%c16 = OpConstant %uint 16\n",
+        base(&[]).raw_access_chains(),
         r#"
-%rc = OpRawAccessChainNV %pu %src %c16 %gx %c4
-%v = OpLoad %uint %rc Aligned 4
-%op = OpAccessChain %pu %dst %c0 %gx
+%rc = OpRawAccessChainNV %pg_u32 %src %c16 %gx %c4
+%v = OpLoad %u32 %rc Aligned 4
+%op = OpAccessChain %pg_u32 %dst %c0 %gx
 OpStore %op %v Aligned 4
 "#,
     )
 }
 
-/// Push constants of [`graphics_vs`] / [`graphics_fs`] (both stages declare the same block):
-/// a pointer to `vec4 positions[]` (offset 0) and one to `uint colors[]` (offset 8).
-const GRAPHICS_HEAD: &str = r#"
-OpDecorate %PC Block
-OpMemberDecorate %PC 0 Offset 0
-OpMemberDecorate %PC 1 Offset 8
-OpDecorate %Verts Block
-OpMemberDecorate %Verts 0 Offset 0
-OpDecorate %va ArrayStride 16
-OpDecorate %Cols Block
-OpMemberDecorate %Cols 0 Offset 0
-OpDecorate %ca ArrayStride 4
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%uint = OpTypeInt 32 0
-%int = OpTypeInt 32 1
-%float = OpTypeFloat 32
-%v4 = OpTypeVector %float 4
-%va = OpTypeRuntimeArray %v4
-%Verts = OpTypeStruct %va
-%pverts = OpTypePointer PhysicalStorageBuffer %Verts
-%pv4 = OpTypePointer PhysicalStorageBuffer %v4
-%ca = OpTypeRuntimeArray %uint
-%Cols = OpTypeStruct %ca
-%pcols = OpTypePointer PhysicalStorageBuffer %Cols
-%pu = OpTypePointer PhysicalStorageBuffer %uint
-%PC = OpTypeStruct %pverts %pcols
-%ppc = OpTypePointer PushConstant %PC
-%pc = OpVariable %ppc PushConstant
-%ppc_verts = OpTypePointer PushConstant %pverts
-%ppc_cols = OpTypePointer PushConstant %pcols
-%c0 = OpConstant %uint 0
-%c1 = OpConstant %uint 1
-"#;
-
-fn graphics_module(entry: &str, body: &str) -> Vec<u32> {
-    let text = format!(
-        "OpCapability Shader\nOpCapability PhysicalStorageBufferAddresses\nOpExtension \"SPV_KHR_physical_storage_buffer\"\n%ext = OpExtInstImport \"GLSL.std.450\"\nOpMemoryModel PhysicalStorageBuffer64 GLSL450\n{entry}{GRAPHICS_HEAD}{body}OpReturn\nOpFunctionEnd\n"
-    );
-    let words = spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}"));
-    spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
-    words
+/// The graphics shaders' module: `GLSL.std.450` as `%ext`, and the push constants both stages
+/// declare, a pointer `%verts` to `vec4 positions[]` (offset 0) and one `%cols` to
+/// `uint colors[]` (offset 8, a `%pbuf`); `main` loads the one stage `vertex` uses, then `body`.
+fn graphics_module(m: Module, vertex: bool, body: &str) -> Vec<u32> {
+    let m = physical(m.import("%ext", "GLSL.std.450"))
+        .block("Verts", "%v4f", 16)
+        .globals("%pverts = OpTypePointer PhysicalStorageBuffer %Verts");
+    let load = if vertex { push_loads(0, &[("verts", "%pverts")]) } else { push_loads(1, &[("cols", "%pbuf")]) };
+    assemble(&push_constants(m, &["%pverts", "%pbuf"]).main(&format!("{load}{body}")))
 }
 
 /// Vertex shader: `gl_Position = positions[gl_VertexIndex]` through the pointer at push
 /// constant 0.
 pub fn graphics_vs() -> Vec<u32> {
     graphics_module(
-        "OpEntryPoint Vertex %main \"main\" %vid %pos %pc\nOpDecorate %vid BuiltIn VertexIndex\nOpDecorate %pos BuiltIn Position\n",
+        Module::new("Vertex").builtin("%vid", "VertexIndex", "Input", "%i32").builtin("%pos", "Position", "Output", "%v4f"),
+        true,
         r#"
-%pin = OpTypePointer Input %int
-%vid = OpVariable %pin Input
-%pout = OpTypePointer Output %v4
-%pos = OpVariable %pout Output
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%vp = OpAccessChain %ppc_verts %pc %c0
-%verts = OpLoad %pverts %vp
-%i = OpLoad %int %vid
-%e = OpAccessChain %pv4 %verts %c0 %i
-%v = OpLoad %v4 %e Aligned 16
+%i = OpLoad %i32 %vid
+%e = OpAccessChain %pg_v4f %verts %c0 %i
+%v = OpLoad %v4f %e Aligned 16
 OpStore %pos %v
 "#,
     )
@@ -581,30 +440,19 @@ OpStore %pos %v
 /// pointer at push constant 8.
 pub fn graphics_fs(width: u32) -> Vec<u32> {
     graphics_module(
-        "OpEntryPoint Fragment %main \"main\" %fc %color %pc\nOpExecutionMode %main OriginUpperLeft\nOpDecorate %fc BuiltIn FragCoord\nOpDecorate %color Location 0\n",
+        Module::new("Fragment")
+            .frag_coord()
+            .decorate("OpDecorate %color Location 0")
+            .globals(&format!("%color = OpVariable %pout_v4f Output\n%w = OpConstant %u32 {width}")),
+        false,
         &format!(
-            r#"
-%pin = OpTypePointer Input %v4
-%fc = OpVariable %pin Input
-%pout = OpTypePointer Output %v4
-%color = OpVariable %pout Output
-%w = OpConstant %uint {width}
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%cp = OpAccessChain %ppc_cols %pc %c1
-%cols = OpLoad %pcols %cp
-%f = OpLoad %v4 %fc
-%fx = OpCompositeExtract %float %f 0
-%fy = OpCompositeExtract %float %f 1
-%x = OpConvertFToU %uint %fx
-%y = OpConvertFToU %uint %fy
-%row = OpIMul %uint %y %w
-%i = OpIAdd %uint %row %x
-%e = OpAccessChain %pu %cols %c0 %i
-%packed = OpLoad %uint %e Aligned 4
-%rgba = OpExtInst %v4 %ext UnpackUnorm4x8 %packed
-OpStore %color %rgba
-"#
+            "{FRAG_XY}
+%row = OpIMul %u32 %py %w
+%i = OpIAdd %u32 %row %px
+%e = OpAccessChain %pg_u32 %cols %c0 %i
+%packed = OpLoad %u32 %e Aligned 4
+%rgba = OpExtInst %v4f %ext UnpackUnorm4x8 %packed
+OpStore %color %rgba"
         ),
     )
 }

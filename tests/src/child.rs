@@ -26,6 +26,22 @@ pub fn is_child(test_name: &str) -> bool {
     std::env::var(CHILD_ENV).map(|v| v == test_name).unwrap_or(false)
 }
 
+/// What a child prints once its body ran to the end ([`run_child`],
+/// [`ChildOutput::assert_completed`]): a body that exits early without failing (a driver that
+/// aborts, a stray `exit(0)`) then still fails the test.
+pub const COMPLETED: &str = "CHILD-OK";
+
+/// In the child process spawned for `test_name`: runs `body`, prints [`COMPLETED`] and returns
+/// true (the test then returns). False in any other process.
+pub fn run_child(test_name: &str, body: impl FnOnce()) -> bool {
+    if !is_child(test_name) {
+        return false;
+    }
+    body();
+    println!("{COMPLETED}");
+    true
+}
+
 /// The result of a child run.
 #[derive(Debug)]
 pub struct ChildOutput {
@@ -49,6 +65,12 @@ impl ChildOutput {
             self.stdout,
             self.stderr
         );
+    }
+    /// [`assert_success`](Self::assert_success), and the child's body ran to its end
+    /// ([`run_child`]).
+    pub fn assert_completed(&self) {
+        self.assert_success();
+        assert!(self.stdout.contains(COMPLETED), "child `{}` did not run its body to the end:\n{}", self.test_name, self.stdout);
     }
 }
 
@@ -89,6 +111,20 @@ pub fn spawn(test_name: &str, env: &[(&str, &str)], cwd: Option<&Path>) -> Child
         "child for `{test_name}` ran no test (wrong name?):\n{stdout}\n{stderr}"
     );
     ChildOutput { test_name: test_name.to_string(), status: out.status, stdout, stderr }
+}
+
+/// [`spawn`] with `env` and the layer's `log_file` in a fresh [`temp_dir`] `tag`; asserts the
+/// child succeeded (its output and the log in the message) and returns its output and the log.
+pub fn spawn_logged(test_name: &str, tag: &str, env: &[(&str, &str)]) -> (ChildOutput, String) {
+    let dir = temp_dir(tag);
+    let log = dir.join("layer.log");
+    let log_file = crate::layer::env_var_name("log_file");
+    let mut all = vec![(log_file.as_str(), log.to_str().unwrap())];
+    all.extend_from_slice(env);
+    let out = spawn(test_name, &all, None);
+    let text = read_log(&log);
+    assert!(out.success(), "child failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
+    (out, text)
 }
 
 /// A fresh empty directory `$TMPDIR/polyfill-e2e/<tag>-<pid>-<n>`, removed when dropped unless

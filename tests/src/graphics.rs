@@ -69,19 +69,7 @@ impl Drop for Gfx<'_> {
     fn drop(&mut self) {
         let d = self.d;
         unsafe {
-            if self.fence != vk::Fence::null() {
-                let _ = d.wait_for_fences(&[self.fence], true, u64::MAX);
-                d.destroy_fence(self.fence, None);
-            }
-            if self.pool != vk::CommandPool::null() {
-                d.destroy_command_pool(self.pool, None);
-            }
-            if self.pipeline != vk::Pipeline::null() {
-                d.destroy_pipeline(self.pipeline, None);
-            }
-            if self.layout != vk::PipelineLayout::null() {
-                d.destroy_pipeline_layout(self.layout, None);
-            }
+            crate::vk::destroy_submission(d, self.fence, self.pool, self.pipeline, self.layout);
             if self.framebuffer != vk::Framebuffer::null() {
                 d.destroy_framebuffer(self.framebuffer, None);
             }

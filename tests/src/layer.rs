@@ -204,3 +204,16 @@ pub fn child_env_enabling_layer() -> Vec<(String, String)> {
         ("VK_INSTANCE_LAYERS".into(), LAYER_NAME.into()),
     ]
 }
+
+/// The shared object that contains `addr` (dladdr), canonicalized.
+pub fn object_of(addr: usize) -> Option<PathBuf> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads `addr` as an address and fills `info`.
+    let r = unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) };
+    if r == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the dynamic linker.
+    let p = PathBuf::from(unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned());
+    Some(p.canonicalize().unwrap_or(p))
+}

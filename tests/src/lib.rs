@@ -28,7 +28,8 @@ pub mod tools;
 pub mod vk;
 
 pub use ash;
-pub use tools::{spirv_as, spirv_dis, spirv_val};
+pub use spvasm;
+pub use tools::{spirv_as, spirv_dis, spirv_val, Assemble};
 pub use vk::{shared_layer_context, shared_native_context, BufferKind, BufferSpec, ComputeJob, Context, ContextOptions};
 
 /// Little helpers for building buffer contents.

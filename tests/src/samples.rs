@@ -6,7 +6,8 @@
 //! checked per component / per element as the access chain says, to the byte).
 
 use crate::bytes;
-use crate::vk::{BufferSpec, ComputeJob};
+use crate::vk::{BufferSpec, ComputeJob, Context};
+use spvasm::{Module, GID_X_CHAIN};
 
 /// A compute shader with inputs and CPU-computed expected outputs.
 #[derive(Debug, Clone)]
@@ -30,6 +31,11 @@ impl Sample {
     /// Assembles [`source`](Self::source).
     pub fn assemble(&self) -> Result<Vec<u32>, String> {
         crate::tools::spirv_as(&self.source, self.target_env)
+    }
+
+    /// Assembles, dispatches on `ctx` and [`check`](Self::check)s every buffer.
+    pub fn run_checked(&self, ctx: &Context) -> Result<(), String> {
+        self.check(&ctx.run_compute(&self.assemble()?, &self.job)?)
     }
 
     /// Compares dispatch results with `expected`; the error names the buffer, the first
@@ -67,59 +73,28 @@ fn poison_word(p: u8) -> u32 {
     u32::from_le_bytes([p; 4])
 }
 
-const HEADER_13: &str = "
-OpCapability Shader
-OpCapability RawAccessChainsNV
-OpExtension \"SPV_NV_raw_access_chains\"
-OpMemoryModel Logical GLSL450
-";
+/// The samples' modules: compute, `LocalSize local 1 1`, `%gid`, `uint[]` storage buffers
+/// `buffers` at bindings 0, 1, …, and raw access chains.
+fn raw_chain_module(local: u32, buffers: &[&str]) -> Module {
+    Module::compute(local).raw_access_chains().gid().word_buffers(buffers)
+}
 
 /// A shader without raw access chains: `out[i] = in[i] * 3 + 1` over 64 words (binding 0 in,
 /// binding 1 out). For pass-through and plumbing tests.
 pub fn plain() -> Sample {
-    let source = r#"
-OpCapability Shader
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%pv3 = OpTypePointer Input %v3
-%gid = OpVariable %pv3 Input
-%pin = OpTypePointer Input %u32
-%pu = OpTypePointer StorageBuffer %u32
-%c0 = OpConstant %u32 0
-%c1 = OpConstant %u32 1
-%c3 = OpConstant %u32 3
-%main = OpFunction %void None %fn
-%l = OpLabel
-%px = OpAccessChain %pin %gid %c0
-%i = OpLoad %u32 %px
-%pi = OpAccessChain %pu %in %c0 %i
+    let source = Module::compute(64)
+        .gid()
+        .word_buffers(&["in", "out"])
+        .main(&format!(
+            "{GID_X_CHAIN}
+%pi = OpAccessChain %ps_u32 %in %c0 %i
 %v = OpLoad %u32 %pi
 %m = OpIMul %u32 %v %c3
 %r = OpIAdd %u32 %m %c1
-%po = OpAccessChain %pu %out %c0 %i
-OpStore %po %r
-OpReturn
-OpFunctionEnd
-"#
-    .to_string();
+%po = OpAccessChain %ps_u32 %out %c0 %i
+OpStore %po %r"
+        ))
+        .text();
     let input: Vec<u32> = (0..64).map(|i| i * 1000 + 7).collect();
     let output = vec![0u32; 64];
     let expected_out: Vec<u32> = input.iter().map(|v| v.wrapping_mul(3).wrapping_add(1)).collect();
@@ -143,55 +118,22 @@ OpFunctionEnd
 /// `(x+y, x^y)` at byte `8*i` of an output window of 508 bytes: invocation 63's `.y` load is
 /// out of bounds (reads `oob`), and its `.y` store is dropped while `.x` is written.
 pub fn byte_address(oob: Option<u8>) -> Sample {
-    let source = format!(
-        "{HEADER_13}{}",
-        r#"
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%v2 = OpTypeVector %u32 2
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%pv3 = OpTypePointer Input %v3
-%gid = OpVariable %pv3 Input
-%pin = OpTypePointer Input %u32
-%pv2 = OpTypePointer StorageBuffer %v2
-%c0 = OpConstant %u32 0
-%c2 = OpConstant %u32 2
-%c3 = OpConstant %u32 3
-%main = OpFunction %void None %fn
-%l = OpLabel
-%px = OpAccessChain %pin %gid %c0
-%i = OpLoad %u32 %px
+    let source = raw_chain_module(64, &["in", "out"])
+        .main(&format!(
+            "{GID_X_CHAIN}
 %off = OpShiftLeftLogical %u32 %i %c2
-%p = OpRawAccessChainNV %pv2 %in %c0 %c0 %off RobustnessPerComponentNV
-%v = OpLoad %v2 %p Aligned 4
+%p = OpRawAccessChainNV %ps_v2u %in %c0 %c0 %off RobustnessPerComponentNV
+%v = OpLoad %v2u %p Aligned 4
 %x = OpCompositeExtract %u32 %v 0
 %y = OpCompositeExtract %u32 %v 1
 %s = OpIAdd %u32 %x %y
 %r = OpBitwiseXor %u32 %x %y
-%w = OpCompositeConstruct %v2 %s %r
+%w = OpCompositeConstruct %v2u %s %r
 %off8 = OpShiftLeftLogical %u32 %i %c3
-%q = OpRawAccessChainNV %pv2 %out %c0 %c0 %off8 RobustnessPerComponentNV
-OpStore %q %w Aligned 8
-OpReturn
-OpFunctionEnd
-"#
-    );
+%q = OpRawAccessChainNV %ps_v2u %out %c0 %c0 %off8 RobustnessPerComponentNV
+OpStore %q %w Aligned 8"
+        ))
+        .text();
     let oobw = poison_word(oob.unwrap_or(0));
     // Input buffer: 256 bytes before the window, 256-byte window, 16 bytes after (nonzero).
     let mut input = bytes::pattern(ALIGN as usize + 256 + 16, 1);
@@ -232,62 +174,25 @@ OpFunctionEnd
 /// 16 elements (whole range); output 2 (window 126 bytes) gets the raw copy, so element 10+ is
 /// not written at all.
 pub fn structured(oob: Option<u8>) -> Sample {
-    let source = format!(
-        "{HEADER_13}{}",
-        r#"
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 16 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out1 DescriptorSet 0
-OpDecorate %out1 Binding 1
-OpDecorate %out2 DescriptorSet 0
-OpDecorate %out2 Binding 2
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out1 = OpVariable %pblk StorageBuffer
-%out2 = OpVariable %pblk StorageBuffer
-%pv3in = OpTypePointer Input %v3
-%gid = OpVariable %pv3in Input
-%pin = OpTypePointer Input %u32
-%pv3 = OpTypePointer StorageBuffer %v3
-%c0 = OpConstant %u32 0
-%c1 = OpConstant %u32 1
-%c2 = OpConstant %u32 2
-%c12 = OpConstant %u32 12
-%cffff = OpConstant %u32 65535
-%k = OpConstantComposite %v3 %c1 %c2 %cffff
-%main = OpFunction %void None %fn
-%l = OpLabel
-%px = OpAccessChain %pin %gid %c0
-%i = OpLoad %u32 %px
-%p = OpRawAccessChainNV %pv3 %in %c12 %i %c0 RobustnessPerElementNV
-%v = OpLoad %v3 %p Aligned 4
+    let source = raw_chain_module(16, &["in", "out1", "out2"])
+        .globals("%cffff = OpConstant %u32 65535\n%k = OpConstantComposite %v3u %c1 %c2 %cffff")
+        .main(&format!(
+            "{GID_X_CHAIN}
+%p = OpRawAccessChainNV %ps_v3u %in %c12 %i %c0 RobustnessPerElementNV
+%v = OpLoad %v3u %p Aligned 4
 %a = OpCompositeExtract %u32 %v 0
 %b = OpCompositeExtract %u32 %v 1
 %c = OpCompositeExtract %u32 %v 2
 %a1 = OpIAdd %u32 %a %c1
 %b1 = OpIMul %u32 %b %c2
 %c1x = OpBitwiseXor %u32 %c %cffff
-%w = OpCompositeConstruct %v3 %a1 %b1 %c1x
-%q1 = OpRawAccessChainNV %pv3 %out1 %c12 %i %c0 RobustnessPerElementNV
+%w = OpCompositeConstruct %v3u %a1 %b1 %c1x
+%q1 = OpRawAccessChainNV %ps_v3u %out1 %c12 %i %c0 RobustnessPerElementNV
 OpStore %q1 %w Aligned 4
-%q2 = OpRawAccessChainNV %pv3 %out2 %c12 %i %c0 RobustnessPerElementNV
-OpStore %q2 %v Aligned 4
-OpReturn
-OpFunctionEnd
-"#
-    );
+%q2 = OpRawAccessChainNV %ps_v3u %out2 %c12 %i %c0 RobustnessPerElementNV
+OpStore %q2 %v Aligned 4"
+        ))
+        .text();
     let oobw = poison_word(oob.unwrap_or(0));
     let input = bytes::pattern(192, 2);
     let sentinel = bytes::from_u32s(&[0xDEAD_BEEF; 48]);
@@ -328,48 +233,17 @@ OpFunctionEnd
 /// elements in a window of 968 bytes (60.5 elements): elements 60..63 are left untouched
 /// (element 60 straddles the end: neither its in-range half may be written).
 pub fn float4_aligned16() -> Sample {
-    let source = format!(
-        "{HEADER_13}{}",
-        r#"
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %buf DescriptorSet 0
-OpDecorate %buf Binding 0
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v3 = OpTypeVector %u32 3
-%v4f = OpTypeVector %f32 4
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%buf = OpVariable %pblk StorageBuffer
-%pv3in = OpTypePointer Input %v3
-%gid = OpVariable %pv3in Input
-%pin = OpTypePointer Input %u32
-%pv4 = OpTypePointer StorageBuffer %v4f
-%c0 = OpConstant %u32 0
-%c16 = OpConstant %u32 16
-%f4 = OpConstant %f32 4
-%k = OpConstantComposite %v4f %f4 %f4 %f4 %f4
-%main = OpFunction %void None %fn
-%l = OpLabel
-%px = OpAccessChain %pin %gid %c0
-%i = OpLoad %u32 %px
-%p = OpRawAccessChainNV %pv4 %buf %c16 %i %c0 RobustnessPerElementNV
+    let source = raw_chain_module(64, &["buf"])
+        .globals("%k = OpConstantComposite %v4f %f4 %f4 %f4 %f4")
+        .main(&format!(
+            "{GID_X_CHAIN}
+%p = OpRawAccessChainNV %ps_v4f %buf %c16 %i %c0 RobustnessPerElementNV
 %v = OpLoad %v4f %p Aligned 16
 %w = OpFAdd %v4f %v %k
-%q = OpRawAccessChainNV %pv4 %buf %c16 %i %c0 RobustnessPerElementNV
-OpStore %q %w Aligned 16
-OpReturn
-OpFunctionEnd
-"#
-    );
+%q = OpRawAccessChainNV %ps_v4f %buf %c16 %i %c0 RobustnessPerElementNV
+OpStore %q %w Aligned 16"
+        ))
+        .text();
     let vals: Vec<f32> = (0..256).map(|i| i as f32 * 0.5 - 17.25).collect();
     let data = bytes::from_f32s(&vals);
     let mut exp = vals.clone();
@@ -397,64 +271,25 @@ OpFunctionEnd
 /// u32 to output 1, and `value + 1` stored as u16 at byte `2*i` of output 2 (43-byte window:
 /// byte 42 must stay untouched; neighbouring invocations share words).
 pub fn sub_word_16bit(oob: Option<u8>) -> Sample {
-    let source = r#"
-OpCapability Shader
-OpCapability Int16
-OpCapability StorageBuffer16BitAccess
-OpCapability RawAccessChainsNV
-OpExtension "SPV_KHR_16bit_storage"
-OpExtension "SPV_NV_raw_access_chains"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 32 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out1 DescriptorSet 0
-OpDecorate %out1 Binding 1
-OpDecorate %out2 DescriptorSet 0
-OpDecorate %out2 Binding 2
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%u16 = OpTypeInt 16 0
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out1 = OpVariable %pblk StorageBuffer
-%out2 = OpVariable %pblk StorageBuffer
-%pv3in = OpTypePointer Input %v3
-%gid = OpVariable %pv3in Input
-%pin = OpTypePointer Input %u32
-%pu16 = OpTypePointer StorageBuffer %u16
-%pu32 = OpTypePointer StorageBuffer %u32
-%c0 = OpConstant %u32 0
-%c1 = OpConstant %u32 1
-%c2 = OpConstant %u32 2
-%h1 = OpConstant %u16 1
-%main = OpFunction %void None %fn
-%l = OpLabel
-%px = OpAccessChain %pin %gid %c0
-%i = OpLoad %u32 %px
+    let source = raw_chain_module(32, &["in", "out1", "out2"])
+        .cap("Int16")
+        .cap("StorageBuffer16BitAccess")
+        .ext("SPV_KHR_16bit_storage")
+        .globals("%h1 = OpConstant %u16 1")
+        .main(&format!(
+            "{GID_X_CHAIN}
 %off = OpShiftLeftLogical %u32 %i %c1
-%p = OpRawAccessChainNV %pu16 %in %c0 %c0 %off RobustnessPerComponentNV
+%p = OpRawAccessChainNV %ps_u16 %in %c0 %c0 %off RobustnessPerComponentNV
 %h = OpLoad %u16 %p Aligned 2
 %wide = OpUConvert %u32 %h
 %off4 = OpShiftLeftLogical %u32 %i %c2
-%q1 = OpRawAccessChainNV %pu32 %out1 %c0 %c0 %off4 RobustnessPerComponentNV
+%q1 = OpRawAccessChainNV %ps_u32 %out1 %c0 %c0 %off4 RobustnessPerComponentNV
 OpStore %q1 %wide Aligned 4
 %h2 = OpIAdd %u16 %h %h1
-%q2 = OpRawAccessChainNV %pu16 %out2 %c0 %c0 %off RobustnessPerComponentNV
-OpStore %q2 %h2 Aligned 2
-OpReturn
-OpFunctionEnd
-"#
-    .to_string();
+%q2 = OpRawAccessChainNV %ps_u16 %out2 %c0 %c0 %off RobustnessPerComponentNV
+OpStore %q2 %h2 Aligned 2"
+        ))
+        .text();
     let oobh = u16::from_le_bytes([oob.unwrap_or(0); 2]);
     let input = bytes::pattern(64, 3);
     let out1 = bytes::from_u32s(&[0xEEEE_EEEE; 32]);

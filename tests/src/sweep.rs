@@ -1,5 +1,6 @@
 //! What the generated-case test suites (`conformance_matrix`, `small_storage_diff`) share:
-//! the slice / full-sweep switch, the slug filter, and a small order-keeping thread pool.
+//! the slice / full-sweep switch, the slug filter, a small order-keeping thread pool and the
+//! error listing.
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -52,4 +53,21 @@ pub fn par_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> 
         }
     });
     out.into_inner().unwrap().into_iter().map(|r| r.expect("every item was mapped")).collect()
+}
+
+/// Prints the first `shown` of `errs` in full and, when there are more, every one on a line
+/// (its first line, then the start of its second): each error names its case on its first line.
+pub fn print_errors(errs: &[String], shown: usize) {
+    for e in errs.iter().take(shown) {
+        println!("{e}\n");
+    }
+    if errs.len() > shown {
+        println!("all {} errors, one line each:", errs.len());
+        for e in errs {
+            let mut lines = e.lines();
+            let first = lines.next().unwrap_or_default();
+            let second = lines.next().unwrap_or_default().trim();
+            println!("  {first} — {}", second.chars().take(300).collect::<String>());
+        }
+    }
 }

@@ -201,6 +201,17 @@ pub fn spirv_as_with(text: &str, target_env: &str, extra_args: &[&str]) -> Resul
     Ok(bytes_to_words(&stdout))
 }
 
+/// Assembles a [`spvasm::Module`] for its SPIR-V version.
+pub trait Assemble {
+    fn assemble(&self) -> Result<Vec<u32>, String>;
+}
+
+impl Assemble for spvasm::Module {
+    fn assemble(&self) -> Result<Vec<u32>, String> {
+        spirv_as(&self.text(), self.target_env())
+    }
+}
+
 /// Validates a module. The error holds spirv-val's message and the disassembly.
 pub fn spirv_val(words: &[u32], target_env: &str) -> Result<(), String> {
     spirv_val_with(words, target_env, &[])

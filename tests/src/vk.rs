@@ -748,6 +748,17 @@ impl Context {
         self.device_extensions().map(|v| v.iter().any(|(n, _)| n == name)).unwrap_or(false)
     }
 
+    /// A native context (no layer) on a driver without device extension `ext`; `None`, with a
+    /// note on stderr, where the driver has it (the layer then has nothing to emulate).
+    pub fn native_lacking(ext: &str) -> Option<Context> {
+        let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
+        if native.has_device_extension(ext) {
+            eprintln!("the driver has {ext}; nothing to emulate");
+            return None;
+        }
+        Some(native)
+    }
+
     /// `shaderRawAccessChains` as reported by `vkGetPhysicalDeviceFeatures2` (through whatever
     /// layers are enabled).
     pub fn query_raw_access_chains_feature(&self) -> bool {
@@ -1058,16 +1069,7 @@ impl Context {
                 d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
             }
             d.cmd_dispatch(cb, job.groups[0], job.groups[1], job.groups[2]);
-            let barrier = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &barrier,
-                &[],
-                &[],
-            );
+            cmd_shader_writes_to_host(d, cb);
             d.end_command_buffer(cb).map_err(|e| format!("vkEndCommandBuffer: {e:?}"))?;
         }
         let fence = unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.map_err(|e| format!("vkCreateFence: {e:?}"))?;
@@ -1125,26 +1127,35 @@ impl<'a> Resources<'a> {
     }
 }
 
+/// Destroys, each where not null, what a submission leaves: its `fence` after waiting for it (a
+/// failed or timed-out wait must not free what the GPU may still use), the command `pool`, the
+/// `pipeline` and its `layout`.
+///
+/// # Safety
+/// The handles are `d`'s, and nothing else uses them.
+pub(crate) unsafe fn destroy_submission(d: &ash::Device, fence: vk::Fence, pool: vk::CommandPool, pipeline: vk::Pipeline, layout: vk::PipelineLayout) {
+    if fence != vk::Fence::null() {
+        let _ = d.wait_for_fences(&[fence], true, u64::MAX);
+        d.destroy_fence(fence, None);
+    }
+    if pool != vk::CommandPool::null() {
+        d.destroy_command_pool(pool, None);
+    }
+    if pipeline != vk::Pipeline::null() {
+        d.destroy_pipeline(pipeline, None);
+    }
+    if layout != vk::PipelineLayout::null() {
+        d.destroy_pipeline_layout(layout, None);
+    }
+}
+
 impl Drop for Resources<'_> {
     fn drop(&mut self) {
         let d = self.device;
         unsafe {
-            if self.fence != vk::Fence::null() {
-                // If the wait failed or timed out, make sure the GPU is done before freeing.
-                let _ = d.wait_for_fences(&[self.fence], true, u64::MAX);
-                d.destroy_fence(self.fence, None);
-            }
-            if self.command_pool != vk::CommandPool::null() {
-                d.destroy_command_pool(self.command_pool, None);
-            }
-            if self.pipeline != vk::Pipeline::null() {
-                d.destroy_pipeline(self.pipeline, None);
-            }
+            destroy_submission(d, self.fence, self.command_pool, self.pipeline, self.pipeline_layout);
             if self.descriptor_pool != vk::DescriptorPool::null() {
                 d.destroy_descriptor_pool(self.descriptor_pool, None);
-            }
-            if self.pipeline_layout != vk::PipelineLayout::null() {
-                d.destroy_pipeline_layout(self.pipeline_layout, None);
             }
             for &l in self.set_layouts.iter().rev() {
                 d.destroy_descriptor_set_layout(l, None);
@@ -1211,6 +1222,16 @@ pub fn driver_has_extension(name: &str) -> Result<bool, String> {
 fn _assert_send_sync() {
     fn f<T: Send + Sync>() {}
     f::<Context>();
+}
+
+/// Records the barrier that makes a compute dispatch's shader writes visible to host reads
+/// (after the fence the host maps and reads the buffers).
+///
+/// # Safety
+/// `cb` is a command buffer of `d` in the recording state.
+pub unsafe fn cmd_shader_writes_to_host(d: &ash::Device, cb: vk::CommandBuffer) {
+    let barrier = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
+    d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::HOST, vk::DependencyFlags::empty(), &barrier, &[], &[]);
 }
 
 /// `CStr` helper for callers.

@@ -470,17 +470,26 @@ fn assert_unchanged<T: Copy>(what: &str, before: &T, after: &T) {
     assert_eq!(a, b, "{what}: the application's structure was modified");
 }
 
-fn features2_with_unknown(ctx: &Context) {
+/// vkGetPhysicalDeviceFeatures2 with the chain from `first`, which holds `fake`: the fake
+/// struct comes back unchanged (`what` in the message) and the chain still starts at `first`.
+/// Returns the filled structure.
+fn features2_around_fake(ctx: &Context, first: *mut c_void, fake: *const Fake, what: &str) -> vk::PhysicalDeviceFeatures2<'static> {
     let f2fn = ctx.instance().fp_v1_1().get_physical_device_features2;
+    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: first, ..Default::default() };
+    // SAFETY: `fake` points at a live Fake of the caller's chain.
+    let before = unsafe { *fake };
+    unsafe { f2fn(ctx.physical_device(), &mut f2) };
+    assert_unchanged(what, &before, unsafe { &*fake });
+    assert_eq!(f2.p_next, first, "{what}: the chain's head was replaced");
+    f2
+}
+
+fn features2_with_unknown(ctx: &Context) {
     // (a) features2 -> fake -> raw -> vulkan12
     let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut raw = vk::PhysicalDeviceRawAccessChainsFeaturesNV { p_next: ptr_mut(&mut v12), ..Default::default() };
     let mut fake = Fake::new(ptr_mut(&mut raw));
-    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: ptr_mut(&mut fake), ..Default::default() };
-    let fake_before = fake;
-    unsafe { f2fn(ctx.physical_device(), &mut f2) };
-    assert_unchanged("features2: fake before raw", &fake_before, &fake);
-    assert_eq!(f2.p_next, ptr_mut(&mut fake));
+    let f2 = features2_around_fake(ctx, ptr_mut(&mut fake), &fake, "features2: fake before raw");
     assert_eq!(raw.p_next, ptr_mut(&mut v12));
     assert_eq!(raw.shader_raw_access_chains, vk::TRUE, "shaderRawAccessChains not reported behind an unknown struct");
     assert_eq!(v12.buffer_device_address, vk::TRUE, "the driver did not fill VkPhysicalDeviceVulkan12Features");
@@ -490,21 +499,24 @@ fn features2_with_unknown(ctx: &Context) {
     let mut v11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut fake = Fake::new(ptr_mut(&mut v11));
     let mut raw = vk::PhysicalDeviceRawAccessChainsFeaturesNV { p_next: ptr_mut(&mut fake), ..Default::default() };
-    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: ptr_mut(&mut raw), ..Default::default() };
-    let fake_before = fake;
-    unsafe { f2fn(ctx.physical_device(), &mut f2) };
-    assert_unchanged("features2: fake after raw", &fake_before, &fake);
-    assert_eq!(f2.p_next, ptr_mut(&mut raw));
+    let _ = features2_around_fake(ctx, ptr_mut(&mut raw), &fake, "features2: fake after raw");
     assert_eq!(raw.p_next, ptr_mut(&mut fake));
     assert_eq!(raw.shader_raw_access_chains, vk::TRUE);
     assert_eq!(v11.storage_buffer16_bit_access, vk::TRUE, "the driver did not fill VkPhysicalDeviceVulkan11Features");
 
     // (c) only the fake struct.
     let mut fake = Fake::new(std::ptr::null());
-    let mut f2 = vk::PhysicalDeviceFeatures2 { p_next: ptr_mut(&mut fake), ..Default::default() };
-    let fake_before = fake;
-    unsafe { f2fn(ctx.physical_device(), &mut f2) };
-    assert_unchanged("features2: fake only", &fake_before, &fake);
+    let _ = features2_around_fake(ctx, ptr_mut(&mut fake), &fake, "features2: fake only");
+}
+
+/// On `dev`, a device with the raw-access-chains feature: a pipeline from `raw_words` (which use
+/// raw access chains) is created, so shaders are rewritten; then destroys `dev`.
+unsafe fn rewrites_and_destroy(dev: ash::Device, raw_words: &[u32], what: &str) {
+    let (r, m) = create_module_raw(&dev, std::ptr::null(), raw_words.as_ptr(), raw_words.len() * 4);
+    assert_eq!(r, vk::Result::SUCCESS, "{what}: vkCreateShaderModule");
+    assert_eq!(compute_pipeline(&dev, std::ptr::null(), m), vk::Result::SUCCESS, "{what}: shaders are not rewritten");
+    dev.destroy_shader_module(m, None);
+    dev.destroy_device(None);
 }
 
 /// Device creation with the fake struct after / before the layer's own feature struct.
@@ -519,13 +531,7 @@ fn devices_with_unknown(ctx: &Context) {
     let dev = unsafe { create_device(ctx, &exts, ptr(&raw)) }.unwrap_or_else(|e| panic!("vkCreateDevice raw -> fake: {e:?}"));
     assert_unchanged("vkCreateDevice raw -> fake: fake", &fake_before, &fake);
     assert_unchanged("vkCreateDevice raw -> fake: raw", &raw_before, &raw);
-    unsafe {
-        let (r, m) = create_module_raw(&dev, std::ptr::null(), raw_words.as_ptr(), raw_words.len() * 4);
-        assert_eq!(r, vk::Result::SUCCESS);
-        assert_eq!(compute_pipeline(&dev, std::ptr::null(), m), vk::Result::SUCCESS, "raw -> fake device: shaders are not rewritten");
-        dev.destroy_shader_module(m, None);
-        dev.destroy_device(None);
-    }
+    unsafe { rewrites_and_destroy(dev, &raw_words, "raw -> fake device") };
 
     // fake -> raw: the layer keeps the unknown struct in place and splices its own copy of the
     // rest behind it for the call (pnext.rs), so its struct is removed there too; the fake
@@ -536,26 +542,14 @@ fn devices_with_unknown(ctx: &Context) {
     let dev = unsafe { create_device(ctx, &exts, ptr_mut(&mut fake)) }.unwrap_or_else(|e| panic!("vkCreateDevice fake -> raw: {e:?}"));
     assert_unchanged("vkCreateDevice fake -> raw: fake", &fake_before, &fake);
     assert_unchanged("vkCreateDevice fake -> raw: raw", &raw_before, &raw);
-    unsafe {
-        let (r, m) = create_module_raw(&dev, std::ptr::null(), raw_words.as_ptr(), raw_words.len() * 4);
-        assert_eq!(r, vk::Result::SUCCESS);
-        assert_eq!(compute_pipeline(&dev, std::ptr::null(), m), vk::Result::SUCCESS, "fake -> raw device: shaders are not rewritten");
-        dev.destroy_shader_module(m, None);
-        dev.destroy_device(None);
-    }
+    unsafe { rewrites_and_destroy(dev, &raw_words, "fake -> raw device") };
 
     // fake only, extension by name: shaders rewritten, fake passed on.
     let fake = Fake::new(std::ptr::null());
     let fake_before = fake;
     let dev = unsafe { create_device(ctx, &exts, ptr(&fake)) }.unwrap_or_else(|e| panic!("vkCreateDevice fake only: {e:?}"));
     assert_unchanged("vkCreateDevice fake only", &fake_before, &fake);
-    unsafe {
-        let (r, m) = create_module_raw(&dev, std::ptr::null(), raw_words.as_ptr(), raw_words.len() * 4);
-        assert_eq!(r, vk::Result::SUCCESS);
-        assert_eq!(compute_pipeline(&dev, std::ptr::null(), m), vk::Result::SUCCESS);
-        dev.destroy_shader_module(m, None);
-        dev.destroy_device(None);
-    }
+    unsafe { rewrites_and_destroy(dev, &raw_words, "fake-only device") };
 }
 
 /// Shader module / pipeline stage chains with the fake struct, on a maintenance5 device.
@@ -625,23 +619,19 @@ fn pipelines_with_unknown(ctx: &Context, log: &std::path::Path) {
 #[test]
 fn pnext_chains_with_unknown_structs() {
     const NAME: &str = "pnext_chains_with_unknown_structs";
-    if child::is_child(NAME) {
+    let child_body = || {
         let log = log_path();
         let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap_or_else(|e| panic!("{e}"));
         features2_with_unknown(&ctx);
         devices_with_unknown(&ctx);
         pipelines_with_unknown(&ctx, &log);
         // Still working: a checked dispatch on the context's own device.
-        let s = samples::structured(None);
-        let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-        s.check(&out).unwrap();
-        println!("CHILD-OK");
+        samples::structured(None).run_checked(&ctx).unwrap();
+    };
+    if child::run_child(NAME, child_body) {
         return;
     }
-    let dir = child::temp_dir("bad-pnext");
-    let log = dir.join("layer.log");
-    let out = child::spawn(NAME, &[(&env_var_name("log_file"), log.to_str().unwrap()), (&env_var_name("log_level"), "warn")], None);
-    out.assert_success();
-    assert!(out.stdout.contains("CHILD-OK"), "{}", out.stdout);
-    println!("layer log:\n{}", read_log(&log));
+    let (out, log) = child::spawn_logged(NAME, "bad-pnext", &[(&env_var_name("log_level"), "warn")]);
+    out.assert_completed();
+    println!("layer log:\n{log}");
 }

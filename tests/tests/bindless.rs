@@ -29,33 +29,16 @@
 //!
 //! `BINDLESS_FULL=1` adds the bigger sweeps (1000 textures, more lifetime rounds).
 
+use polyfill_e2e::bindless::checks::{check_dumped_rewrites, ctx, dump_dir, offline_rewrite_errors, ok, record, validated_context, CAP_BINDLESS_TEXTURE_NV};
 use polyfill_e2e::bindless::{cases, shaders, HandleApi, HandleKind};
 use polyfill_e2e::child;
 use polyfill_e2e::small_storage::run as ss_run;
 use polyfill_e2e::tools::{self, has_capability};
 use polyfill_e2e::vk::IMAGE_VIEW_HANDLE_EXT;
 use polyfill_e2e::{Context, ContextOptions};
-use std::path::PathBuf;
-use std::sync::OnceLock;
-
-const CAP_BINDLESS_TEXTURE_NV: u32 = 5390;
 
 fn full() -> bool {
     std::env::var("BINDLESS_FULL").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
-/// The shared context: layer + VK_NVX_image_view_handle, no app-enabled indexing features.
-fn ctx() -> &'static Context {
-    static CTX: OnceLock<Result<Context, String>> = OnceLock::new();
-    CTX.get_or_init(|| Context::new(&ContextOptions::bindless()))
-        .as_ref()
-        .unwrap_or_else(|e| panic!("context with {IMAGE_VIEW_HANDLE_EXT} through the layer: {e}"))
-}
-
-fn ok(r: Result<(), String>) {
-    if let Err(e) = r {
-        panic!("{e}");
-    }
 }
 
 #[test]
@@ -248,17 +231,6 @@ fn garbage_handles_do_not_crash() {
 
 // ---- SPIR-V validity ---------------------------------------------------------------------------
 
-fn table() -> shader_rewrite::BindlessTable {
-    shader_rewrite::BindlessTable {
-        set: 7,
-        sampled_images_binding: 0,
-        sampled_images_count: 65536,
-        storage_images_binding: 1,
-        storage_images_count: 65536,
-        samplers_binding: 2,
-        samplers_count: 4096,
-    }
-}
 
 /// The inputs themselves are what a producer would emit: they assemble and carry the capability.
 #[test]
@@ -269,7 +241,7 @@ fn shaders_assemble() {
     }
     // Non-bindless helpers assemble too.
     tools::spirv_as(&shaders::fullscreen_vs(), "vulkan1.3").unwrap();
-    tools::spirv_as(&cases::cell_vs(), "vulkan1.3").unwrap();
+    tools::spirv_as(&shaders::cell_vs(), "vulkan1.3").unwrap();
     tools::spirv_as(&shaders::draw_fs(false), "vulkan1.3").unwrap();
     tools::spirv_as(&shaders::rebind_compute(0, false), "vulkan1.3").unwrap();
 }
@@ -278,61 +250,22 @@ fn shaders_assemble() {
 /// and no longer declares BindlessTextureNV.
 #[test]
 fn offline_rewrite_validates() {
-    let options = shader_rewrite::Options { bindless: Some(table()), ..Default::default() };
-    let mut errs = Vec::new();
-    for (name, w, env) in cases::all_shaders().unwrap_or_else(|e| panic!("{e}")) {
-        match shader_rewrite::rewrite(&w, &options) {
-            Err(e) => errs.push(format!("{name}: rewrite failed: {e}")),
-            Ok(out) => {
-                if let Err(e) = tools::spirv_val(&out.words, env) {
-                    errs.push(format!("{name}: rewritten module fails spirv-val: {e}"));
-                }
-                if has_capability(&out.words, CAP_BINDLESS_TEXTURE_NV) {
-                    errs.push(format!("{name}: rewritten module still declares BindlessTextureNV"));
-                }
-            }
-        }
-    }
+    let errs = offline_rewrite_errors(&cases::all_shaders().unwrap_or_else(|e| panic!("{e}")));
     assert!(errs.is_empty(), "{} failures:\n{}", errs.len(), errs.join("\n\n"));
 }
 
-fn dump_dir() -> PathBuf {
-    ss_run::remove_stale_dumps();
-    let d = std::env::temp_dir().join(format!("polyfill-small-storage-{}-bindless", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn env_of(words: &[u32]) -> &'static str {
-    match (words.get(1).copied().unwrap_or(0) >> 8) & 0xff {
-        0..=3 => "vulkan1.1",
-        4 => "spv1.4",
-        5 => "vulkan1.2",
-        _ => "vulkan1.3",
-    }
-}
 
 /// Every case once more with VK_LAYER_KHRONOS_validation below the layer and shader dumps on:
 /// zero validation errors, and every module the layer rewrote passes spirv-val.
 #[test]
 fn validation_layer_and_dumps_clean() {
-    let dir = dump_dir();
-    let c = Context::new(&ContextOptions::bindless().validation(true).setting("dump_shaders_dir", dir.to_str().unwrap())).unwrap_or_else(|e| panic!("{e}"));
+    let dir = dump_dir("bindless");
+    let c = validated_context(&dir);
     let native = Context::new(&ContextOptions::native()).unwrap();
     let driver_max = native.limits().max_bound_descriptor_sets;
     drop(native);
     let mut errs = Vec::new();
-    let mut run = |name: &str, r: Result<(), String>| {
-        if let Err(e) = r {
-            errs.push(format!("{name}: {e}"));
-        }
-        let v = ss_run::relevant_validation_errors(&c);
-        if !v.is_empty() {
-            errs.push(format!("{name}: {} validation errors:\n  {}", v.len(), v.join("\n  ")));
-        }
-        c.clear_validation_messages();
-    };
+    let mut run = |name: &str, r: Result<(), String>| record(&c, name, r, &mut errs);
     run("sample_many u32", cases::sample_many(&c, HandleKind::U32, false, 6, 48));
     run("sample_many u64 uniform", cases::sample_many(&c, HandleKind::U64, true, 6, 48));
     run("sample_many uvec2 spv1.3", cases::sample_many(&c, HandleKind::UVec2, false, 3, 16));
@@ -347,29 +280,7 @@ fn validation_layer_and_dumps_clean() {
     run("draw_rebinds", cases::draw_rebinds(&c));
     run("lifetime", cases::lifetime(&c, 2, 50).map(|_| ()));
     // Dumps: every bindless module the cases created was rewritten and validates.
-    let mut seen = 0;
-    for (name, w, _) in cases::all_shaders().unwrap() {
-        let after = dir.join(format!("{}.after.spv", ss_run::module_hash(&w)));
-        let Ok(bytes) = std::fs::read(&after) else { continue };
-        seen += 1;
-        let words = tools::bytes_to_words(&bytes);
-        if let Err(e) = tools::spirv_val(&words, env_of(&words)) {
-            errs.push(format!("{name}: the layer's rewrite fails spirv-val: {e}"));
-        }
-        if has_capability(&words, CAP_BINDLESS_TEXTURE_NV) {
-            errs.push(format!("{name}: the layer's rewrite still declares BindlessTextureNV"));
-        }
-    }
-    // Any other dumped module (e.g. rebind shaders assembled inside the cases).
-    for e in std::fs::read_dir(&dir).unwrap().flatten() {
-        let p = e.path();
-        if p.to_string_lossy().ends_with(".after.spv") {
-            let words = tools::bytes_to_words(&std::fs::read(&p).unwrap());
-            if let Err(e) = tools::spirv_val(&words, env_of(&words)) {
-                errs.push(format!("{}: the layer's rewrite fails spirv-val: {e}", p.display()));
-            }
-        }
-    }
+    let seen = check_dumped_rewrites(&dir, &cases::all_shaders().unwrap(), false, &mut errs);
     if seen == 0 && errs.is_empty() {
         errs.push(format!("no rewritten module was dumped into {}", dir.display()));
     }

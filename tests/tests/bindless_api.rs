@@ -18,11 +18,7 @@ fn bindless_options() -> ContextOptions {
 
 #[test]
 fn advertised_at_revision_1_with_the_tables_set_reserved() {
-    let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
-    if native.has_device_extension(EXT) {
-        eprintln!("the driver has {EXT}; nothing to emulate");
-        return;
-    }
+    let Some(native) = Context::native_lacking(EXT) else { return };
     let ctx = Context::new(&ContextOptions::with_layer()).unwrap_or_else(|e| panic!("{e}"));
     let exts = ctx.device_extensions().unwrap();
     let ours: Vec<_> = exts.iter().filter(|(n, _)| n == EXT).collect();
@@ -147,9 +143,7 @@ fn handles_distinct_stable_and_reused() {
 #[test]
 fn plain_compute_on_bindless_device() {
     let ctx = Context::new(&bindless_options()).unwrap_or_else(|e| panic!("{e}"));
-    let s = samples::plain();
-    let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-    s.check(&out).unwrap();
+    samples::plain().run_checked(&ctx).unwrap();
     assert_eq!(ctx.validation_errors(), Vec::<String>::new());
 }
 
@@ -159,9 +153,7 @@ fn plain_compute_on_bindless_device() {
 #[test]
 fn forced_emulation_keeps_plain_work_valid() {
     let ctx = Context::new(&ContextOptions::with_layer().setting("image_view_handle", "force").validation(true)).unwrap_or_else(|e| panic!("{e}"));
-    let s = samples::plain();
-    let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-    s.check(&out).unwrap();
+    samples::plain().run_checked(&ctx).unwrap();
     assert!(ctx.get_device_proc_addr("vkGetImageViewHandleNVX").is_some());
     assert_eq!(ctx.validation_errors(), Vec::<String>::new());
 }

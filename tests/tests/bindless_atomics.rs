@@ -13,24 +13,8 @@
 //!   the layer (no error) and the layer's rewritten modules dumped and validated.
 
 use polyfill_e2e::bindless::atomics::{self, Shape};
+use polyfill_e2e::bindless::checks::{check_dumped_rewrites, ctx, dump_dir, offline_rewrite_errors, ok, record, validated_context};
 use polyfill_e2e::bindless::HandleKind;
-use polyfill_e2e::small_storage::run as ss_run;
-use polyfill_e2e::tools::{self, has_capability};
-use polyfill_e2e::{Context, ContextOptions};
-use std::sync::OnceLock;
-
-const CAP_BINDLESS_TEXTURE_NV: u32 = 5390;
-
-fn ctx() -> &'static Context {
-    static CTX: OnceLock<Result<Context, String>> = OnceLock::new();
-    CTX.get_or_init(|| Context::new(&ContextOptions::bindless())).as_ref().unwrap_or_else(|e| panic!("bindless context through the layer: {e}"))
-}
-
-fn ok(r: Result<(), String>) {
-    if let Err(e) = r {
-        panic!("{e}");
-    }
-}
 
 #[test]
 fn image_value_u32() {
@@ -59,65 +43,19 @@ fn block_member() {
 
 #[test]
 fn offline_rewrite_validates() {
-    let options = shader_rewrite::Options {
-        bindless: Some(shader_rewrite::BindlessTable {
-            set: 7,
-            sampled_images_binding: 0,
-            sampled_images_count: 65536,
-            storage_images_binding: 1,
-            storage_images_count: 65536,
-            samplers_binding: 2,
-            samplers_count: 4096,
-        }),
-        ..Default::default()
-    };
-    let mut errs = Vec::new();
-    for (name, w, env) in atomics::all_shaders().unwrap_or_else(|e| panic!("{e}")) {
-        match shader_rewrite::rewrite(&w, &options) {
-            Err(e) => errs.push(format!("{name}: rewrite failed: {e}")),
-            Ok(out) => {
-                if let Err(e) = tools::spirv_val(&out.words, env) {
-                    errs.push(format!("{name}: rewritten module fails spirv-val: {e}"));
-                }
-                if has_capability(&out.words, CAP_BINDLESS_TEXTURE_NV) {
-                    errs.push(format!("{name}: still declares BindlessTextureNV"));
-                }
-            }
-        }
-    }
+    let errs = offline_rewrite_errors(&atomics::all_shaders().unwrap_or_else(|e| panic!("{e}")));
     assert!(errs.is_empty(), "{}", errs.join("\n\n"));
 }
 
 #[test]
 fn validation_layer_and_dumps_clean() {
-    ss_run::remove_stale_dumps();
-    let dir = std::env::temp_dir().join(format!("polyfill-small-storage-{}-bindless-atomics", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let c = Context::new(&ContextOptions::bindless().validation(true).setting("dump_shaders_dir", dir.to_str().unwrap())).unwrap_or_else(|e| panic!("{e}"));
+    let dir = dump_dir("bindless-atomics");
+    let c = validated_context(&dir);
     let mut errs = Vec::new();
     for shape in Shape::ALL {
-        if let Err(e) = atomics::run(&c, shape) {
-            errs.push(e);
-        }
-        let v = ss_run::relevant_validation_errors(&c);
-        if !v.is_empty() {
-            errs.push(format!("{}: {} validation errors:\n  {}", shape.name(), v.len(), v.join("\n  ")));
-        }
-        c.clear_validation_messages();
+        record(&c, &shape.name(), atomics::run(&c, shape), &mut errs);
     }
-    let mut seen = 0;
-    for (name, w, env) in atomics::all_shaders().unwrap() {
-        let Ok(bytes) = std::fs::read(dir.join(format!("{}.after.spv", ss_run::module_hash(&w)))) else {
-            errs.push(format!("{name}: the layer dumped no rewrite of it"));
-            continue;
-        };
-        seen += 1;
-        let words = tools::bytes_to_words(&bytes);
-        if let Err(e) = tools::spirv_val(&words, env) {
-            errs.push(format!("{name}: the layer's rewrite fails spirv-val: {e}"));
-        }
-    }
+    let seen = check_dumped_rewrites(&dir, &atomics::all_shaders().unwrap(), true, &mut errs);
     println!("{seen} rewritten modules dumped by the layer and validated");
     let _ = std::fs::remove_dir_all(&dir);
     assert!(errs.is_empty(), "{}", errs.join("\n\n"));

@@ -8,7 +8,7 @@
 
 use ash::vk;
 use polyfill_e2e::bytes;
-use polyfill_e2e::child::{self, read_log};
+use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
     atomics_and_ptr_chains, copy_elements, copy_scale, graphics_fs, graphics_vs, linked_list, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
@@ -115,11 +115,7 @@ fn force_is_logged_as_hiding_the_drivers() {
         context("force");
         return;
     }
-    let dir = child::temp_dir("bda_log");
-    let log = dir.join("layer.log");
-    let out = child::spawn(NAME, &[(&env_var_name("log_file"), log.to_str().unwrap()), (&env_var_name("log_level"), "info")], None);
-    let text = read_log(&log);
-    assert!(out.success(), "child failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
+    let (_, text) = child::spawn_logged(NAME, "bda_log", &[(&env_var_name("log_level"), "info")]);
     assert!(text.contains("VK_KHR_buffer_device_address emulated (forced; driver has it)"), "{text}");
     assert!(text.contains("storage buffers (binding 3)"), "the table's storage-buffer array:\n{text}");
 }
@@ -392,16 +388,8 @@ fn shader_object_through_pointers(target: &str) {
     let dst = [scope.buffer(256).unwrap(), scope.buffer(256).unwrap()];
     assert!(dst.iter().all(|b| decode_address(b.address).is_some()), "layer addresses");
     let words = copy_scale();
-    // SAFETY: a u32 slice viewed as bytes (4-byte aligned, as pCode must be).
-    let code = unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, words.len() * 4) };
     let ranges = [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).size(16)];
-    let info = vk::ShaderCreateInfoEXT::default()
-        .stage(vk::ShaderStageFlags::COMPUTE)
-        .code_type(vk::ShaderCodeTypeEXT::SPIRV)
-        .code(code)
-        .name(c"main")
-        .push_constant_ranges(&ranges);
-    let shader = unsafe { so.create_shaders(&[info], None) }.unwrap_or_else(|(_, e)| panic!("vkCreateShadersEXT: {e:?}"))[0];
+    let shader = polyfill_e2e::bindless::shader_object::compute_shader(&so, &words, &[], &ranges).unwrap_or_else(|e| panic!("vkCreateShadersEXT: {e:?}"));
     // The layout push constants are given with: the shader's range (VUID-vkCmdPushConstants-offset-01796).
     let layout = unsafe { ctx.device().create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&ranges), None) }.unwrap();
     let push = |k: usize| [src.address.to_le_bytes(), dst[k].address.to_le_bytes()].concat();
@@ -725,11 +713,7 @@ fn pipelines_using_pointers_beyond_the_reported_limits_are_refused() {
         assert_eq!(ctx.validation_errors(), Vec::<String>::new());
         return;
     }
-    let dir = child::temp_dir("bda_refused");
-    let log = dir.join("layer.log");
-    let out = child::spawn(NAME, &[(&env_var_name("log_file"), log.to_str().unwrap())], None);
-    let text = read_log(&log);
-    assert!(out.success(), "child failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
+    let (_, text) = child::spawn_logged(NAME, "bda_refused", &[]);
     let refusals: Vec<&str> = text.lines().filter(|l| l.contains("refusing the pipeline")).collect();
     assert_eq!(refusals.len(), 1, "{text}");
     assert!(refusals[0].contains("maxPerStageDescriptorUpdateAfterBindStorageBuffers is"), "{}", refusals[0]);

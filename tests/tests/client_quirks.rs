@@ -6,6 +6,7 @@
 //! view whose offset is not a multiple of the alignment too early.
 use ash::vk;
 use polyfill_e2e::bytes;
+use polyfill_e2e::spvasm::{Module, GID_X_CHAIN};
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
 use polyfill_e2e::{Context, ContextOptions};
 
@@ -109,52 +110,21 @@ fn second_device(ctx: &Context) {
 /// of binding 1. vkd3d-proton's offset-buffer path would add the view's sub-alignment offset;
 /// its raw-chain path does not (BASE 0).
 fn byte_address_shader(base: u32) -> String {
-    format!(
-        r#"
-OpCapability Shader
-OpCapability RawAccessChainsNV
-OpExtension "SPV_NV_raw_access_chains"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 8 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%pv3 = OpTypePointer Input %v3
-%gid = OpVariable %pv3 Input
-%pin = OpTypePointer Input %u32
-%pu = OpTypePointer StorageBuffer %u32
-%c0 = OpConstant %u32 0
-%c4 = OpConstant %u32 4
-%base = OpConstant %u32 {base}
-%main = OpFunction %void None %fn
-%l = OpLabel
-%px = OpAccessChain %pin %gid %c0
-%i = OpLoad %u32 %px
+    Module::compute(8)
+        .raw_access_chains()
+        .gid()
+        .word_buffers(&["in", "out"])
+        .globals(&format!("%base = OpConstant %u32 {base}"))
+        .main(&format!(
+            "{GID_X_CHAIN}
 %b = OpIMul %u32 %i %c4
 %a = OpIAdd %u32 %b %base
-%p = OpRawAccessChainNV %pu %in %c0 %c0 %a RobustnessPerComponentNV
+%p = OpRawAccessChainNV %ps_u32 %in %c0 %c0 %a RobustnessPerComponentNV
 %v = OpLoad %u32 %p Aligned 4
-%po = OpAccessChain %pu %out %c0 %i
-OpStore %po %v
-OpReturn
-OpFunctionEnd
-"#
-    )
+%po = OpAccessChain %ps_u32 %out %c0 %i
+OpStore %po %v"
+        ))
+        .text()
 }
 
 /// The harm behind the vkd3d-proton quirk, on the layer's emulated raw chains: a D3D12 view at

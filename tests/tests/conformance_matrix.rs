@@ -23,6 +23,7 @@
 
 use polyfill_e2e::matrix::{cases, gen, run, Case};
 use std::collections::HashSet;
+use polyfill_e2e::spvasm::Module;
 use polyfill_e2e::sweep;
 
 fn threads() -> usize {
@@ -36,25 +37,6 @@ fn selected() -> Vec<Case> {
 /// Runs `f` over `items` on a few threads; collects the error strings (in `items` order).
 fn par_map<T: Sync>(items: &[T], f: impl Fn(&T) -> Option<String> + Sync) -> Vec<String> {
     sweep::par_map(items, threads(), f).into_iter().flatten().collect()
-}
-
-/// Prints the first few errors in full and a one-line summary of every error.
-fn report(errs: &[String]) {
-    for e in errs.iter().take(3) {
-        println!("{e}\n");
-    }
-    if errs.len() > 3 {
-        println!("all {} failures, one line each:", errs.len());
-        for e in errs {
-            let mut lines = e.lines();
-            let first = lines.next().unwrap_or_default();
-            let second = lines.next().unwrap_or_default().trim();
-            println!(
-                "  {first}\n      {}",
-                second.chars().take(300).collect::<String>()
-            );
-        }
-    }
 }
 
 /// One plan per distinct shader text.
@@ -82,7 +64,7 @@ fn generated_modules_validate() {
         plans.len(),
         errs.len()
     );
-    report(&errs);
+    sweep::print_errors(&errs, 3);
     assert!(
         errs.is_empty(),
         "{} generated modules fail assembly/validation (first shown above)",
@@ -113,7 +95,7 @@ fn rewritten_modules_validate() {
         plans.len(),
         plans.len() - errs.len()
     );
-    report(&errs);
+    sweep::print_errors(&errs, 3);
     assert!(
         errs.is_empty(),
         "{} of {} modules fail rewrite/validation (first shown above)",
@@ -229,63 +211,28 @@ fn conformance_matrix_core_target() {
 /// on it (e.g. a subgroup waterfall loop around the query).
 #[test]
 fn driver_probe_nonuniform_array_length() {
-    let asm = r#"
-OpCapability Shader
-OpCapability StorageBuffer8BitAccess
-OpCapability RuntimeDescriptorArray
-OpCapability ShaderNonUniform
-OpCapability StorageBufferArrayNonUniformIndexing
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid %arr %out
-OpExecutionMode %main LocalSize 32 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta8 ArrayStride 1
-OpMemberDecorate %B 0 Offset 0
-OpDecorate %B Block
-OpDecorate %rta32 ArrayStride 4
-OpMemberDecorate %O 0 Offset 0
-OpDecorate %O Block
-OpDecorate %arr DescriptorSet 0
-OpDecorate %arr Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 2
-OpDecorate %sel NonUniform
-OpDecorate %p NonUniform
-OpDecorate %len NonUniform
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u8 = OpTypeInt 8 0
-%u32 = OpTypeInt 32 0
-%v3 = OpTypeVector %u32 3
-%pin3 = OpTypePointer Input %v3
-%pin = OpTypePointer Input %u32
-%gid = OpVariable %pin3 Input
-%rta8 = OpTypeRuntimeArray %u8
-%B = OpTypeStruct %rta8
-%rtaB = OpTypeRuntimeArray %B
-%pB = OpTypePointer StorageBuffer %B
-%parr = OpTypePointer StorageBuffer %rtaB
-%arr = OpVariable %parr StorageBuffer
-%rta32 = OpTypeRuntimeArray %u32
-%O = OpTypeStruct %rta32
-%pO = OpTypePointer StorageBuffer %O
-%out = OpVariable %pO StorageBuffer
-%pu = OpTypePointer StorageBuffer %u32
-%c0 = OpConstant %u32 0
-%c3 = OpConstant %u32 3
-%main = OpFunction %void None %fn
-%e = OpLabel
-%gp = OpAccessChain %pin %gid %c0
+    let asm = Module::compute(32)
+        .spirv(5)
+        .cap("StorageBuffer8BitAccess")
+        .cap("RuntimeDescriptorArray")
+        .cap("ShaderNonUniform")
+        .cap("StorageBufferArrayNonUniformIndexing")
+        .gid()
+        .block("B", "%u8", 1)
+        .decorate("OpDecorate %arr DescriptorSet 0\nOpDecorate %arr Binding 0\nOpDecorate %sel NonUniform\nOpDecorate %p NonUniform\nOpDecorate %len NonUniform")
+        .globals("%rtaB = OpTypeRuntimeArray %B\n%ps_B = OpTypePointer StorageBuffer %B\n%parr = OpTypePointer StorageBuffer %rtaB\n%arr = OpVariable %parr StorageBuffer")
+        .ssbo("out", "%u32", 4, 0, 2)
+        .main(
+            "%gp = OpAccessChain %pin_u32 %gid %c0
 %g = OpLoad %u32 %gp
 %sel = OpUMod %u32 %g %c3
-%p = OpAccessChain %pB %arr %sel
+%p = OpAccessChain %ps_B %arr %sel
 %len = OpArrayLength %u32 %p 0
-%op = OpAccessChain %pu %out %c0 %g
-OpStore %op %len
-OpReturn
-OpFunctionEnd
-"#;
-    let words = polyfill_e2e::spirv_as(asm, "vulkan1.2").unwrap();
+%op = OpAccessChain %ps_u32 %out %c0 %g
+OpStore %op %len",
+        )
+        .text();
+    let words = polyfill_e2e::spirv_as(&asm, "vulkan1.2").unwrap();
     polyfill_e2e::spirv_val(&words, "vulkan1.2").unwrap();
     let ctx = polyfill_e2e::Context::new(&polyfill_e2e::ContextOptions::native())
         .expect("native context");

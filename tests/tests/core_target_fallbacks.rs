@@ -9,6 +9,7 @@
 //!   (loads read 0 / the `debug_oob_poison` pattern, stores write nothing), bytes < 40 are not.
 
 use polyfill_e2e::child;
+use polyfill_e2e::spvasm::{Module, GID_X_CHAIN};
 use polyfill_e2e::tools::bytes_to_words;
 use polyfill_e2e::vk::shared_layer_context;
 use polyfill_e2e::{bytes, spirv_as, spirv_dis, BufferSpec, ComputeJob, Context, ContextOptions};
@@ -46,29 +47,23 @@ fn robustness_operand(per_component: bool) -> &'static str {
     }
 }
 
-/// Header of a module with 8- or 16-bit storage (`bits` = 8, 16 or 32), GLSL450 memory model.
-fn header(bits: u32) -> String {
-    let storage = match bits {
-        8 => "OpCapability StorageBuffer8BitAccess\nOpExtension \"SPV_KHR_8bit_storage\"\n",
-        16 => "OpCapability StorageBuffer16BitAccess\nOpExtension \"SPV_KHR_16bit_storage\"\n",
-        _ => "",
+/// A compute module (`LocalSize local 1 1`) with raw access chains and 8- or 16-bit storage
+/// (`bits` = 8, 16 or 32).
+/// `%cshift` = log2 of the element size in bytes, `%golden` the hash multiplier.
+fn storage_module(bits: u32, local: u32) -> Module {
+    let m = match bits {
+        8 => Module::compute(local).cap("StorageBuffer8BitAccess").ext("SPV_KHR_8bit_storage"),
+        16 => Module::compute(local).cap("StorageBuffer16BitAccess").ext("SPV_KHR_16bit_storage"),
+        _ => Module::compute(local),
     };
-    let (cap, ext): (Vec<&str>, Vec<&str>) =
-        storage.lines().partition(|l| l.starts_with("OpCapability"));
-    format!(
-        "OpCapability Shader\n{}\nOpCapability RawAccessChainsNV\n{}\nOpExtension \"SPV_NV_raw_access_chains\"\nOpMemoryModel Logical GLSL450\n",
-        cap.join("\n"),
-        ext.join("\n")
-    )
+    m.raw_access_chains().globals(&format!("%cshift = OpConstant %u32 {}\n%golden = OpConstant %u32 2654435761", (bits / 8).trailing_zeros()))
 }
 
-/// The accessed integer type of `bits` bits: its name, its declaration (none for 32 bits: it is
-/// `%u32`, and a second `OpTypeInt 32 0` would be invalid) and `%val` (that type) from `%v32`.
-fn narrow(bits: u32) -> (&'static str, &'static str, &'static str) {
+/// `val` = the `bits`-bit integer (`%u8`, `%u16`, `%u32`) of the u32 `from`.
+fn narrow(bits: u32, val: &str, from: &str) -> String {
     match bits {
-        8 => ("%un", "%un = OpTypeInt 8 0", "%val = OpUConvert %un %v32"),
-        16 => ("%un", "%un = OpTypeInt 16 0", "%val = OpUConvert %un %v32"),
-        _ => ("%u32", "", "%val = OpCopyObject %u32 %v32"),
+        32 => format!("{val} = OpCopyObject %u32 {from}"),
+        _ => format!("{val} = OpUConvert %u{bits} {from}"),
     }
 }
 
@@ -138,66 +133,20 @@ fn race_source(r: Race) -> String {
         per_component,
         vulkan_mm,
     } = r;
-    let (un, ty, conv) = narrow(bits);
-    let shift = (bits / 8).trailing_zeros();
     let rob = robustness_operand(per_component);
-    let (header, interface) = if vulkan_mm {
-        let h = header(bits)
-            .replacen(
-                "OpCapability Shader\n",
-                "OpCapability Shader\nOpCapability VulkanMemoryModel\n",
-                1,
-            )
-            .replace(
-                "OpMemoryModel Logical GLSL450",
-                "OpMemoryModel Logical Vulkan",
-            );
-        // SPIR-V ≥ 1.4: the interface lists every global variable the entry point uses.
-        (h, " %a %b")
-    } else {
-        (header(bits), "")
-    };
-    format!(
-        r#"{header}OpEntryPoint GLCompute %main "main" %gid %lid %wg{interface}
-OpExecutionMode %main LocalSize {RACE_LOCAL} 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %lid BuiltIn LocalInvocationId
-OpDecorate %wg BuiltIn WorkgroupId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %a DescriptorSet 0
-OpDecorate %a Binding 0
-OpDecorate %b DescriptorSet 0
-OpDecorate %b Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-{ty}
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%a = OpVariable %pblk StorageBuffer
-%b = OpVariable %pblk StorageBuffer
-%pv3 = OpTypePointer Input %v3
-%gid = OpVariable %pv3 Input
-%lid = OpVariable %pv3 Input
-%wg = OpVariable %pv3 Input
-%pin = OpTypePointer Input %u32
-%pun = OpTypePointer StorageBuffer {un}
-%c0 = OpConstant %u32 0
-%c2 = OpConstant %u32 2
-%c7 = OpConstant %u32 7
-%cshift = OpConstant %u32 {shift}
-%golden = OpConstant %u32 2654435761
-%main = OpFunction %void None %fn
-%l = OpLabel
-%pg = OpAccessChain %pin %gid %c0
+    let m = storage_module(bits, RACE_LOCAL);
+    // SPIR-V 1.5 under the Vulkan memory model: the interface lists every global variable.
+    let m = if vulkan_mm { m.cap("VulkanMemoryModel").memory_model("Logical", "Vulkan").spirv(5) } else { m };
+    m.gid()
+        .builtin("%lid", "LocalInvocationId", "Input", "%v3u")
+        .builtin("%wg", "WorkgroupId", "Input", "%v3u")
+        .word_buffers(&["a", "b"])
+        .main(&format!(
+            r#"%pg = OpAccessChain %pin_u32 %gid %c0
 %g = OpLoad %u32 %pg
-%pl = OpAccessChain %pin %lid %c0
+%pl = OpAccessChain %pin_u32 %lid %c0
 %li = OpLoad %u32 %pl
-%pw = OpAccessChain %pin %wg %c0
+%pw = OpAccessChain %pin_u32 %wg %c0
 %w = OpLoad %u32 %pw
 %l4 = OpShiftLeftLogical %u32 %li %c2
 %e2 = OpIAdd %u32 %l4 %w
@@ -207,19 +156,17 @@ OpDecorate %b Binding 1
 %va = OpShiftRightLogical %u32 %ma %c7
 %mb = OpIMul %u32 %e2 %golden
 %vb = OpShiftRightLogical %u32 %mb %c7
-%pa = OpRawAccessChainNV %pun %a %c0 %c0 %offa{rob}
-%pb = OpRawAccessChainNV %pun %b %c0 %c0 %offb{rob}
-{conv_a}
-{conv_b}
+%pa = OpRawAccessChainNV %ps_u{bits} %a %c0 %c0 %offa{rob}
+%pb = OpRawAccessChainNV %ps_u{bits} %b %c0 %c0 %offb{rob}
+{}
+{}
 OpStore %pa %vala Aligned {align}
-OpStore %pb %valb Aligned {align}
-OpReturn
-OpFunctionEnd
-"#,
-        conv_a = conv.replace("%val", "%vala").replace("%v32", "%va"),
-        conv_b = conv.replace("%val", "%valb").replace("%v32", "%vb"),
-        align = bits / 8,
-    )
+OpStore %pb %valb Aligned {align}"#,
+            narrow(bits, "%vala", "%va"),
+            narrow(bits, "%valb", "%vb"),
+            align = bits / 8,
+        ))
+        .text()
 }
 
 fn race_value(e: usize, bits: u32) -> u32 {
@@ -445,67 +392,27 @@ const BOUND_INVOCATIONS: u32 = 64;
 /// element at byte `i·E` of binding 0 (43-byte range), zero-extended to `out[i]` (binding 1,
 /// whole); per-component store of `value(i)` at byte `i·E` of binding 2 (43-byte range).
 fn bounds_source(bits: u32) -> String {
-    let (un, ty, conv) = narrow(bits);
-    let shift = (bits / 8).trailing_zeros();
-    let widen = if bits == 32 {
-        "%wide = OpCopyObject %u32 %h"
-    } else {
-        "%wide = OpUConvert %u32 %h"
-    };
-    format!(
-        r#"{header}OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize {BOUND_INVOCATIONS} 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-OpDecorate %st DescriptorSet 0
-OpDecorate %st Binding 2
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-{ty}
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%st = OpVariable %pblk StorageBuffer
-%pv3 = OpTypePointer Input %v3
-%gid = OpVariable %pv3 Input
-%pin = OpTypePointer Input %u32
-%pun = OpTypePointer StorageBuffer {un}
-%pu32 = OpTypePointer StorageBuffer %u32
-%c0 = OpConstant %u32 0
-%c7 = OpConstant %u32 7
-%cshift = OpConstant %u32 {shift}
-%golden = OpConstant %u32 2654435761
-%main = OpFunction %void None %fn
-%l = OpLabel
-%pg = OpAccessChain %pin %gid %c0
-%i = OpLoad %u32 %pg
+    storage_module(bits, BOUND_INVOCATIONS)
+        .gid()
+        .word_buffers(&["in", "out", "st"])
+        .main(&format!(
+            r#"{GID_X_CHAIN}
 %off = OpShiftLeftLogical %u32 %i %cshift
-%p = OpRawAccessChainNV %pun %in %c0 %c0 %off RobustnessPerComponentNV
-%h = OpLoad {un} %p Aligned {align}
-{widen}
-%po = OpAccessChain %pu32 %out %c0 %i
+%p = OpRawAccessChainNV %ps_u{bits} %in %c0 %c0 %off RobustnessPerComponentNV
+%h = OpLoad %u{bits} %p Aligned {align}
+{}
+%po = OpAccessChain %ps_u32 %out %c0 %i
 OpStore %po %wide
 %m = OpIMul %u32 %i %golden
 %v32 = OpShiftRightLogical %u32 %m %c7
-{conv}
-%q = OpRawAccessChainNV %pun %st %c0 %c0 %off RobustnessPerComponentNV
-OpStore %q %val Aligned {align}
-OpReturn
-OpFunctionEnd
-"#,
-        header = header(bits),
-        align = bits / 8,
-    )
+{}
+%q = OpRawAccessChainNV %ps_u{bits} %st %c0 %c0 %off RobustnessPerComponentNV
+OpStore %q %val Aligned {align}"#,
+            if bits == 32 { "%wide = OpCopyObject %u32 %h" } else { "%wide = OpUConvert %u32 %h" },
+            narrow(bits, "%val", "%v32"),
+            align = bits / 8,
+        ))
+        .text()
 }
 
 /// Inputs, and the expected (out, st) contents when the bound range is treated as `len` bytes.

@@ -7,6 +7,7 @@
 //!
 //! One test in its own binary: mallinfo2 counts the whole process.
 use ash::vk;
+use polyfill_e2e::spvasm::Module;
 use polyfill_e2e::{layer, tools};
 use std::ffi::CString;
 
@@ -24,51 +25,16 @@ fn heap_in_use() -> i64 {
 /// Raygen shader: launch `i` stores `i` at byte `4 * i` of binding 0 — through a raw access
 /// chain (`raw`), or a core access chain.
 fn raygen(raw: bool) -> String {
-    let (caps, access) = if raw {
-        (
-            "OpCapability RawAccessChainsNV\nOpExtension \"SPV_NV_raw_access_chains\"",
-            "%a = OpIMul %u32 %i %c4\n%p = OpRawAccessChainNV %pu %buf %c0 %c0 %a RobustnessPerComponentNV\nOpStore %p %i Aligned 4",
-        )
+    let m = Module::new("RayGenerationKHR").spirv(5).cap("RayTracingKHR").ext("SPV_KHR_ray_tracing");
+    let (m, access) = if raw {
+        (m.raw_access_chains(), "%a = OpIMul %u32 %i %c4\n%p = OpRawAccessChainNV %ps_u32 %buf %c0 %c0 %a RobustnessPerComponentNV\nOpStore %p %i Aligned 4")
     } else {
-        ("", "%p = OpAccessChain %pu %buf %c0 %i\nOpStore %p %i")
+        (m, "%p = OpAccessChain %ps_u32 %buf %c0 %i\nOpStore %p %i")
     };
-    format!(
-        r#"
-OpCapability Shader
-OpCapability RayTracingKHR
-{caps}
-OpExtension "SPV_KHR_ray_tracing"
-OpMemoryModel Logical GLSL450
-OpEntryPoint RayGenerationKHR %main "main" %buf %lid
-OpDecorate %lid BuiltIn LaunchIdKHR
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %buf DescriptorSet 0
-OpDecorate %buf Binding 0
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%buf = OpVariable %pblk StorageBuffer
-%pv3 = OpTypePointer Input %v3
-%lid = OpVariable %pv3 Input
-%pin = OpTypePointer Input %u32
-%pu = OpTypePointer StorageBuffer %u32
-%c0 = OpConstant %u32 0
-%c4 = OpConstant %u32 4
-%main = OpFunction %void None %fn
-%l = OpLabel
-%px = OpAccessChain %pin %lid %c0
-%i = OpLoad %u32 %px
-{access}
-OpReturn
-OpFunctionEnd
-"#
-    )
+    m.word_buffers(&["buf"])
+        .builtin("%lid", "LaunchIdKHR", "Input", "%v3u")
+        .main(&format!("%px = OpAccessChain %pin_u32 %lid %c0\n%i = OpLoad %u32 %px\n{access}"))
+        .text()
 }
 
 struct Rig {

@@ -86,14 +86,7 @@ fn corpus_assembles_validates_and_rewrites() {
         mods.len(),
         mods.len() - failures.len()
     );
-    for f in &failures {
-        println!("FAIL {f}\n");
-    }
-    assert!(
-        failures.is_empty(),
-        "{} corpus modules fail (see above)",
-        failures.len()
-    );
+    assert_no_failures(&failures, mods.len(), "corpus modules");
 }
 
 #[test]
@@ -156,12 +149,13 @@ fn corpus_executes_through_layer() {
         Config::ALL.len(),
         runs - failures.len()
     );
-    for f in &failures {
+    assert_no_failures(&failures, runs, "corpus runs");
+}
+
+/// Prints every failure; fails the test where there is any.
+fn assert_no_failures(failures: &[String], total: usize, what: &str) {
+    for f in failures {
         println!("FAIL {f}\n");
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {runs} corpus runs failed (see above)",
-        failures.len()
-    );
+    assert!(failures.is_empty(), "{} of {total} {what} failed (see above)", failures.len());
 }

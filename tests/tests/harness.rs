@@ -1,5 +1,6 @@
 //! Self-tests of the harness: tools, samples, compute plumbing without the layer.
 
+use polyfill_e2e::spvasm::Module;
 use polyfill_e2e::{bytes, samples, tools, BufferKind, BufferSpec, ComputeJob, Context, ContextOptions};
 
 #[test]
@@ -31,105 +32,55 @@ fn spirv_as_reports_errors() {
 fn plain_compute_native() {
     let ctx = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
     assert!(ctx.device_name().contains("llvmpipe"), "{}", ctx.device_name());
-    let s = samples::plain();
-    let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-    s.check(&out).unwrap();
+    samples::plain().run_checked(&ctx).unwrap();
 }
 
 /// Descriptor offsets, ranges, several sets, descriptor arrays, UBOs, push constants and
 /// device addresses all reach the shader as the specs say.
 #[test]
 fn compute_plumbing_native() {
-    let src = r#"
-OpCapability Shader
-OpCapability PhysicalStorageBufferAddresses
-OpCapability Int64
-OpMemoryModel PhysicalStorageBuffer64 GLSL450
-OpEntryPoint GLCompute %main "main" %in %arr %ubo %out %pc
-OpExecutionMode %main LocalSize 1 1 1
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %ua ArrayStride 16
-OpMemberDecorate %ublk 0 Offset 0
-OpDecorate %ublk Block
-OpMemberDecorate %pcs 0 Offset 0
-OpMemberDecorate %pcs 1 Offset 8
-OpDecorate %pcs Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %arr DescriptorSet 2
-OpDecorate %arr Binding 3
-OpDecorate %ubo DescriptorSet 1
-OpDecorate %ubo Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-OpDecorate %rtp ArrayStride 4
-OpMemberDecorate %pblk 0 Offset 0
-OpDecorate %pblk Block
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%u64 = OpTypeInt 64 0
-%v4 = OpTypeVector %u32 4
-%c0 = OpConstant %u32 0
-%c1 = OpConstant %u32 1
-%c2 = OpConstant %u32 2
-%c3 = OpConstant %u32 3
-%c4 = OpConstant %u32 4
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblkp = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblkp StorageBuffer
-%out = OpVariable %pblkp StorageBuffer
-%arrt = OpTypeArray %blk %c2
-%parr = OpTypePointer StorageBuffer %arrt
-%arr = OpVariable %parr StorageBuffer
-%ua = OpTypeArray %v4 %c2
-%ublk = OpTypeStruct %ua
-%pubo = OpTypePointer Uniform %ublk
-%ubo = OpVariable %pubo Uniform
-%rtp = OpTypeRuntimeArray %u32
-%pblk = OpTypeStruct %rtp
-%ppsb = OpTypePointer PhysicalStorageBuffer %pblk
-%pcs = OpTypeStruct %ppsb %u32
-%ppc = OpTypePointer PushConstant %pcs
-%pc = OpVariable %ppc PushConstant
-%pu = OpTypePointer StorageBuffer %u32
-%puu = OpTypePointer Uniform %u32
-%ppcp = OpTypePointer PushConstant %ppsb
-%ppcu = OpTypePointer PushConstant %u32
-%ppsu = OpTypePointer PhysicalStorageBuffer %u32
-%main = OpFunction %void None %fn
-%l = OpLabel
-%p0 = OpAccessChain %pu %in %c0 %c0
+    let src = Module::compute(1)
+        .spirv(5)
+        .physical_addressing()
+        .cap("Int64")
+        .block("blk", "%u32", 4)
+        .buffer("in", "blk", 0, 0)
+        .decorate("OpDecorate %arr DescriptorSet 2\nOpDecorate %arr Binding 3")
+        .globals("%arrt = OpTypeArray %blk %c2\n%parr = OpTypePointer StorageBuffer %arrt\n%arr = OpVariable %parr StorageBuffer")
+        .decorate("OpDecorate %ua ArrayStride 16\nOpMemberDecorate %ublk 0 Offset 0\nOpDecorate %ublk Block\nOpDecorate %ubo DescriptorSet 1\nOpDecorate %ubo Binding 0")
+        .globals("%ua = OpTypeArray %v4u %c2\n%ublk = OpTypeStruct %ua\n%pubo = OpTypePointer Uniform %ublk\n%ubo = OpVariable %pubo Uniform")
+        .buffer("out", "blk", 0, 1)
+        .block("pblk", "%u32", 4)
+        .globals("%ppsb = OpTypePointer PhysicalStorageBuffer %pblk\n%ppcp = OpTypePointer PushConstant %ppsb")
+        .push_constants("pc", &[("%ppsb", 0), ("%u32", 8)])
+        .main(
+            "%p0 = OpAccessChain %ps_u32 %in %c0 %c0
 %v0 = OpLoad %u32 %p0
-%p1 = OpAccessChain %pu %arr %c1 %c0 %c0
+%p1 = OpAccessChain %ps_u32 %arr %c1 %c0 %c0
 %v1 = OpLoad %u32 %p1
-%p2 = OpAccessChain %puu %ubo %c0 %c1 %c2
+%p2 = OpAccessChain %pun_u32 %ubo %c0 %c1 %c2
 %v2 = OpLoad %u32 %p2
 %pp = OpAccessChain %ppcp %pc %c0
 %bda = OpLoad %ppsb %pp
-%p3 = OpAccessChain %ppsu %bda %c0 %c1
+%p3 = OpAccessChain %pg_u32 %bda %c0 %c1
 %v3 = OpLoad %u32 %p3 Aligned 4
-%pk = OpAccessChain %ppcu %pc %c1
+%pk = OpAccessChain %pp_u32 %pc %c1
 %v4v = OpLoad %u32 %pk
-%o0 = OpAccessChain %pu %out %c0 %c0
+%o0 = OpAccessChain %ps_u32 %out %c0 %c0
 OpStore %o0 %v0
-%o1 = OpAccessChain %pu %out %c0 %c1
+%o1 = OpAccessChain %ps_u32 %out %c0 %c1
 OpStore %o1 %v1
-%o2 = OpAccessChain %pu %out %c0 %c2
+%o2 = OpAccessChain %ps_u32 %out %c0 %c2
 OpStore %o2 %v2
-%o3 = OpAccessChain %pu %out %c0 %c3
+%o3 = OpAccessChain %ps_u32 %out %c0 %c3
 OpStore %o3 %v3
-%o4 = OpAccessChain %pu %out %c0 %c4
+%o4 = OpAccessChain %ps_u32 %out %c0 %c4
 OpStore %o4 %v4v
-%p5 = OpAccessChain %ppsu %bda %c0 %c0
-OpStore %p5 %v0 Aligned 4
-OpReturn
-OpFunctionEnd
-"#;
-    let words = tools::spirv_as(src, "vulkan1.2").unwrap();
+%p5 = OpAccessChain %pg_u32 %bda %c0 %c0
+OpStore %p5 %v0 Aligned 4",
+        )
+        .text();
+    let words = tools::spirv_as(&src, "vulkan1.2").unwrap();
     tools::spirv_val(&words, "vulkan1.2").unwrap();
     let ctx = Context::new(&ContextOptions::native().validation(true)).unwrap_or_else(|e| panic!("{e}"));
     let mut input = vec![0u8; 64];

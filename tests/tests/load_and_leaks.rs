@@ -233,18 +233,16 @@ fn memory_child() {
         report("instances", what, t.elapsed().as_secs_f64(), warm, before, after, RSS_BOUND_INSTANCES_KIB, check, &mut failures);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    println!("CHILD-OK");
 }
 
 #[test]
 fn memory_stays_flat() {
     const NAME: &str = "memory_stays_flat";
-    if child::is_child(NAME) {
-        return memory_child();
+    if child::run_child(NAME, memory_child) {
+        return;
     }
     let out = child::spawn(NAME, &[], None);
-    out.assert_success();
-    assert!(out.stdout.contains("CHILD-OK"), "{}", out.stdout);
+    out.assert_completed();
     for l in out.stdout.lines().filter_map(|l| l.find("RSS ").map(|i| &l[i..])) {
         println!("{l}");
     }
@@ -335,7 +333,7 @@ fn valgrind_no_definite_leaks_in_layer() {
     let out = cmd.output().expect("running valgrind");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && stdout.contains("CHILD-OK"), "child under valgrind failed ({}):\n{stdout}\n{stderr}", out.status);
+    assert!(out.status.success() && stdout.contains(child::COMPLETED), "child under valgrind failed ({}):\n{stdout}\n{stderr}", out.status);
     let xml = std::fs::read_to_string(&xml_path).expect("valgrind XML output");
     assert!(xml.contains("</valgrindoutput>"), "incomplete valgrind XML");
     let leaks = definite_leaks(&xml);

@@ -1,6 +1,6 @@
 //! Log file and shader dumps for a module the layer rewrites.
 
-use polyfill_e2e::child::{self, read_log};
+use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::tools::{self, bytes_to_words, has_capability, CAP_RAW_ACCESS_CHAINS_NV};
 use polyfill_e2e::{samples, Context, ContextOptions};
@@ -10,29 +10,14 @@ fn rewritten_module_is_dumped_and_logged() {
     const NAME: &str = "rewritten_module_is_dumped_and_logged";
     if child::is_child(NAME) {
         let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap();
-        let s = samples::structured(None);
-        let m = ctx.create_shader_module(&s.assemble().unwrap()).unwrap_or_else(|e| panic!("vkCreateShaderModule: {e}"));
-        ctx.destroy_shader_module(m);
-        let p = samples::plain();
-        let m = ctx.create_shader_module(&p.assemble().unwrap()).unwrap();
-        ctx.destroy_shader_module(m);
+        for s in [samples::structured(None), samples::plain()] {
+            let m = ctx.create_shader_module(&s.assemble().unwrap()).unwrap_or_else(|e| panic!("{}: vkCreateShaderModule: {e}", s.name));
+            ctx.destroy_shader_module(m);
+        }
         return;
     }
-    let dir = child::temp_dir("dumps");
-    let dump = dir.join("dumps");
-    std::fs::create_dir_all(&dump).unwrap();
-    let log = dir.join("layer.log");
-    let out = child::spawn(
-        NAME,
-        &[
-            (&env_var_name("dump_shaders_dir"), dump.to_str().unwrap()),
-            (&env_var_name("log_file"), log.to_str().unwrap()),
-            (&env_var_name("log_level"), "info"),
-        ],
-        None,
-    );
-    let text = read_log(&log);
-    assert!(out.success(), "child failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
+    let dump = child::temp_dir("dumps");
+    let (_, text) = child::spawn_logged(NAME, "dumps-log", &[(&env_var_name("dump_shaders_dir"), dump.to_str().unwrap()), (&env_var_name("log_level"), "info")]);
     assert!(text.contains("[polyfill]"), "no log lines:\n{text}");
 
     let mut names: Vec<String> = std::fs::read_dir(&dump).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
@@ -65,15 +50,10 @@ fn unrewritable_module_fails_cleanly() {
             Ok(_) => panic!("a truncated module was accepted"),
             Err(e) => println!("CREATE-ERROR {e:?}"),
         }
-        let s = samples::plain();
-        s.check(&ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap()).unwrap();
+        samples::plain().run_checked(&ctx).unwrap();
         return;
     }
-    let dir = child::temp_dir("unrewritable");
-    let log = dir.join("layer.log");
-    let out = child::spawn(NAME, &[(&env_var_name("log_file"), log.to_str().unwrap())], None);
-    let text = read_log(&log);
-    assert!(out.success(), "child failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
+    let (out, text) = child::spawn_logged(NAME, "unrewritable", &[]);
     assert!(out.stdout.contains("CREATE-ERROR"), "{}", out.stdout);
     assert!(text.contains("[polyfill] ERROR"), "no error logged (default log_level is error):\n{text}");
 }

@@ -1,14 +1,14 @@
 //! `debug_inject_panic=<hook>` makes that hook panic on purpose: the layer must catch it, log
 //! it, and return an error — the application keeps running.
 
-use polyfill_e2e::child::{self, read_log};
+use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::{samples, Context, ContextOptions};
 
 #[test]
 fn panic_in_create_shader_module_becomes_error() {
     const NAME: &str = "panic_in_create_shader_module_becomes_error";
-    if child::is_child(NAME) {
+    let child_body = || {
         let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap();
         for s in [samples::plain(), samples::byte_address(None), samples::plain()] {
             let words = s.assemble().unwrap();
@@ -19,19 +19,12 @@ fn panic_in_create_shader_module_becomes_error() {
         }
         // Still alive and usable.
         assert!(ctx.has_device_extension(polyfill_e2e::vk::RAW_ACCESS_CHAINS_EXT));
-        println!("CHILD-SURVIVED");
+    };
+    if child::run_child(NAME, child_body) {
         return;
     }
-    let dir = child::temp_dir("panic");
-    let log = dir.join("layer.log");
-    let out = child::spawn(
-        NAME,
-        &[(&env_var_name("debug_inject_panic"), "vkCreateShaderModule"), (&env_var_name("log_file"), log.to_str().unwrap())],
-        None,
-    );
-    out.assert_success();
-    assert!(out.stdout.contains("CHILD-SURVIVED"), "{}", out.stdout);
-    let text = read_log(&log);
+    let (out, text) = child::spawn_logged(NAME, "panic", &[(&env_var_name("debug_inject_panic"), "vkCreateShaderModule")]);
+    out.assert_completed();
     assert!(text.contains("[polyfill]"), "nothing logged:\n{text}\nstderr:\n{}", out.stderr);
     let lower = text.to_lowercase();
     assert!(lower.contains("panic"), "log does not mention the panic:\n{text}");

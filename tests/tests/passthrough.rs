@@ -4,15 +4,11 @@ use polyfill_e2e::child;
 use polyfill_e2e::layer;
 use polyfill_e2e::vk::shared_layer_context;
 use polyfill_e2e::{samples, Context, ContextOptions};
-use std::ffi::CStr;
-use std::path::PathBuf;
 
 #[test]
 fn plain_compute_through_layer() {
     let ctx = shared_layer_context();
-    let s = samples::plain();
-    let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-    s.check(&out).unwrap();
+    samples::plain().run_checked(ctx).unwrap();
 }
 
 #[test]
@@ -25,29 +21,18 @@ fn plain_compute_same_with_and_without_layer() {
     assert_eq!(a, b);
 }
 
-/// The shared object that contains `addr`, via dladdr.
-fn object_of(addr: usize) -> Option<PathBuf> {
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) };
-    if r == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    let p = PathBuf::from(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned());
-    Some(p.canonicalize().unwrap_or(p))
-}
-
 #[test]
 fn unneeded_commands_not_intercepted() {
     let ctx = shared_layer_context();
     let lib = layer::library_path();
     for name in ["vkCmdDispatch", "vkCmdBindPipeline", "vkCmdCopyBuffer", "vkCmdPipelineBarrier"] {
         let f = ctx.get_device_proc_addr(name).unwrap_or_else(|| panic!("{name}: NULL"));
-        let obj = object_of(f as usize);
+        let obj = layer::object_of(f as usize);
         assert!(obj.is_some(), "{name}: dladdr failed");
         assert_ne!(obj.as_deref(), Some(lib.as_path()), "{name} is intercepted by the layer (should return the next pointer)");
     }
     let f = ctx.get_device_proc_addr("vkCreateShaderModule").expect("vkCreateShaderModule: NULL");
-    assert_eq!(object_of(f as usize).as_deref(), Some(lib.as_path()), "vkCreateShaderModule must be the layer's");
+    assert_eq!(layer::object_of(f as usize).as_deref(), Some(lib.as_path()), "vkCreateShaderModule must be the layer's");
 }
 
 /// A module without RawAccessChainsNV is not rewritten (nothing dumped) and works.
@@ -56,9 +41,7 @@ fn plain_module_not_dumped() {
     const NAME: &str = "plain_module_not_dumped";
     if child::is_child(NAME) {
         let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap();
-        let s = samples::plain();
-        let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-        s.check(&out).unwrap();
+        samples::plain().run_checked(&ctx).unwrap();
         return;
     }
     let dir = child::temp_dir("dump-plain");

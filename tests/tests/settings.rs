@@ -22,7 +22,10 @@ fn child_body() {
     }
 }
 
+/// One precedence test: its child process runs [`child_body`]; the test writes settings into
+/// a temporary directory, where the three log files are.
 struct Case {
+    name: &'static str,
     dir: child::TempDir,
     env_log: PathBuf,
     file_log: PathBuf,
@@ -30,9 +33,15 @@ struct Case {
 }
 
 impl Case {
-    fn new(tag: &str) -> Case {
+    /// The case of test `name` (temporary directory `tag`); `None` in the child process, after
+    /// [`child_body`] ran there.
+    fn new(name: &'static str, tag: &str) -> Option<Case> {
+        if child::is_child(name) {
+            child_body();
+            return None;
+        }
         let dir = child::temp_dir(tag);
-        Case { env_log: dir.join("env.log"), file_log: dir.join("file.log"), api_log: dir.join("api.log"), dir }
+        Some(Case { name, env_log: dir.join("env.log"), file_log: dir.join("file.log"), api_log: dir.join("api.log"), dir })
     }
     fn settings_file(&self, dir: &Path, extra: &str) -> PathBuf {
         std::fs::create_dir_all(dir).unwrap();
@@ -48,11 +57,23 @@ impl Case {
         .unwrap();
         f
     }
-    fn api(&self) -> String {
-        format!("log_level=debug;log_file={}", self.api_log.display())
+    /// Runs the child with `env` in `cwd` (a new empty directory where `None`); asserts it
+    /// succeeded.
+    fn spawn(&self, env: &[(&str, &str)], cwd: Option<&Path>) {
+        let empty = self.dir.join("empty-cwd");
+        let cwd = cwd.unwrap_or_else(|| {
+            std::fs::create_dir_all(&empty).unwrap();
+            &empty
+        });
+        child::spawn(self.name, env, Some(cwd)).assert_success();
     }
-    /// Asserts that only `which` got log lines.
-    fn only(&self, which: &Path) {
+    /// [`spawn`](Self::spawn) with API settings that log to `api.log` as well, then asserts
+    /// that only `which` got log lines.
+    fn only_logs_to(&self, env: &[(&str, &str)], cwd: Option<&Path>, which: &Path) {
+        let api = format!("log_level=debug;log_file={}", self.api_log.display());
+        let mut all = vec![(API_SETTINGS_ENV, api.as_str())];
+        all.extend_from_slice(env);
+        self.spawn(&all, cwd);
         for p in [&self.env_log, &self.file_log, &self.api_log] {
             let text = read_log(p);
             if p == which {
@@ -66,94 +87,49 @@ impl Case {
 
 #[test]
 fn env_beats_file_and_api() {
-    const NAME: &str = "env_beats_file_and_api";
-    if child::is_child(NAME) {
-        return child_body();
-    }
-    let c = Case::new("prec-env");
+    let Some(c) = Case::new("env_beats_file_and_api", "prec-env") else { return };
     let cwd = c.dir.join("cwd");
     c.settings_file(&cwd, "");
     let env_log = c.env_log.display().to_string();
-    let api = c.api();
-    child::spawn(
-        NAME,
-        &[(&env_var_name("log_file"), &env_log), (&env_var_name("log_level"), "debug"), (API_SETTINGS_ENV, &api)],
-        Some(&cwd),
-    )
-    .assert_success();
-    c.only(&c.env_log);
+    c.only_logs_to(&[(&env_var_name("log_file"), &env_log), (&env_var_name("log_level"), "debug")], Some(&cwd), &c.env_log);
 }
 
 #[test]
 fn file_in_cwd_beats_api() {
-    const NAME: &str = "file_in_cwd_beats_api";
-    if child::is_child(NAME) {
-        return child_body();
-    }
-    let c = Case::new("prec-file");
+    let Some(c) = Case::new("file_in_cwd_beats_api", "prec-file") else { return };
     let cwd = c.dir.join("cwd");
     c.settings_file(&cwd, "");
-    let api = c.api();
-    child::spawn(NAME, &[(API_SETTINGS_ENV, &api)], Some(&cwd)).assert_success();
-    c.only(&c.file_log);
+    c.only_logs_to(&[], Some(&cwd), &c.file_log);
 }
 
 #[test]
 fn settings_path_names_file() {
-    const NAME: &str = "settings_path_names_file";
-    if child::is_child(NAME) {
-        return child_body();
-    }
-    let c = Case::new("prec-path-file");
+    let Some(c) = Case::new("settings_path_names_file", "prec-path-file") else { return };
     let f = c.settings_file(&c.dir.join("elsewhere"), "");
-    let api = c.api();
-    let cwd = c.dir.join("empty-cwd");
-    std::fs::create_dir_all(&cwd).unwrap();
-    child::spawn(NAME, &[(API_SETTINGS_ENV, &api), ("VK_LAYER_SETTINGS_PATH", f.to_str().unwrap())], Some(&cwd)).assert_success();
-    c.only(&c.file_log);
+    c.only_logs_to(&[("VK_LAYER_SETTINGS_PATH", f.to_str().unwrap())], None, &c.file_log);
 }
 
 #[test]
 fn settings_path_names_directory() {
-    const NAME: &str = "settings_path_names_directory";
-    if child::is_child(NAME) {
-        return child_body();
-    }
-    let c = Case::new("prec-path-dir");
+    let Some(c) = Case::new("settings_path_names_directory", "prec-path-dir") else { return };
     let d = c.dir.join("elsewhere");
     c.settings_file(&d, "");
-    let api = c.api();
-    let cwd = c.dir.join("empty-cwd");
-    std::fs::create_dir_all(&cwd).unwrap();
-    child::spawn(NAME, &[(API_SETTINGS_ENV, &api), ("VK_LAYER_SETTINGS_PATH", d.to_str().unwrap())], Some(&cwd)).assert_success();
-    c.only(&c.file_log);
+    c.only_logs_to(&[("VK_LAYER_SETTINGS_PATH", d.to_str().unwrap())], None, &c.file_log);
 }
 
 #[test]
 fn api_settings_alone() {
-    const NAME: &str = "api_settings_alone";
-    if child::is_child(NAME) {
-        return child_body();
-    }
-    let c = Case::new("prec-api");
-    let api = c.api();
-    let cwd = c.dir.join("empty-cwd");
-    std::fs::create_dir_all(&cwd).unwrap();
-    child::spawn(NAME, &[(API_SETTINGS_ENV, &api)], Some(&cwd)).assert_success();
-    c.only(&c.api_log);
+    let Some(c) = Case::new("api_settings_alone", "prec-api") else { return };
+    c.only_logs_to(&[], None, &c.api_log);
 }
 
 /// Env `log_level=error` beats the file's `debug`: no DEBUG/INFO lines.
 #[test]
 fn log_level_from_env_filters() {
-    const NAME: &str = "log_level_from_env_filters";
-    if child::is_child(NAME) {
-        return child_body();
-    }
-    let c = Case::new("level");
+    let Some(c) = Case::new("log_level_from_env_filters", "level") else { return };
     let cwd = c.dir.join("cwd");
     c.settings_file(&cwd, "");
-    child::spawn(NAME, &[(&env_var_name("log_level"), "error")], Some(&cwd)).assert_success();
+    c.spawn(&[(&env_var_name("log_level"), "error")], Some(&cwd));
     let text = read_log(&c.file_log);
     for l in text.lines() {
         assert!(l.starts_with("[polyfill] ERROR"), "line above log_level=error: {l}");
@@ -163,13 +139,9 @@ fn log_level_from_env_filters() {
 /// `log_level=debug` produces DEBUG or INFO lines with the `[polyfill]` prefix.
 #[test]
 fn log_level_debug_is_verbose() {
-    const NAME: &str = "log_level_debug_is_verbose";
-    if child::is_child(NAME) {
-        return child_body();
-    }
-    let c = Case::new("verbose");
+    let Some(c) = Case::new("log_level_debug_is_verbose", "verbose") else { return };
     let log = c.env_log.display().to_string();
-    child::spawn(NAME, &[(&env_var_name("log_level"), "debug"), (&env_var_name("log_file"), &log)], Some(&c.dir)).assert_success();
+    c.spawn(&[(&env_var_name("log_level"), "debug"), (&env_var_name("log_file"), &log)], Some(&c.dir));
     let text = read_log(&c.env_log);
     assert!(text.lines().all(|l| l.starts_with("[polyfill] ")), "unprefixed line in:\n{text}");
     assert!(text.contains("[polyfill] DEBUG") || text.contains("[polyfill] INFO"), "no DEBUG/INFO lines:\n{text}");

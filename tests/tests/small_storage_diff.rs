@@ -33,6 +33,7 @@
 use polyfill_e2e::small_storage::case::{self, Case};
 use polyfill_e2e::small_storage::gen::{self, Plan};
 use polyfill_e2e::small_storage::run::{self, Force};
+use polyfill_e2e::spvasm::Module;
 use polyfill_e2e::sweep;
 use std::time::Instant;
 
@@ -80,16 +81,7 @@ fn par_check(items: &[&Assembled], f: impl Fn(&Plan, &[u32]) -> Vec<String> + Sy
 /// Prints the first few problems in full and a one-line summary of each; the failure summary.
 fn report(what: &str, total: usize, errs: &[String], started: Instant) {
     println!("{what} ({}): {total} checks, {} problems, {:.1} s", sweep::mode(), errs.len(), started.elapsed().as_secs_f64());
-    for e in errs.iter().take(4) {
-        println!("{e}\n");
-    }
-    if errs.len() > 4 {
-        println!("all {} problems, one line each:", errs.len());
-        for e in errs {
-            let mut l = e.lines();
-            println!("  {} — {}", l.next().unwrap_or_default(), l.next().unwrap_or_default().trim().chars().take(200).collect::<String>());
-        }
-    }
+    sweep::print_errors(errs, 4);
     if !errs.is_empty() {
         let dir = std::env::temp_dir().join("polyfill-small-storage-failures");
         let _ = std::fs::create_dir_all(&dir);
@@ -247,41 +239,12 @@ fn naive_subword_store_is_caught() {
     let ctx = run::native_context(false).unwrap();
     let native = run::execute(ctx, &words, &[run0]).unwrap();
     assert_eq!(run::compare(run0, &native[0], &run0.expected, "native"), None);
-    let naive = format!(
-        r#"
-OpCapability Shader
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize {local} 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rt ArrayStride 4
-OpMemberDecorate %B 0 Offset 0
-OpDecorate %B Block
-OpDecorate %buf DescriptorSet 0
-OpDecorate %buf Binding 0
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%bool = OpTypeBool
-%v3 = OpTypeVector %u32 3
-%pin = OpTypePointer Input %v3
-%gid = OpVariable %pin Input
-%rt = OpTypeRuntimeArray %u32
-%B = OpTypeStruct %rt
-%pB = OpTypePointer StorageBuffer %B
-%pu = OpTypePointer StorageBuffer %u32
-%buf = OpVariable %pB StorageBuffer
-%c0 = OpConstant %u32 0
-%c1 = OpConstant %u32 1
-%c2 = OpConstant %u32 2
-%c3 = OpConstant %u32 3
-%cR = OpConstant %u32 {rounds}
-%cff = OpConstant %u32 255
-%k1 = OpConstant %u32 {k1}
-%k2 = OpConstant %u32 {k2}
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%g3 = OpLoad %v3 %gid
+    let naive = Module::compute(gen::CONC_LOCAL)
+        .gid()
+        .word_buffers(&["buf"])
+        .globals(&format!("%cR = OpConstant %u32 {}\n%cff = OpConstant %u32 255\n%k1 = OpConstant %u32 {}\n%k2 = OpConstant %u32 {}", gen::CONC_ROUNDS, 0x9e37, 0x11))
+        .main(
+            "%g3 = OpLoad %v3u %gid
 %e = OpCompositeExtract %u32 %g3 0
 %e3 = OpUDiv %u32 %e %c3
 %el = OpIAdd %u32 %e %e3
@@ -290,7 +253,7 @@ OpDecorate %buf Binding 0
 %sh = OpShiftLeftLogical %u32 %bi %c3
 %mask = OpShiftLeftLogical %u32 %cff %sh
 %nmask = OpNot %u32 %mask
-%p = OpAccessChain %pu %buf %c0 %wi
+%p = OpAccessChain %ps_u32 %buf %c0 %wi
 %ek = OpIMul %u32 %e %k1
 OpBranch %h
 %h = OpLabel
@@ -311,15 +274,9 @@ OpBranch %cont
 %cont = OpLabel
 %rn = OpIAdd %u32 %r %c1
 OpBranch %h
-%m = OpLabel
-OpReturn
-OpFunctionEnd
-"#,
-        local = gen::CONC_LOCAL,
-        rounds = gen::CONC_ROUNDS,
-        k1 = 0x9e37,
-        k2 = 0x11
-    );
+%m = OpLabel",
+        )
+        .text();
     let naive = polyfill_e2e::spirv_as(&naive, "vulkan1.1").unwrap();
     let got = run::execute(ctx, &naive, &[run0]).unwrap();
     let diff = run::compare(run0, &got[0], &run0.expected, "naive read-modify-write");

@@ -4,7 +4,7 @@
 //! `storageInputOutput16`: the driver must never see it), and the per-feature log lines.
 
 use ash::vk;
-use polyfill_e2e::child::{self, read_log};
+use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::{Context, ContextOptions};
 
@@ -166,20 +166,15 @@ fn decisions_are_logged() {
         eprintln!("storageInputOutput16 is native here; the expected lines differ");
         return;
     }
-    let dir = child::temp_dir("small-storage-log");
-    let log = dir.join("layer.log");
-    let out = child::spawn(
+    let (_, text) = child::spawn_logged(
         NAME,
+        "small-storage-log",
         &[
-            (&env_var_name("log_file"), log.to_str().unwrap()),
             (&env_var_name("log_level"), "debug"),
             (&env_var_name("storage_buffer_16bit_access"), "force"),
             (&env_var_name("storage_push_constant_8"), "off"),
         ],
-        None,
     );
-    let text = read_log(&log);
-    assert!(out.success(), "child failed:\n{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
     let decisions: Vec<&str> = text.lines().filter(|l| l.starts_with("[polyfill] INFO: vkCreateDevice: device '")).collect();
     for name in NAMES {
         let n = decisions.iter().filter(|l| l.contains(&format!("': {name} "))).count();

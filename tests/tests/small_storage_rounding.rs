@@ -5,73 +5,39 @@
 //! packing and the atomic half-word stores are all emulated), and both are compared bit for bit
 //! with a CPU reference over every f16 value, every rounding midpoint and its neighbours,
 //! overflow, f32 subnormals, infinities and NaNs.
+use polyfill_e2e::spvasm::{Module, GID_X};
 use polyfill_e2e::vk::shared_native_context;
 use polyfill_e2e::{bytes, spirv_as, spirv_val, BufferSpec, ComputeJob};
 use shader_rewrite::{rewrite, Options, SmallStorage, Target};
 
-const SHADER: &str = r#"
-OpCapability Shader
-OpCapability StorageBuffer16BitAccess
-OpExtension "SPV_KHR_16bit_storage"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 64 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rte FPRoundingMode RTE
-OpDecorate %rtz FPRoundingMode RTZ
-OpDecorate %rt_f ArrayStride 4
-OpMemberDecorate %In 0 Offset 0
-OpDecorate %In Block
-OpDecorate %rt_h ArrayStride 2
-OpMemberDecorate %Out 0 Offset 0
-OpDecorate %Out Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%h = OpTypeFloat 16
-%v3u = OpTypeVector %u32 3
-%rt_f = OpTypeRuntimeArray %f32
-%In = OpTypeStruct %rt_f
-%rt_h = OpTypeRuntimeArray %h
-%Out = OpTypeStruct %rt_h
-%pIn = OpTypePointer StorageBuffer %In
-%pOut = OpTypePointer StorageBuffer %Out
-%pf = OpTypePointer StorageBuffer %f32
-%ph = OpTypePointer StorageBuffer %h
-%pgid = OpTypePointer Input %v3u
-%in = OpVariable %pIn StorageBuffer
-%out = OpVariable %pOut StorageBuffer
-%gid = OpVariable %pgid Input
-%c0 = OpConstant %u32 0
-%c1 = OpConstant %u32 1
-%c2 = OpConstant %u32 2
-%c3 = OpConstant %u32 3
-%main = OpFunction %void None %fn
-%l = OpLabel
-%g = OpLoad %v3u %gid
-%i = OpCompositeExtract %u32 %g 0
-%pi = OpAccessChain %pf %in %c0 %i
+fn shader() -> String {
+    Module::compute(64)
+        .cap("StorageBuffer16BitAccess")
+        .ext("SPV_KHR_16bit_storage")
+        .gid()
+        .decorate("OpDecorate %rte FPRoundingMode RTE\nOpDecorate %rtz FPRoundingMode RTZ")
+        .buffers("In", "%f32", 4, &["in"])
+        .block("Out", "%f16", 2)
+        .buffer("out", "Out", 0, 1)
+        .main(&format!(
+            "{GID_X}
+%pi = OpAccessChain %ps_f32 %in %c0 %i
 %x = OpLoad %f32 %pi
 %base = OpIMul %u32 %i %c3
-%def = OpFConvert %h %x
-%p0 = OpAccessChain %ph %out %c0 %base
+%def = OpFConvert %f16 %x
+%p0 = OpAccessChain %ps_f16 %out %c0 %base
 OpStore %p0 %def
-%rte = OpFConvert %h %x
+%rte = OpFConvert %f16 %x
 %i1 = OpIAdd %u32 %base %c1
-%p1 = OpAccessChain %ph %out %c0 %i1
+%p1 = OpAccessChain %ps_f16 %out %c0 %i1
 OpStore %p1 %rte
-%rtz = OpFConvert %h %x
+%rtz = OpFConvert %f16 %x
 %i2 = OpIAdd %u32 %base %c2
-%p2 = OpAccessChain %ph %out %c0 %i2
-OpStore %p2 %rtz
-OpReturn
-OpFunctionEnd
-"#;
+%p2 = OpAccessChain %ps_f16 %out %c0 %i2
+OpStore %p2 %rtz"
+        ))
+        .text()
+}
 
 /// binary16 of `x` rounded toward zero (IEEE 754; overflow saturates at the largest finite value).
 fn f16_rtz(x: f32) -> u16 {
@@ -131,7 +97,7 @@ fn same(a: u16, b: u16) -> bool {
 #[test]
 fn emulated_rounding_matches_native_and_ieee() {
     let xs = inputs();
-    let input = spirv_as(SHADER, "vulkan1.1").unwrap();
+    let input = spirv_as(&shader(), "vulkan1.1").unwrap();
     let target = Target::core();
     let options = Options { target, emulate_storage: SmallStorage::missing_from(&target), ..Options::default() };
     let rewritten = rewrite(&input, &options).unwrap();

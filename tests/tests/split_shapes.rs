@@ -6,6 +6,7 @@
 use polyfill_e2e::ash::vk;
 use polyfill_e2e::bindless::cases::dispatch;
 use polyfill_e2e::bindless::gpu::{Buf, Scope, Write};
+use polyfill_e2e::spvasm::{Module, GID_X};
 use polyfill_e2e::{bytes, spirv_as, BufferSpec, ComputeJob, Context, ContextOptions};
 
 const SSBO: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
@@ -24,57 +25,24 @@ fn assert_no_validation_errors(ctx: &Context) {
 /// (window 100 bytes: 25 elements, per-element checks) gets `in[e] * 3 + 1`, where `in`
 /// (window 72 bytes: 18 elements, per-element checks) reads 0 past its range; `sums[i]` gets
 /// the sum of what invocation i read (an OpPhi in the loop's merge block).
-const SELF_LOOP: &str = r#"
-OpCapability Shader
-OpCapability RawAccessChainsNV
-OpExtension "SPV_NV_raw_access_chains"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 4 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-OpDecorate %sums DescriptorSet 0
-OpDecorate %sums Binding 2
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%bool = OpTypeBool
-%u32 = OpTypeInt 32 0
-%v3 = OpTypeVector %u32 3
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%sums = OpVariable %pblk StorageBuffer
-%pv3 = OpTypePointer Input %v3
-%gid = OpVariable %pv3 Input
-%pu = OpTypePointer StorageBuffer %u32
-%c0 = OpConstant %u32 0
-%c1 = OpConstant %u32 1
-%c3 = OpConstant %u32 3
-%c4 = OpConstant %u32 4
-%c8 = OpConstant %u32 8
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%g = OpLoad %v3 %gid
-%i = OpCompositeExtract %u32 %g 0
+fn self_loop() -> String {
+    Module::compute(4)
+        .raw_access_chains()
+        .gid()
+        .word_buffers(&["in", "out", "sums"])
+        .main(&format!(
+            "{GID_X}
 %base = OpIMul %u32 %i %c8
 OpBranch %loop
 %loop = OpLabel
 %k = OpPhi %u32 %c0 %entry %k2 %loop
 %acc = OpPhi %u32 %c0 %entry %acc2 %loop
 %e = OpIAdd %u32 %base %k
-%p = OpRawAccessChainNV %pu %in %c4 %e %c0 RobustnessPerElementNV
+%p = OpRawAccessChainNV %ps_u32 %in %c4 %e %c0 RobustnessPerElementNV
 %v = OpLoad %u32 %p Aligned 4
 %v3x = OpIMul %u32 %v %c3
 %w = OpIAdd %u32 %v3x %c1
-%q = OpRawAccessChainNV %pu %out %c4 %e %c0 RobustnessPerElementNV
+%q = OpRawAccessChainNV %ps_u32 %out %c4 %e %c0 RobustnessPerElementNV
 OpStore %q %w Aligned 4
 %acc2 = OpIAdd %u32 %acc %v
 %k2 = OpIAdd %u32 %k %c1
@@ -83,11 +51,11 @@ OpLoopMerge %exit %loop None
 OpBranchConditional %more %loop %exit
 %exit = OpLabel
 %sum = OpPhi %u32 %acc2 %loop
-%s = OpRawAccessChainNV %pu %sums %c4 %i %c0
-OpStore %s %sum Aligned 4
-OpReturn
-OpFunctionEnd
-"#;
+%s = OpRawAccessChainNV %ps_u32 %sums %c4 %i %c0
+OpStore %s %sum Aligned 4"
+        ))
+        .text()
+}
 
 #[test]
 fn self_continue_loop_with_bounds_checked_accesses() {
@@ -101,7 +69,7 @@ fn self_continue_loop_with_bounds_checked_accesses() {
         ],
         ..Default::default()
     };
-    let words = spirv_as(SELF_LOOP, "vulkan1.1").unwrap();
+    let words = spirv_as(&self_loop(), "vulkan1.1").unwrap();
     let got = ctx.run_compute(&words, &job).unwrap_or_else(|e| panic!("self-continue loop: {e}"));
     let read = |e: usize| if e < 18 { input[e] } else { 0 };
     let out: Vec<u32> = (0..32).map(|e| if e < 25 { read(e).wrapping_mul(3).wrapping_add(1) } else { SENTINEL }).collect();
@@ -112,93 +80,51 @@ fn self_continue_loop_with_bounds_checked_accesses() {
     assert_no_validation_errors(&ctx);
 }
 
+/// `%texel{n}` = texel `x` of the 4×1 texture through `%si` (sampled at its centre), as u32.
+fn texel(n: u32, x: &str) -> String {
+    format!(
+        "%x{n} = OpConvertUToF %f32 {x}
+%xc{n} = OpFAdd %f32 %x{n} %fhalf
+%uc{n} = OpFMul %f32 %xc{n} %fquarter
+%uv{n} = OpCompositeConstruct %v2f %uc{n} %fhalf
+%s{n} = OpImageSampleExplicitLod %v4f %si %uv{n} Lod %f0
+%s{n}x = OpCompositeExtract %f32 %s{n} 0
+%texel{n} = OpConvertFToU %u32 %s{n}x"
+    )
+}
+
 /// 4 invocations sample a 4×1 R32_SFLOAT texture (texel t holds 10(t+1)) through one
 /// OpSampledImage of a separate image and sampler: texel i into `out[i]` (window 12 bytes: 3
 /// elements, per-element checks), then, after that store split the block, texel 3-i plus
 /// `in[i]` (window 10 bytes, per-component checks: elements 0 and 1 in range) into `res[i]`.
-const SAMPLE_AROUND_STORE: &str = r#"
-OpCapability Shader
-OpCapability RawAccessChainsNV
-OpExtension "SPV_NV_raw_access_chains"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 4 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rta ArrayStride 4
-OpMemberDecorate %blk 0 Offset 0
-OpDecorate %blk Block
-OpDecorate %in DescriptorSet 0
-OpDecorate %in Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-OpDecorate %res DescriptorSet 0
-OpDecorate %res Binding 2
-OpDecorate %tex DescriptorSet 0
-OpDecorate %tex Binding 3
-OpDecorate %smp DescriptorSet 0
-OpDecorate %smp Binding 4
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v2f = OpTypeVector %f32 2
-%v3 = OpTypeVector %u32 3
-%v4f = OpTypeVector %f32 4
-%rta = OpTypeRuntimeArray %u32
-%blk = OpTypeStruct %rta
-%pblk = OpTypePointer StorageBuffer %blk
-%in = OpVariable %pblk StorageBuffer
-%out = OpVariable %pblk StorageBuffer
-%res = OpVariable %pblk StorageBuffer
-%pv3 = OpTypePointer Input %v3
-%gid = OpVariable %pv3 Input
-%pu = OpTypePointer StorageBuffer %u32
-%img_t = OpTypeImage %f32 2D 0 0 0 1 Unknown
-%smp_t = OpTypeSampler
-%si_t = OpTypeSampledImage %img_t
-%pimg = OpTypePointer UniformConstant %img_t
-%psmp = OpTypePointer UniformConstant %smp_t
-%tex = OpVariable %pimg UniformConstant
-%smp = OpVariable %psmp UniformConstant
-%c0 = OpConstant %u32 0
-%c3 = OpConstant %u32 3
-%c4 = OpConstant %u32 4
-%f0 = OpConstant %f32 0
-%fhalf = OpConstant %f32 0.5
-%fquarter = OpConstant %f32 0.25
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%g = OpLoad %v3 %gid
-%i = OpCompositeExtract %u32 %g 0
-%img = OpLoad %img_t %tex
-%sm = OpLoad %smp_t %smp
-%si = OpSampledImage %si_t %img %sm
-%fi = OpConvertUToF %f32 %i
-%fi5 = OpFAdd %f32 %fi %fhalf
-%u1 = OpFMul %f32 %fi5 %fquarter
-%uv1 = OpCompositeConstruct %v2f %u1 %fhalf
-%s1 = OpImageSampleExplicitLod %v4f %si %uv1 Lod %f0
-%s1x = OpCompositeExtract %f32 %s1 0
-%a = OpConvertFToU %u32 %s1x
-%q = OpRawAccessChainNV %pu %out %c4 %i %c0 RobustnessPerElementNV
-OpStore %q %a Aligned 4
+fn sample_around_store() -> String {
+    Module::compute(4)
+        .raw_access_chains()
+        .gid()
+        .word_buffers(&["in", "out", "res"])
+        .texture_and_sampler(3, 4)
+        .globals("%fhalf = OpConstant %f32 0.5\n%fquarter = OpConstant %f32 0.25")
+        .main(&format!(
+            "{GID_X}
+%im = OpLoad %img %tex
+%sm = OpLoad %smp %sampler
+%si = OpSampledImage %simg %im %sm
+{}
+%q = OpRawAccessChainNV %ps_u32 %out %c4 %i %c0 RobustnessPerElementNV
+OpStore %q %texel1 Aligned 4
 %off = OpIMul %u32 %i %c4
-%p = OpRawAccessChainNV %pu %in %c0 %c0 %off RobustnessPerComponentNV
+%p = OpRawAccessChainNV %ps_u32 %in %c0 %c0 %off RobustnessPerComponentNV
 %v = OpLoad %u32 %p Aligned 4
 %j = OpISub %u32 %c3 %i
-%fj = OpConvertUToF %f32 %j
-%fj5 = OpFAdd %f32 %fj %fhalf
-%u2 = OpFMul %f32 %fj5 %fquarter
-%uv2 = OpCompositeConstruct %v2f %u2 %fhalf
-%s2 = OpImageSampleExplicitLod %v4f %si %uv2 Lod %f0
-%s2x = OpCompositeExtract %f32 %s2 0
-%b = OpConvertFToU %u32 %s2x
-%r = OpIAdd %u32 %b %v
-%t = OpRawAccessChainNV %pu %res %c4 %i %c0
-OpStore %t %r Aligned 4
-OpReturn
-OpFunctionEnd
-"#;
+{}
+%r = OpIAdd %u32 %texel2 %v
+%t = OpRawAccessChainNV %ps_u32 %res %c4 %i %c0
+OpStore %t %r Aligned 4",
+            texel(1, "%i"),
+            texel(2, "%j")
+        ))
+        .text()
+}
 
 #[test]
 fn sampled_image_used_before_and_after_bounds_checked_store() {
@@ -220,7 +146,7 @@ fn sampled_image_used_before_and_after_bounds_checked_store() {
         image(3, vk::DescriptorType::SAMPLED_IMAGE, vk::Sampler::null()),
         image(4, vk::DescriptorType::SAMPLER, nearest),
     ];
-    let words = spirv_as(SAMPLE_AROUND_STORE, "vulkan1.1").unwrap();
+    let words = spirv_as(&sample_around_store(), "vulkan1.1").unwrap();
     dispatch(&mut scope, &words, &writes, &[], [1, 1, 1]).unwrap_or_else(|e| panic!("sampled image around a store: {e}"));
     assert_eq!(bytes::to_u32s(&out.read()), [10, 20, 30, SENTINEL], "out: texel i, window of 3 elements");
     assert_eq!(bytes::to_u32s(&res.read()), [40 + 1000, 30 + 2000, 20, 10], "res: texel 3-i + in[i] (0 past 10 bytes)");

@@ -21,9 +21,7 @@ fn validation_reports_errors() {
 #[test]
 fn plain_dispatch_through_layer_is_clean() {
     let ctx = layer_with_validation();
-    let s = samples::plain();
-    let out = ctx.run_compute(&s.assemble().unwrap(), &s.job).unwrap();
-    s.check(&out).unwrap();
+    samples::plain().run_checked(&ctx).unwrap();
     assert_eq!(ctx.validation_errors(), Vec::<String>::new());
 }
 

@@ -63,6 +63,20 @@ pub fn missing(wanted: &[Indexing], f: &vk::PhysicalDeviceDescriptorIndexingFeat
     wanted.iter().filter(|b| !b.supported(f)).map(|b| b.name()).collect()
 }
 
+/// Whether a device has room for a descriptor table: the `wanted` bits, and two bound sets at
+/// least (the table takes the last set of the layouts that use it; `users`' pipelines need one
+/// of their own).
+pub fn table_room(wanted: &[Indexing], f: &vk::PhysicalDeviceDescriptorIndexingFeatures, limits: &vk::PhysicalDeviceLimits, users: &str) -> Result<(), String> {
+    let missing = missing(wanted, f);
+    if !missing.is_empty() {
+        return Err(format!("the device lacks descriptor-indexing features {}", missing.join(", ")));
+    }
+    if limits.max_bound_descriptor_sets < 2 {
+        return Err(format!("maxBoundDescriptorSets is {} ({users} need one set beside the table)", limits.max_bound_descriptor_sets));
+    }
+    Ok(())
+}
+
 /// One core dynamic-indexing bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Core {

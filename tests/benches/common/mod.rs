@@ -21,6 +21,20 @@ pub fn check(r: Result<impl Sized, vk::Result>, what: &str) {
     }
 }
 
+/// A compute pipeline of `module`'s `main` with `layout`, no pipeline cache; the bench fails
+/// with `what` and the error where it cannot be created.
+pub fn compute_pipeline(ctx: &Context, module: vk::ShaderModule, layout: vk::PipelineLayout, what: &str) -> vk::Pipeline {
+    let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(c"main");
+    let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
+    unsafe { ctx.device().create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }.unwrap_or_else(|(_, e)| fail(&format!("{what}: {e:?}")))[0]
+}
+
+/// `rounds` rounds over items `0..n`, each round starting one item later than the one before,
+/// so every item runs side by side with every other and none is always first (or last).
+pub fn rotating(n: usize, rounds: usize) -> impl Iterator<Item = usize> {
+    (0..rounds).flat_map(move |r| (0..n).map(move |k| (k + r) % n))
+}
+
 pub fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
@@ -39,6 +53,10 @@ pub fn min(v: &[f64]) -> f64 {
 }
 pub fn max(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+/// `median [min..max]` of `v`, the median right-aligned in `width`, `decimals` after the point.
+pub fn spread(v: &[f64], width: usize, decimals: usize) -> String {
+    format!("{:>width$.decimals$} [{:.decimals$}..{:.decimals$}]", median(v), min(v), max(v))
 }
 
 pub fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -77,4 +95,14 @@ pub fn two_storage_buffers(ctx: &Context, sets: u32) -> (vk::DescriptorSetLayout
         "vkAllocateDescriptorSets",
     );
     (set_layout, layout, pool, v)
+}
+
+/// Destroys what [`two_storage_buffers`] made (the pool frees its sets).
+pub fn destroy_two_storage_buffers(ctx: &Context, set_layout: vk::DescriptorSetLayout, layout: vk::PipelineLayout, pool: vk::DescriptorPool) {
+    let d = ctx.device();
+    unsafe {
+        d.destroy_descriptor_pool(pool, None);
+        d.destroy_pipeline_layout(layout, None);
+        d.destroy_descriptor_set_layout(set_layout, None);
+    }
 }

@@ -3,7 +3,6 @@
 use super::*;
 use polyfill_e2e::ash::vk;
 use polyfill_e2e::Context;
-use std::ffi::CString;
 use std::time::{Duration, Instant};
 
 pub struct HostBuffer {
@@ -140,12 +139,7 @@ impl<'a> Rig<'a> {
         let d = self.ctx.device();
         let t = Instant::now();
         let module = self.ctx.create_shader_module(words).unwrap_or_else(|e| fail(&format!("{name}: vkCreateShaderModule: {e:?}")));
-        let entry = CString::new("main").unwrap();
-        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(&entry);
-        let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
-        let pipeline = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }
-            .map_err(|(_, e)| e)
-            .unwrap_or_else(|e| fail(&format!("{name}: vkCreateComputePipelines: {e:?}")))[0];
+        let pipeline = compute_pipeline(self.ctx, module, self.layout, &format!("{name}: vkCreateComputePipelines"));
         let create_ms = t.elapsed().as_secs_f64() * 1e3;
         let queries = ok(
             unsafe {
@@ -176,16 +170,7 @@ impl<'a> Rig<'a> {
             if self.timestamps {
                 d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, queries, 1);
             }
-            let barrier = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
-            d.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &barrier,
-                &[],
-                &[],
-            );
+            polyfill_e2e::vk::cmd_shader_writes_to_host(d, cmd);
             check(d.end_command_buffer(cmd), "vkEndCommandBuffer");
         }
         Job { name: name.to_string(), module, pipeline, cmd, queries, out, ts_ms: vec![], wall_ms: vec![], create_ms }
@@ -217,6 +202,22 @@ impl<'a> Rig<'a> {
         (ts, wall)
     }
 
+    /// Runs every job once (warm-up), then `reps` rounds of all of them in an order that rotates
+    /// every round (so each is measured side by side with the others), recording each run's
+    /// times in its job. Returns the timed rounds' wall time in seconds.
+    pub fn rounds(&self, jobs: &mut [Job], reps: usize) -> f64 {
+        for j in jobs.iter() {
+            self.run(j);
+        }
+        let started = Instant::now();
+        for j in rotating(jobs.len(), reps) {
+            let (ts, wall) = self.run(&jobs[j]);
+            jobs[j].ts_ms.push(ts);
+            jobs[j].wall_ms.push(wall);
+        }
+        started.elapsed().as_secs_f64()
+    }
+
     /// Creates a shader module from `words` and a compute pipeline from it (no pipeline cache),
     /// then destroys both. Returns (vkCreateShaderModule ms, vkCreateComputePipelines ms) in CPU
     /// time of the whole process (every thread the driver uses, and not moved by other processes
@@ -228,13 +229,8 @@ impl<'a> Rig<'a> {
         let t = process_cpu_ms();
         let module = self.ctx.create_shader_module(words).unwrap_or_else(|e| fail(&format!("vkCreateShaderModule: {e:?}")));
         let module_ms = process_cpu_ms() - t;
-        let entry = CString::new("main").unwrap();
-        let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(&entry);
-        let ci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
         let t = process_cpu_ms();
-        let pipeline = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &ci, None) }
-            .map_err(|(_, e)| e)
-            .unwrap_or_else(|e| fail(&format!("vkCreateComputePipelines: {e:?}")))[0];
+        let pipeline = compute_pipeline(self.ctx, module, self.layout, "vkCreateComputePipelines");
         let pipeline_ms = process_cpu_ms() - t;
         unsafe { d.destroy_pipeline(pipeline, None) };
         self.ctx.destroy_shader_module(module);
@@ -257,10 +253,8 @@ impl<'a> Rig<'a> {
             let _ = d.device_wait_idle();
             d.destroy_fence(self.fence, None);
             d.destroy_command_pool(self.cmd_pool, None);
-            d.destroy_descriptor_pool(self.pool, None);
-            d.destroy_pipeline_layout(self.layout, None);
-            d.destroy_descriptor_set_layout(self.set_layout, None);
         }
+        destroy_two_storage_buffers(self.ctx, self.set_layout, self.layout, self.pool);
     }
 }
 

@@ -23,10 +23,13 @@
 //! format inference is what makes the atomics valid.
 
 use super::cases::dispatch;
+use super::checks::Shader;
 use super::gpu::{Img, Scope};
-use super::shaders::{h_ty, Asm};
+use super::shaders::{compute_for, h_ty, store_each, TEXEL_XY};
 use super::*;
+use crate::tools::Assemble;
 use ash::vk;
+use spvasm::{Module, GID_X};
 
 /// How the shader reaches the image the atomic works on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,45 +73,40 @@ const H: u32 = 2;
 const SETS: u32 = 2;
 
 /// The module for `shape` (see the module documentation).
-pub fn shader(shape: Shape) -> Asm {
+pub fn shader(shape: Shape) -> Module {
     let kind = shape.kind();
-    let mut a = Asm::compute_for(kind, 6, (64, 1));
-    let h = h_ty(kind);
+    let (h, hn) = (h_ty(kind), &h_ty(kind)[1..]);
     let format = |f: &'static str| if shape == Shape::FunctionVariable { f } else { "Unknown" };
-    a.ty(&format!(
+    let m = compute_for(kind, 6, (64, 1)).globals(&format!(
         "%uimg = OpTypeImage %u32 2D 0 0 0 2 {}
 %iimg = OpTypeImage %i32 2D 0 0 0 2 {}
 %pi_u32 = OpTypePointer Image %u32
-%pi_i32 = OpTypePointer Image %i32
-%c7 = OpConstant %u32 7
-%c37 = OpConstant %u32 37
-%c101 = OpConstant %u32 101
-%i50 = OpConstant %i32 50",
+%pi_i32 = OpTypePointer Image %i32",
         format("R32ui"),
         format("R32i")
     ));
     let names = [("a", "%uimg", "%pi_u32"), ("b", "%iimg", "%pi_i32"), ("c", "%uimg", "%pi_u32")];
     let mut vars = String::new();
     let mut fetch = String::new();
-    match shape {
+    let m = match shape {
         Shape::BlockMember => {
-            a.deco("OpMemberDecorate %slot_t 0 Offset 0\nOpMemberDecorate %slot_t 1 Offset 8\nOpMemberDecorate %slot_t 2 Offset 16");
-            a.ty("%slot_t = OpTypeStruct %uimg %iimg %uimg\n%ps_uimg = OpTypePointer StorageBuffer %uimg\n%ps_iimg = OpTypePointer StorageBuffer %iimg");
-            a.ssbo("slots", "%slot_t", 24, 0, 0);
             for (j, (n, img, pi)) in names.iter().enumerate() {
                 fetch += &format!("%m{n} = OpAccessChain %ps_{} %slots %c0 %k %c{j}\n%tp{n} = OpImageTexelPointer {pi} %m{n} %xy %c0\n", &img[1..]);
             }
+            m.decorate("OpMemberDecorate %slot_t 0 Offset 0\nOpMemberDecorate %slot_t 1 Offset 8\nOpMemberDecorate %slot_t 2 Offset 16")
+                .globals("%slot_t = OpTypeStruct %uimg %iimg %uimg\n%ps_uimg = OpTypePointer StorageBuffer %uimg\n%ps_iimg = OpTypePointer StorageBuffer %iimg")
+                .ssbo("slots", "%slot_t", 24, 0, 0)
         }
         _ => {
-            a.ssbo("handles", h, kind.bytes() as u32, 0, 0);
+            let mut m = m.ssbo("handles", h, kind.bytes() as u32, 0, 0);
             if matches!(shape, Shape::Slang(_)) {
-                a.ty("%suimg = OpTypeSampledImage %uimg\n%siimg = OpTypeSampledImage %iimg");
+                m = m.globals("%suimg = OpTypeSampledImage %uimg\n%siimg = OpTypeSampledImage %iimg");
             }
             if shape == Shape::FunctionVariable {
-                a.ty("%pf_uimg = OpTypePointer Function %uimg\n%pf_iimg = OpTypePointer Function %iimg");
+                m = m.globals("%pf_uimg = OpTypePointer Function %uimg\n%pf_iimg = OpTypePointer Function %iimg");
             }
             for (j, (n, img, pi)) in names.iter().enumerate() {
-                fetch += &format!("%hi{n} = OpIAdd %u32 %k3 %c{j}\n%hp{n} = OpAccessChain %ps_H %handles %c0 %hi{n}\n%h{n} = OpLoad {h} %hp{n}\n");
+                fetch += &format!("%hi{n} = OpIAdd %u32 %k3 %c{j}\n%hp{n} = OpAccessChain %ps_{hn} %handles %c0 %hi{n}\n%h{n} = OpLoad {h} %hp{n}\n");
                 fetch += &match shape {
                     Shape::ImageValue => format!("%im{n} = OpConvertUToImageNV {img} %h{n}\n%tp{n} = OpImageTexelPointer {pi} %im{n} %xy %c0\n"),
                     Shape::Slang(_) => format!("%si{n} = OpConvertUToSampledImageNV %s{} %h{n}\n%im{n} = OpImage {img} %si{n}\n%tp{n} = OpImageTexelPointer {pi} %im{n} %xy %c0\n", &img[1..]),
@@ -118,20 +116,15 @@ pub fn shader(shape: Shape) -> Asm {
                     }
                 };
             }
+            m
         }
-    }
-    a.ssbo("out", "%u32", 4, 0, 1);
-    a.body(&format!(
-        "%main = OpFunction %void None %fn
-%entry = OpLabel
-{vars}%g = OpLoad %v3u %gid
-%i = OpCompositeExtract %u32 %g 0
+    };
+    m.ssbo("out", "%u32", 4, 0, 1).main(&format!(
+        "{vars}{GID_X}
 %x = OpUMod %u32 %i %c4
 %i4 = OpUDiv %u32 %i %c4
 %y = OpUMod %u32 %i4 %c2
-%xs = OpBitcast %i32 %x
-%ys = OpBitcast %i32 %y
-%xy = OpCompositeConstruct %v2i %xs %ys
+{TEXEL_XY}
 %i8 = OpUDiv %u32 %i %c8
 %k = OpUMod %u32 %i8 %c2
 %k3 = OpIMul %u32 %k %c3
@@ -146,23 +139,10 @@ pub fn shader(shape: Shape) -> Asm {
 %vc = OpIAdd %u32 %i %c1
 %oldc = OpAtomicCompareExchange %u32 %tpc %c1 %c0 %c0 %vc %c0
 %oldbu = OpBitcast %u32 %oldb
-%o = OpIMul %u32 %i %c3
-%o1 = OpIAdd %u32 %o %c1
-%o2 = OpIAdd %u32 %o %c2
-%p0 = OpAccessChain %ps_u32 %out %c0 %o
-OpStore %p0 %olda
-%p1 = OpAccessChain %ps_u32 %out %c0 %o1
-OpStore %p1 %oldbu
-%p2 = OpAccessChain %ps_u32 %out %c0 %o2
-OpStore %p2 %oldc
-OpReturn
-OpFunctionEnd"
-    ));
-    a
+{}",
+        store_each("%i", "%ps_u32", &["%olda", "%oldbu", "%oldc"])
+    ))
 }
-
-/// (name, words, spirv-val target environment).
-pub type Shader = (String, Vec<u32>, &'static str);
 
 /// Every shader of this file.
 pub fn all_shaders() -> Result<Vec<Shader>, String> {

@@ -5,9 +5,10 @@
 //! [`ContextOptions::bindless`]: crate::vk::ContextOptions::bindless
 
 use super::gpu::{Img, Scope, Write};
-use super::shaders::{self, Asm};
+use super::shaders;
 use super::*;
-use crate::tools;
+use crate::tools::{self, Assemble};
+use spvasm::Module;
 use ash::vk;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -16,7 +17,7 @@ const SSBO: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
 
 /// Every shader the cases use: (name, assembled words, spirv-val target env).
 pub fn all_shaders() -> Result<Vec<(String, Vec<u32>, &'static str)>, String> {
-    let mut v: Vec<(String, Asm)> = Vec::new();
+    let mut v: Vec<(String, Module)> = Vec::new();
     for k in HandleKind::ALL {
         v.push((format!("sample_many_{}", k.name()), shaders::sample_many(k, false, 6)));
         v.push((format!("sample_many_uniform_{}", k.name()), shaders::sample_many(k, true, 6)));
@@ -102,6 +103,21 @@ pub fn dispatch(scope: &mut Scope, words: &[u32], writes: &[Write], push: &[u8],
     })
 }
 
+/// What most cases start from: the handle queries, a scope, `n_tex` textures and a nearest,
+/// clamping sampler.
+fn textured(ctx: &Context, n_tex: u32) -> Result<(HandleApi, Scope<'_>, Vec<Img>, vk::Sampler), String> {
+    let api = HandleApi::new(ctx);
+    let mut scope = Scope::new(ctx)?;
+    let texs = textures(&mut scope, n_tex)?;
+    let nearest = scope.sampler(vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE)?;
+    Ok((api, scope, texs, nearest))
+}
+
+/// Combined image sampler handles of `kind` for textures `which` with `sampler`.
+fn combined_handles(api: &HandleApi, kind: HandleKind, texs: &[Img], sampler: vk::Sampler, which: impl Iterator<Item = u32>) -> Result<Vec<(u32, u64)>, String> {
+    which.map(|t| handle(api, kind, texs[t as usize].view, vk::DescriptorType::COMBINED_IMAGE_SAMPLER, sampler)).collect()
+}
+
 fn expect_texels(tex_of: impl Fn(usize) -> u32, n: usize) -> Vec<[f32; 4]> {
     (0..n).map(|i| texel(tex_of(i), i as u32 % TEX, (i as u32 / TEX) % TEX)).collect()
 }
@@ -113,10 +129,7 @@ const TOL: f32 = 2e-6;
 /// command buffer, one texture each). `minor`: SPIR-V version of the module.
 pub fn sample_many(ctx: &Context, kind: HandleKind, uniform: bool, minor: u32, n_tex: u32) -> Result<(), String> {
     let what = format!("sample_many({}, {}, SPIR-V 1.{minor})", kind.name(), if uniform { "uniform push-constant handle" } else { "per-invocation handles" });
-    let api = HandleApi::new(ctx);
-    let mut scope = Scope::new(ctx)?;
-    let texs = textures(&mut scope, n_tex)?;
-    let nearest = scope.sampler(vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE)?;
+    let (api, mut scope, texs, nearest) = textured(ctx, n_tex)?;
     let hs: Vec<(u32, u64)> = texs.iter().map(|t| handle(&api, kind, t.view, vk::DescriptorType::COMBINED_IMAGE_SAMPLER, nearest)).collect::<Result<_, _>>()?;
     let words = shaders::sample_many(kind, uniform, minor).assemble()?;
     if !uniform {
@@ -193,11 +206,7 @@ fn check_written(scope: &mut Scope, imgs: &[Img], what: &str) -> Result<(), Stri
             }
         }
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{what}: storage image contents differ:\n{}", errs.join("\n")))
-    }
+    no_errors(&format!("{what}: storage image contents differ"), &errs)
 }
 
 /// Case 2: OpConvertUToImageNV + OpImageWrite into 8 storage images (handles from a storage
@@ -221,6 +230,34 @@ pub fn storage_write(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     compare_vec4(&format!("{what}: OpImageRead through handles"), &vec4s(&out.read()), &want, TOL)
 }
 
+/// The samplers of the sampler cases: nearest and linear filtering, clamp / repeat / mirrored
+/// repeat.
+const SAMPLER_MODES: [(vk::Filter, vk::SamplerAddressMode); 5] = [
+    (vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE),
+    (vk::Filter::NEAREST, vk::SamplerAddressMode::REPEAT),
+    (vk::Filter::NEAREST, vk::SamplerAddressMode::MIRRORED_REPEAT),
+    (vk::Filter::LINEAR, vk::SamplerAddressMode::CLAMP_TO_EDGE),
+    (vk::Filter::LINEAR, vk::SamplerAddressMode::REPEAT),
+];
+
+/// Where the sampler cases sample: out of range and between texels.
+const SAMPLER_UVS: [(f32, f32); 4] = [(1.375, 0.375), (-0.375, 0.625), (0.625, 1.875), (0.3, 0.45)];
+
+/// The CPU reference of sampling texture `t` at (`u`, `v`) with `filter` and `mode`, and its
+/// tolerance (llvmpipe's linear filtering weights are 8-bit fixed point).
+fn reference(t: u32, u: f32, v: f32, (filter, mode): (vk::Filter, vk::SamplerAddressMode)) -> ([f32; 4], f32) {
+    if filter == vk::Filter::NEAREST {
+        (sample_nearest(t, u, v, mode), TOL)
+    } else {
+        (sample_linear(t, u, v, mode), 0.01)
+    }
+}
+
+/// The bytes of per-invocation parameters `{ u32; u32; f32 u; f32 v }`.
+fn param_bytes(params: &[(u32, u32, f32, f32)]) -> Vec<u8> {
+    params.iter().flat_map(|&(a, b, u, v)| [a.to_le_bytes(), b.to_le_bytes(), u.to_le_bytes(), v.to_le_bytes()]).flatten().collect()
+}
+
 /// Case 3: sampler-only handles (OpConvertUToSamplerNV; the sampler slot of a
 /// COMBINED_IMAGE_SAMPLER handle) with a bound image and with a handle image, for samplers
 /// that differ (clamp / repeat / mirrored repeat, nearest / linear) at out-of-range and
@@ -229,13 +266,7 @@ pub fn sampler_handles(ctx: &Context) -> Result<(), String> {
     let api = HandleApi::new(ctx);
     let mut scope = Scope::new(ctx)?;
     let texs = textures(&mut scope, 5)?;
-    let modes = [
-        (vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE),
-        (vk::Filter::NEAREST, vk::SamplerAddressMode::REPEAT),
-        (vk::Filter::NEAREST, vk::SamplerAddressMode::MIRRORED_REPEAT),
-        (vk::Filter::LINEAR, vk::SamplerAddressMode::CLAMP_TO_EDGE),
-        (vk::Filter::LINEAR, vk::SamplerAddressMode::REPEAT),
-    ];
+    let modes = SAMPLER_MODES;
     let samplers: Vec<vk::Sampler> = modes.iter().map(|&(f, m)| scope.sampler(f, m)).collect::<Result<_, _>>()?;
     // Sampler handles: combined handles of an unrelated view (texture 4) with each sampler.
     let shs: Vec<u32> = samplers.iter().map(|&s| api.combined(texs[4].view, s)).collect::<Result<_, _>>()?;
@@ -245,19 +276,16 @@ pub fn sampler_handles(ctx: &Context) -> Result<(), String> {
     }
     let image_texs = [1u32, 3, 2]; // RGBA8, RGBA8, R32F
     let ihs: Vec<u32> = image_texs.iter().map(|&t| api.sampled(texs[t as usize].view)).collect::<Result<_, _>>()?;
-    let coords = [(1.375f32, 0.375f32), (-0.375, 0.625), (0.625, 1.875), (0.3, 0.45)];
     let mut params = Vec::new();
     // Per output: (expected, tolerance, label).
     let mut want: Vec<([f32; 4], f32, String)> = Vec::new();
     for (si, &(filter, mode)) in modes.iter().enumerate() {
-        for &(u, v) in &coords {
+        for &(u, v) in &SAMPLER_UVS {
             for (ii, &t) in image_texs.iter().enumerate() {
                 params.push((shs[si], ihs[ii], u, v));
-                let f = |tex: u32| if filter == vk::Filter::NEAREST { sample_nearest(tex, u, v, mode) } else { sample_linear(tex, u, v, mode) };
-                // llvmpipe's linear filtering weights are 8-bit fixed point.
-                let tol = if filter == vk::Filter::LINEAR { 0.01 } else { TOL };
-                want.push((f(0), tol, format!("bound image (texture 0), sampler {filter:?}/{mode:?}, uv ({u}, {v})")));
-                want.push((f(t), tol, format!("handle image (texture {t}), sampler {filter:?}/{mode:?}, uv ({u}, {v})")));
+                let ((bound, tol), (image, _)) = (reference(0, u, v, (filter, mode)), reference(t, u, v, (filter, mode)));
+                want.push((bound, tol, format!("bound image (texture 0), sampler {filter:?}/{mode:?}, uv ({u}, {v})")));
+                want.push((image, tol, format!("handle image (texture {t}), sampler {filter:?}/{mode:?}, uv ({u}, {v})")));
             }
         }
     }
@@ -269,14 +297,7 @@ pub fn sampler_handles(ctx: &Context) -> Result<(), String> {
     }
     // Sanity of the reference: clamp and repeat differ at the out-of-range coordinate.
     assert_ne!(sample_nearest(1, 1.375, 0.375, modes[0].1), sample_nearest(1, 1.375, 0.375, modes[1].1));
-    let mut bytes_ = Vec::new();
-    for &(a, b, u, v) in &params {
-        bytes_.extend_from_slice(&a.to_le_bytes());
-        bytes_.extend_from_slice(&b.to_le_bytes());
-        bytes_.extend_from_slice(&u.to_le_bytes());
-        bytes_.extend_from_slice(&v.to_le_bytes());
-    }
-    let pbuf = scope.buffer_with(&bytes_)?;
+    let pbuf = scope.buffer_with(&param_bytes(&params))?;
     let out = scope.buffer(params.len() * 32)?;
     out.fill(0xCD);
     let w = shaders::sampler_handles().assemble()?;
@@ -296,25 +317,18 @@ pub fn sampler_handles(ctx: &Context) -> Result<(), String> {
             errs.push(format!("  [{i}] {label}: got {g:?} want {w:?}"));
         }
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("sampler_handles: sampling with OpConvertUToSamplerNV samplers differs:\n{}", errs.join("\n")))
-    }
+    no_errors("sampler_handles: sampling with OpConvertUToSamplerNV samplers differs", &errs)
 }
 
 /// Case 4: handles through OpPhi, OpSelect (sampled images and images), a Function variable,
 /// and back to integers (OpConvertSampledImageToUNV).
 pub fn flow(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     let what = format!("flow({})", kind.name());
-    let api = HandleApi::new(ctx);
-    let mut scope = Scope::new(ctx)?;
     let n_tex = 48u32;
-    let texs = textures(&mut scope, n_tex)?;
-    let nearest = scope.sampler(vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE)?;
+    let (api, mut scope, texs, nearest) = textured(ctx, n_tex)?;
     let n = 64usize;
     let tex_of = |i: usize| ((i * 5 + 3) % n_tex as usize) as u32;
-    let hs: Vec<(u32, u64)> = (0..=n).map(|i| handle(&api, kind, texs[tex_of(i) as usize].view, vk::DescriptorType::COMBINED_IMAGE_SAMPLER, nearest)).collect::<Result<_, _>>()?;
+    let hs = combined_handles(&api, kind, &texs, nearest, (0..=n).map(tex_of))?;
     let hbuf = scope.buffer_with(&encode(kind, &hs))?;
     let out = scope.buffer(n * 64)?;
     out.fill(0xCD);
@@ -353,11 +367,7 @@ pub fn flow(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     if !bad.is_empty() {
         errs.push(format!("{what}: OpConvertSampledImageToUNV(phi) does not give the handle back:\n{}", bad.join("\n")));
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs.join("\n"))
-    }
+    no_errors("", &errs)
 }
 
 /// Case 4b: the handle table read through a PhysicalStorageBuffer pointer.
@@ -365,14 +375,11 @@ pub fn psb_table(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     if !ctx.features().buffer_device_address {
         return Err("psb_table: the device has no bufferDeviceAddress".into());
     }
-    let api = HandleApi::new(ctx);
-    let mut scope = Scope::new(ctx)?;
     let n_tex = 24u32;
-    let texs = textures(&mut scope, n_tex)?;
-    let nearest = scope.sampler(vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE)?;
+    let (api, mut scope, texs, nearest) = textured(ctx, n_tex)?;
     let n = 64usize;
     let tex_of = |i: usize| ((i * 11 + 1) % n_tex as usize) as u32;
-    let hs: Vec<(u32, u64)> = (0..n).map(|i| handle(&api, kind, texs[tex_of(i) as usize].view, vk::DescriptorType::COMBINED_IMAGE_SAMPLER, nearest)).collect::<Result<_, _>>()?;
+    let hs = combined_handles(&api, kind, &texs, nearest, (0..n).map(tex_of))?;
     let table = scope.buffer_with(&encode(kind, &hs))?;
     let out = scope.buffer(n * 16)?;
     out.fill(0xCD);
@@ -384,14 +391,11 @@ pub fn psb_table(ctx: &Context, kind: HandleKind) -> Result<(), String> {
 /// Case 4c: images as 8-byte block members (a storage buffer `{ simg tex[]; }` or the same
 /// through a PhysicalStorageBuffer pointer), holding 64-bit handles.
 pub fn block_member_images(ctx: &Context, psb: bool) -> Result<(), String> {
-    let api = HandleApi::new(ctx);
-    let mut scope = Scope::new(ctx)?;
     let n_tex = 24u32;
-    let texs = textures(&mut scope, n_tex)?;
-    let nearest = scope.sampler(vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE)?;
+    let (api, mut scope, texs, nearest) = textured(ctx, n_tex)?;
     let n = 64usize;
     let tex_of = |i: usize| ((i * 13 + 2) % n_tex as usize) as u32;
-    let hs: Vec<(u32, u64)> = (0..n).map(|i| handle(&api, HandleKind::U64, texs[tex_of(i) as usize].view, vk::DescriptorType::COMBINED_IMAGE_SAMPLER, nearest)).collect::<Result<_, _>>()?;
+    let hs = combined_handles(&api, HandleKind::U64, &texs, nearest, (0..n).map(tex_of))?;
     let table = scope.buffer_with(&encode(HandleKind::U64, &hs))?;
     let out = scope.buffer(n * 16)?;
     out.fill(0xCD);
@@ -441,11 +445,7 @@ pub fn slang_shape(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     if let Err(e) = check_written(&mut scope, &stor, &format!("{what}: OpImageWrite of a storage image from OpConvertUToSampledImageNV")) {
         errs.push(e);
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs.join("\n"))
-    }
+    no_errors("", &errs)
 }
 
 /// Case 6: fullscreen draw, 32×32; each 4×4 pixel block takes a handle from a storage buffer
@@ -453,38 +453,28 @@ pub fn slang_shape(ctx: &Context, kind: HandleKind) -> Result<(), String> {
 pub fn fragment_per_pixel(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     let what = format!("fragment_per_pixel({})", kind.name());
     const W: u32 = 32;
-    let api = HandleApi::new(ctx);
-    let mut scope = Scope::new(ctx)?;
     let n_tex = 48u32;
-    let texs = textures(&mut scope, n_tex)?;
+    let (api, mut scope, texs, nearest) = textured(ctx, n_tex)?;
     let rgba: Vec<u32> = (0..n_tex).filter(|&t| tex_format(t) == vk::Format::R8G8B8A8_UNORM).collect();
-    let nearest = scope.sampler(vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE)?;
     let blocks = ((W / 4) * (W / 4)) as usize;
     let tex_of = |b: usize| rgba[(b * 7 + b / 8) % rgba.len()];
-    let hs: Vec<(u32, u64)> = (0..blocks).map(|b| handle(&api, kind, texs[tex_of(b) as usize].view, vk::DescriptorType::COMBINED_IMAGE_SAMPLER, nearest)).collect::<Result<_, _>>()?;
+    let hs = combined_handles(&api, kind, &texs, nearest, (0..blocks).map(tex_of))?;
     let hbuf = scope.buffer_with(&encode(kind, &hs))?;
-    let target = scope.image(vk::Format::R8G8B8A8_UNORM, W, W, vk::ImageUsageFlags::COLOR_ATTACHMENT, None, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)?;
-    let (rp, fb) = scope.render_target(&target)?;
+    let target = scope.color_target(W, W)?;
     let sl = scope.set_layout(&[(0, SSBO, 1)])?;
     let pl = scope.pipeline_layout(&[sl], 0)?;
     let vs = tools::spirv_as(&shaders::fullscreen_vs(), "vulkan1.3")?;
     let fs = shaders::per_pixel_fs(kind, W).assemble()?;
-    let pipe = scope.graphics_pipeline(&vs, &fs, pl, rp, W, W)?;
+    let pipe = scope.graphics_pipeline(&vs, &fs, pl, target.render_pass, W, W)?;
     let set = scope.descriptor_set(sl, &[hbuf.whole(0, SSBO)])?;
     scope.submit(|d, cmd| unsafe {
-        let clear = [vk::ClearValue { color: vk::ClearColorValue { uint32: [0; 4] } }];
-        let rpbi = vk::RenderPassBeginInfo::default()
-            .render_pass(rp)
-            .framebuffer(fb)
-            .render_area(vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width: W, height: W } })
-            .clear_values(&clear);
-        d.cmd_begin_render_pass(cmd, &rpbi, vk::SubpassContents::INLINE);
+        target.begin(d, cmd);
         d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, pipe);
         d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::GRAPHICS, pl, 0, &[set], &[]);
         d.cmd_draw(cmd, 3, 1, 0, 0);
         d.cmd_end_render_pass(cmd);
     })?;
-    let got = scope.read_image(&target, 4)?;
+    let got = scope.read_image(&target.image, 4)?;
     let mut errs = Vec::new();
     let mut bad = 0;
     for py in 0..W {
@@ -706,73 +696,9 @@ pub fn rebinding(ctx: &Context, native_max_sets: u32) -> Result<(), String> {
             errs.push(e);
         }
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("rebinding (compute):\n{}", errs.join("\n")))
-    }
+    no_errors("rebinding (compute)", &errs)
 }
 
-/// Vertex shader of the draw cases/bench: a quad in cell `pc.cell` (offset 4) of a 4×4 grid.
-pub fn cell_vs() -> String {
-    "OpCapability Shader
-OpMemoryModel Logical GLSL450
-OpEntryPoint Vertex %main \"main\" %vid %pos %pc
-OpDecorate %vid BuiltIn VertexIndex
-OpDecorate %pos BuiltIn Position
-OpMemberDecorate %pcb 0 Offset 0
-OpMemberDecorate %pcb 1 Offset 4
-OpDecorate %pcb Block
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%i32 = OpTypeInt 32 1
-%f32 = OpTypeFloat 32
-%v4f = OpTypeVector %f32 4
-%pcb = OpTypeStruct %u32 %u32
-%ppcb = OpTypePointer PushConstant %pcb
-%ppu = OpTypePointer PushConstant %u32
-%pin_i = OpTypePointer Input %i32
-%pout = OpTypePointer Output %v4f
-%vid = OpVariable %pin_i Input
-%pos = OpVariable %pout Output
-%pc = OpVariable %ppcb PushConstant
-%c1 = OpConstant %u32 1
-%c2 = OpConstant %u32 2
-%c3 = OpConstant %u32 3
-%c26 = OpConstant %u32 26
-%c52 = OpConstant %u32 52
-%f0 = OpConstant %f32 0
-%f1 = OpConstant %f32 1
-%fhalf = OpConstant %f32 0.5
-%fm1 = OpConstant %f32 -1
-%main = OpFunction %void None %fn
-%l = OpLabel
-%vs = OpLoad %i32 %vid
-%v = OpBitcast %u32 %vs
-%cp = OpAccessChain %ppu %pc %c1
-%cell = OpLoad %u32 %cp
-%cx = OpBitwiseAnd %u32 %cell %c3
-%cy = OpShiftRightLogical %u32 %cell %c2
-%bx0 = OpShiftRightLogical %u32 %c26 %v
-%bx = OpBitwiseAnd %u32 %bx0 %c1
-%by0 = OpShiftRightLogical %u32 %c52 %v
-%by = OpBitwiseAnd %u32 %by0 %c1
-%gx = OpIAdd %u32 %cx %bx
-%gy = OpIAdd %u32 %cy %by
-%fx = OpConvertUToF %f32 %gx
-%fy = OpConvertUToF %f32 %gy
-%x1 = OpFMul %f32 %fx %fhalf
-%y1 = OpFMul %f32 %fy %fhalf
-%x = OpFAdd %f32 %x1 %fm1
-%y = OpFAdd %f32 %y1 %fm1
-%p = OpCompositeConstruct %v4f %x %y %f0 %f1
-OpStore %pos %p
-OpReturn
-OpFunctionEnd
-"
-    .into()
-}
 
 /// Case 8b: 16 draws into the cells of a 32×32 target, alternating a bindless pipeline (handle in
 /// push constants) and a non-bindless one (combined image sampler at set 0), with the
@@ -785,22 +711,18 @@ pub fn draw_rebinds(ctx: &Context) -> Result<(), String> {
 /// needs no layer).
 pub fn draw_rebinds_with(ctx: &Context, with_bindless: bool) -> Result<(), String> {
     const W: u32 = 32;
-    let api = HandleApi::new(ctx);
-    let mut scope = Scope::new(ctx)?;
     let n_tex = 16u32;
-    let texs = textures(&mut scope, n_tex)?;
+    let (api, mut scope, texs, nearest) = textured(ctx, n_tex)?;
     let rgba: Vec<u32> = (0..n_tex).filter(|&t| tex_format(t) == vk::Format::R8G8B8A8_UNORM).collect();
-    let nearest = scope.sampler(vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE)?;
     let hs: Vec<u32> = if with_bindless { texs.iter().map(|t| api.sampled(t.view)).collect::<Result<_, _>>()? } else { vec![0; texs.len()] };
-    let target = scope.image(vk::Format::R8G8B8A8_UNORM, W, W, vk::ImageUsageFlags::COLOR_ATTACHMENT, None, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)?;
-    let (rp, fb) = scope.render_target(&target)?;
+    let target = scope.color_target(W, W)?;
     let sl_tex = scope.set_layout(&[(0, vk::DescriptorType::COMBINED_IMAGE_SAMPLER, 1)])?;
     let sl_other = scope.set_layout(&[(0, SSBO, 1)])?;
     let pl_bl = scope.pipeline_layout(&[sl_tex], 8)?;
     let pl_other = scope.pipeline_layout(&[sl_other], 8)?;
-    let vs = tools::spirv_as(&cell_vs(), "vulkan1.3")?;
-    let p_plain = scope.graphics_pipeline(&vs, &tools::spirv_as(&shaders::draw_fs(false), "vulkan1.3")?, pl_bl, rp, W, W)?;
-    let p_bl = if with_bindless { scope.graphics_pipeline(&vs, &tools::spirv_as(&shaders::draw_fs(true), "vulkan1.3")?, pl_bl, rp, W, W)? } else { p_plain };
+    let vs = tools::spirv_as(&shaders::cell_vs(), "vulkan1.3")?;
+    let p_plain = scope.graphics_pipeline(&vs, &tools::spirv_as(&shaders::draw_fs(false), "vulkan1.3")?, pl_bl, target.render_pass, W, W)?;
+    let p_bl = if with_bindless { scope.graphics_pipeline(&vs, &tools::spirv_as(&shaders::draw_fs(true), "vulkan1.3")?, pl_bl, target.render_pass, W, W)? } else { p_plain };
     let tex_sets: Vec<vk::DescriptorSet> = rgba
         .iter()
         .map(|&t| {
@@ -815,13 +737,7 @@ pub fn draw_rebinds_with(ctx: &Context, with_bindless: bool) -> Result<(), Strin
     let gp = vk::PipelineBindPoint::GRAPHICS;
     let mut want = vec![0u32; 16];
     scope.submit(|d, cmd| unsafe {
-        let clear = [vk::ClearValue { color: vk::ClearColorValue { uint32: [0; 4] } }];
-        let rpbi = vk::RenderPassBeginInfo::default()
-            .render_pass(rp)
-            .framebuffer(fb)
-            .render_area(vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width: W, height: W } })
-            .clear_values(&clear);
-        d.cmd_begin_render_pass(cmd, &rpbi, vk::SubpassContents::INLINE);
+        target.begin(d, cmd);
         for cell in 0..16u32 {
             let k = (cell as usize * 5) % rgba.len();
             let t = rgba[k];
@@ -841,7 +757,7 @@ pub fn draw_rebinds_with(ctx: &Context, with_bindless: bool) -> Result<(), Strin
         }
         d.cmd_end_render_pass(cmd);
     })?;
-    let got = scope.read_image(&target, 4)?;
+    let got = scope.read_image(&target.image, 4)?;
     let mut errs = Vec::new();
     for cell in 0..16u32 {
         let (cx, cy) = (cell % 4, cell / 4);
@@ -853,11 +769,7 @@ pub fn draw_rebinds_with(ctx: &Context, with_bindless: bool) -> Result<(), Strin
             errs.push(format!("  cell {cell} ({}): got {:?} want texture {} texel (1,2) = {wv:?}", if with_bindless && cell % 3 != 1 { "bindless" } else { "bound" }, &got[o..o + 4], want[cell as usize]));
         }
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("draw_rebinds:\n{}", errs.join("\n")))
-    }
+    no_errors("draw_rebinds", &errs)
 }
 
 /// Garbage handles (slots past every array) must not crash or hang: the lowering clamps them.
@@ -893,28 +805,14 @@ pub fn garbage_handles(ctx: &Context, pattern: Option<u32>) -> Result<(), String
 /// `out[i]` (binding 1); binding 2: 48 sampled images, binding 3: 5 samplers. What the
 /// lowering produces, written by hand: validates the harness (uploads, samplers, references).
 pub fn control_shader() -> String {
-    "OpCapability Shader
-OpCapability SampledImageArrayNonUniformIndexing
-OpCapability ShaderNonUniform
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main \"main\" %gid %params %out %texs %smps
-OpExecutionMode %main LocalSize 16 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpMemberDecorate %prm_t 0 Offset 0
-OpMemberDecorate %prm_t 1 Offset 4
-OpMemberDecorate %prm_t 2 Offset 8
-OpMemberDecorate %prm_t 3 Offset 12
-OpDecorate %prm_rta ArrayStride 16
-OpMemberDecorate %prm_blk 0 Offset 0
-OpDecorate %prm_blk Block
-OpDecorate %out_rta ArrayStride 16
-OpMemberDecorate %out_blk 0 Offset 0
-OpDecorate %out_blk Block
-OpDecorate %params DescriptorSet 0
-OpDecorate %params Binding 0
-OpDecorate %out DescriptorSet 0
-OpDecorate %out Binding 1
-OpDecorate %texs DescriptorSet 0
+    let m = Module::compute(16)
+        .spirv(6)
+        .cap("SampledImageArrayNonUniformIndexing")
+        .cap("ShaderNonUniform")
+        .gid();
+    shaders::params_and_out(m)
+        .decorate(
+            "OpDecorate %texs DescriptorSet 0
 OpDecorate %texs Binding 2
 OpDecorate %smps DescriptorSet 0
 OpDecorate %smps Binding 3
@@ -924,65 +822,32 @@ OpDecorate %tp NonUniform
 OpDecorate %sp NonUniform
 OpDecorate %im NonUniform
 OpDecorate %sm NonUniform
-OpDecorate %si NonUniform
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%u32 = OpTypeInt 32 0
-%f32 = OpTypeFloat 32
-%v2f = OpTypeVector %f32 2
-%v3u = OpTypeVector %u32 3
-%v4f = OpTypeVector %f32 4
-%img = OpTypeImage %f32 2D 0 0 0 1 Unknown
-%simg = OpTypeSampledImage %img
-%smp = OpTypeSampler
-%c0 = OpConstant %u32 0
-%c5 = OpConstant %u32 5
-%c48 = OpConstant %u32 48
-%f0 = OpConstant %f32 0
-%arr_img = OpTypeArray %img %c48
+OpDecorate %si NonUniform",
+        )
+        .image_types()
+        .globals(
+            "%arr_img = OpTypeArray %img %c48
 %arr_smp = OpTypeArray %smp %c5
-%pu_arr_img = OpTypePointer UniformConstant %arr_img
-%pu_arr_smp = OpTypePointer UniformConstant %arr_smp
-%pu_img = OpTypePointer UniformConstant %img
-%pu_smp = OpTypePointer UniformConstant %smp
-%prm_t = OpTypeStruct %u32 %u32 %f32 %f32
-%prm_rta = OpTypeRuntimeArray %prm_t
-%prm_blk = OpTypeStruct %prm_rta
-%pprm_blk = OpTypePointer StorageBuffer %prm_blk
-%pprm = OpTypePointer StorageBuffer %prm_t
-%out_rta = OpTypeRuntimeArray %v4f
-%out_blk = OpTypeStruct %out_rta
-%pout_blk = OpTypePointer StorageBuffer %out_blk
-%pv4 = OpTypePointer StorageBuffer %v4f
-%pin = OpTypePointer Input %v3u
-%gid = OpVariable %pin Input
-%params = OpVariable %pprm_blk StorageBuffer
-%out = OpVariable %pout_blk StorageBuffer
-%texs = OpVariable %pu_arr_img UniformConstant
-%smps = OpVariable %pu_arr_smp UniformConstant
-%main = OpFunction %void None %fn
-%l = OpLabel
-%g = OpLoad %v3u %gid
-%i = OpCompositeExtract %u32 %g 0
-%pp = OpAccessChain %pprm %params %c0 %i
-%p = OpLoad %prm_t %pp
-%ti = OpCompositeExtract %u32 %p 0
-%sj = OpCompositeExtract %u32 %p 1
-%u = OpCompositeExtract %f32 %p 2
-%v = OpCompositeExtract %f32 %p 3
-%uv = OpCompositeConstruct %v2f %u %v
-%tp = OpAccessChain %pu_img %texs %ti
-%sp = OpAccessChain %pu_smp %smps %sj
+%puc_arr_img = OpTypePointer UniformConstant %arr_img
+%puc_arr_smp = OpTypePointer UniformConstant %arr_smp
+%puc_img = OpTypePointer UniformConstant %img
+%puc_smp = OpTypePointer UniformConstant %smp
+%texs = OpVariable %puc_arr_img UniformConstant
+%smps = OpVariable %puc_arr_smp UniformConstant",
+        )
+        .main(&format!(
+            "{}
+%tp = OpAccessChain %puc_img %texs %ti
+%sp = OpAccessChain %puc_smp %smps %sj
 %im = OpLoad %img %tp
 %sm = OpLoad %smp %sp
 %si = OpSampledImage %simg %im %sm
 %r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0
-%po = OpAccessChain %pv4 %out %c0 %i
-OpStore %po %r
-OpReturn
-OpFunctionEnd
-"
-    .into()
+%po = OpAccessChain %ps_v4f %out %c0 %i
+OpStore %po %r",
+            shaders::load_params("%ti", "%sj")
+        ))
+        .text()
 }
 
 /// Control (no layer needed): [`control_shader`] on 48 textures × the 5 samplers of the
@@ -990,13 +855,7 @@ OpFunctionEnd
 pub fn control_native(ctx: &Context) -> Result<(), String> {
     let mut scope = Scope::new(ctx)?;
     let texs = textures(&mut scope, 48)?;
-    let modes = [
-        (vk::Filter::NEAREST, vk::SamplerAddressMode::CLAMP_TO_EDGE),
-        (vk::Filter::NEAREST, vk::SamplerAddressMode::REPEAT),
-        (vk::Filter::NEAREST, vk::SamplerAddressMode::MIRRORED_REPEAT),
-        (vk::Filter::LINEAR, vk::SamplerAddressMode::CLAMP_TO_EDGE),
-        (vk::Filter::LINEAR, vk::SamplerAddressMode::REPEAT),
-    ];
+    let modes = SAMPLER_MODES;
     let samplers: Vec<vk::Sampler> = modes.iter().map(|&(f, m)| scope.sampler(f, m)).collect::<Result<_, _>>()?;
     let mut params = Vec::new();
     let mut want = Vec::new();
@@ -1008,12 +867,13 @@ pub fn control_native(ctx: &Context) -> Result<(), String> {
         want.push(texel(t, x, y));
         tols.push(TOL);
     }
-    for (si, &(filter, mode)) in modes.iter().enumerate() {
-        for &(u, v) in &[(1.375f32, 0.375f32), (-0.375, 0.625), (0.625, 1.875), (0.3, 0.45)] {
+    for (si, &sampler) in modes.iter().enumerate() {
+        for &(u, v) in &SAMPLER_UVS {
             for t in [0u32, 1, 2, 3] {
                 params.push((t, si as u32, u, v));
-                want.push(if filter == vk::Filter::NEAREST { sample_nearest(t, u, v, mode) } else { sample_linear(t, u, v, mode) });
-                tols.push(if filter == vk::Filter::NEAREST { TOL } else { 0.01 });
+                let (w, tol) = reference(t, u, v, sampler);
+                want.push(w);
+                tols.push(tol);
             }
         }
     }
@@ -1022,13 +882,7 @@ pub fn control_native(ctx: &Context) -> Result<(), String> {
         want.push(want[0]);
         tols.push(TOL);
     }
-    let mut b = Vec::new();
-    for &(t, s, u, v) in &params {
-        for w in [t.to_le_bytes(), s.to_le_bytes(), u.to_le_bytes(), v.to_le_bytes()] {
-            b.extend_from_slice(&w);
-        }
-    }
-    let pbuf = scope.buffer_with(&b)?;
+    let pbuf = scope.buffer_with(&param_bytes(&params))?;
     let out = scope.buffer(params.len() * 16)?;
     out.fill(0xCD);
     let words = tools::spirv_as(&control_shader(), "vulkan1.3")?;
@@ -1068,9 +922,5 @@ pub fn control_native(ctx: &Context) -> Result<(), String> {
             errs.push(format!("  [{i}] params {:?}: got {g:?} want {w:?}", params[i]));
         }
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("control (native, descriptor arrays): the harness's references disagree with lavapipe:\n{}", errs.join("\n")))
-    }
+    no_errors("control (native, descriptor arrays): the harness's references disagree with lavapipe", &errs)
 }

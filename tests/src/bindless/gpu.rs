@@ -48,6 +48,27 @@ pub struct Img {
     pub layout: vk::ImageLayout,
 }
 
+/// An RGBA8 color attachment left in TRANSFER_SRC_OPTIMAL, with its render pass and framebuffer.
+#[derive(Debug, Clone, Copy)]
+pub struct ColorTarget {
+    pub image: Img,
+    pub render_pass: vk::RenderPass,
+    pub framebuffer: vk::Framebuffer,
+}
+
+impl ColorTarget {
+    /// Records `vkCmdBeginRenderPass` over the whole target, cleared to zero.
+    ///
+    /// # Safety
+    /// `cmd` is a command buffer of `d` in the recording state, outside a render pass.
+    pub unsafe fn begin(&self, d: &ash::Device, cmd: vk::CommandBuffer) {
+        let clear = [vk::ClearValue { color: vk::ClearColorValue { uint32: [0; 4] } }];
+        let area = vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width: self.image.width, height: self.image.height } };
+        let rpbi = vk::RenderPassBeginInfo::default().render_pass(self.render_pass).framebuffer(self.framebuffer).render_area(area).clear_values(&clear);
+        d.cmd_begin_render_pass(cmd, &rpbi, vk::SubpassContents::INLINE);
+    }
+}
+
 /// One descriptor write.
 #[derive(Debug, Clone, Copy)]
 pub enum Write {
@@ -322,6 +343,13 @@ impl<'a> Scope<'a> {
         .map_err(err("vkCreateFramebuffer"))?;
         self.objs.push(Obj::Framebuffer(fb));
         Ok((rp, fb))
+    }
+
+    /// A `width`×`height` RGBA8 [`ColorTarget`].
+    pub fn color_target(&mut self, width: u32, height: u32) -> Result<ColorTarget, String> {
+        let image = self.image(vk::Format::R8G8B8A8_UNORM, width, height, vk::ImageUsageFlags::COLOR_ATTACHMENT, None, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)?;
+        let (render_pass, framebuffer) = self.render_target(&image)?;
+        Ok(ColorTarget { image, render_pass, framebuffer })
     }
 
     /// A graphics pipeline without vertex input (triangle list), viewport = `width`×`height`.

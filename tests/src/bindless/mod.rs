@@ -6,6 +6,7 @@
 //! - [`gpu`]: a [`gpu::Scope`] owning buffers, images, views, samplers, layouts, pipelines.
 //! - [`shaders`]: spvasm text of the test shaders.
 //! - [`atomics`]: image atomics through handles (OpImageTexelPointer) against a CPU model.
+//! - [`checks`]: what the test binaries check alike (offline rewrites, validation, dumps).
 //! - [`cases`]: the cases (compute sampling with many textures, storage writes, sampler-only
 //!   handles, phi/select/variables/BDA, the Slang shape, fragment shading, lifetime, rebinding).
 //!
@@ -18,6 +19,7 @@
 
 pub mod atomics;
 pub mod cases;
+pub mod checks;
 pub mod gpu;
 pub mod shaders;
 pub mod shader_object;
@@ -262,6 +264,15 @@ pub fn compare_vec4(what: &str, got: &[[f32; 4]], want: &[[f32; 4]], tol: f32) -
 }
 
 /// Bytes → vec4s.
+/// `Ok` where `errs` is empty, else the error: `what` (when not empty) and the errors, one a line.
+pub fn no_errors(what: &str, errs: &[String]) -> Result<(), String> {
+    match (errs.is_empty(), what.is_empty()) {
+        (true, _) => Ok(()),
+        (false, true) => Err(errs.join("\n")),
+        (false, false) => Err(format!("{what}:\n{}", errs.join("\n"))),
+    }
+}
+
 pub fn vec4s(b: &[u8]) -> Vec<[f32; 4]> {
     b.chunks_exact(16)
         .map(|c| {

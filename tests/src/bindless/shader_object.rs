@@ -2,10 +2,25 @@
 //! layouts with the descriptor table and binds the table after vkCmdBindShadersEXT.
 use super::gpu::Scope;
 use super::{compare_vec4, shaders, texel, textures, vec4s, HandleApi, HandleKind, TEX};
-use crate::Context;
+use crate::{Assemble, Context};
 use ash::vk;
 
 const SSBO: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
+
+/// A compute shader object of `words` (entry point `main`) with `set_layouts` and push-constant
+/// `ranges`.
+pub fn compute_shader(so: &ash::ext::shader_object::Device, words: &[u32], set_layouts: &[vk::DescriptorSetLayout], ranges: &[vk::PushConstantRange]) -> Result<vk::ShaderEXT, vk::Result> {
+    // SAFETY: a u32 slice viewed as bytes (4-byte aligned, as pCode must be).
+    let code = unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, words.len() * 4) };
+    let info = vk::ShaderCreateInfoEXT::default()
+        .stage(vk::ShaderStageFlags::COMPUTE)
+        .code_type(vk::ShaderCodeTypeEXT::SPIRV)
+        .code(code)
+        .name(c"main")
+        .set_layouts(set_layouts)
+        .push_constant_ranges(ranges);
+    unsafe { so.create_shaders(&[info], None) }.map(|v| v[0]).map_err(|(_, e)| e)
+}
 
 /// `n_tex` textures sampled and fetched with per-invocation u32 handles (the `sample_many`
 /// compute shader) from a compute shader object; the application's set 0 bound with its own
@@ -31,19 +46,7 @@ pub fn sample_many(ctx: &Context, n_tex: u32, rebind: bool) -> Result<(), String
         scope.descriptor_set(sl, &[hbuf.whole(0, SSBO), outs[0].whole(1, SSBO)])?,
         scope.descriptor_set(sl, &[hbuf.whole(0, SSBO), outs[1].whole(1, SSBO)])?,
     ];
-    // SAFETY: a u32 slice viewed as bytes (4-byte aligned, as pCode must be).
-    let code = unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, words.len() * 4) };
-    let set_layouts = [sl];
-    let info = vk::ShaderCreateInfoEXT::default()
-        .stage(vk::ShaderStageFlags::COMPUTE)
-        .code_type(vk::ShaderCodeTypeEXT::SPIRV)
-        .code(code)
-        .name(c"main")
-        .set_layouts(&set_layouts);
-    let shader = match unsafe { so.create_shaders(&[info], None) } {
-        Ok(v) => v[0],
-        Err((_, e)) => return Err(format!("vkCreateShadersEXT (bindless compute module): {e:?}")),
-    };
+    let shader = compute_shader(&so, &words, &[sl], &[]).map_err(|e| format!("vkCreateShadersEXT (bindless compute module): {e:?}"))?;
     let r = scope.submit(|d, cmd| unsafe {
         let c = [vk::ShaderStageFlags::COMPUTE];
         so.cmd_bind_shaders(cmd, &c, &[shader]);

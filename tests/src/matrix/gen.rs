@@ -14,10 +14,11 @@
 //! pointers), 2 = output (loads), 3 = values (stores), 4 = params. Push constants:
 //! `uvec4` (i0, di, o0, do) at 0, the device address (u64 / uvec2) at 16.
 
-use super::asm::Asm;
+use super::asm::{Asm, Declare};
 use super::case::*;
 use super::model::{self, Access, Robustness};
 use super::rng::Rng;
+use crate::vk::{BufferKind, BufferSpec};
 
 pub const BINDING_TARGET: u32 = 0;
 /// (binding 1 is unused: variable pointers select within one buffer)
@@ -37,36 +38,24 @@ pub enum Role {
     Values,
 }
 
-/// How the buffer is handed to the shader.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BufKind {
-    /// A storage-buffer descriptor (also for `BufferBlock` in `Uniform`).
-    Storage,
-    /// Device address written into the push constants at this offset.
-    DeviceAddress { push_constant_offset: u32 },
-}
-
 #[derive(Clone, Debug)]
 pub struct PlanBuffer {
     pub role: Role,
-    pub set: u32,
-    pub binding: u32,
-    pub array_element: u32,
-    pub kind: BufKind,
-    /// Initial contents (the whole VkBuffer).
-    pub data: Vec<u8>,
-    pub descriptor_offset: u64,
-    /// Bound range (None = VK_WHOLE_SIZE).
-    pub range: Option<u64>,
+    /// How the job binds it (a storage buffer, or its device address in the push constants),
+    /// with its initial contents (the whole VkBuffer).
+    pub spec: BufferSpec,
     /// Expected contents after the dispatch.
     pub expected: Vec<u8>,
 }
 
 impl PlanBuffer {
+    /// A buffer expected to keep its initial contents.
+    fn unchanged(role: Role, spec: BufferSpec) -> PlanBuffer {
+        PlanBuffer { role, expected: spec.data.clone(), spec }
+    }
     /// Bytes of the bound range.
     pub fn bound_len(&self) -> u64 {
-        self.range
-            .unwrap_or(self.data.len() as u64 - self.descriptor_offset)
+        self.spec.range.unwrap_or(self.spec.data.len() as u64 - self.spec.descriptor_offset)
     }
 }
 
@@ -127,7 +116,7 @@ impl Plan {
                         .collect(),
                 ),
                 _ => {
-                    let base = tb.descriptor_offset as usize + ia.access.address() as usize;
+                    let base = tb.spec.descriptor_offset as usize + ia.access.address() as usize;
                     (
                         ia.buffer,
                         undef.iter().map(|&b| base + b as usize).collect(),
@@ -410,27 +399,18 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
             Op::Load => rng.bytes(size as usize),
             Op::Store => vec![FILL; size as usize],
         };
-        let (binding, array_element) = match case.addressing {
-            _ => (BINDING_TARGET, t as u32),
-        };
         let kind = if case.addressing.is_psb() {
-            BufKind::DeviceAddress {
+            BufferKind::DeviceAddress {
                 push_constant_offset: PC_ADDRESS_OFFSET,
             }
         } else {
-            BufKind::Storage
+            BufferKind::Storage
         };
-        buffers.push(PlanBuffer {
-            role: Role::Target(t),
-            set: 0,
-            binding,
-            array_element,
-            kind,
-            expected: data.clone(),
-            data,
-            descriptor_offset: desc_off,
-            range: if whole { None } else { Some(len as u64) },
-        });
+        let spec = BufferSpec { kind, ..BufferSpec::storage(BINDING_TARGET, data) };
+        buffers.push(PlanBuffer::unchanged(
+            Role::Target(t),
+            spec.element(t as u32).window(desc_off, if whole { None } else { Some(len as u64) }),
+        ));
     }
     for (t, len) in lens.iter().enumerate() {
         notes.push(format!(
@@ -670,17 +650,7 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
             data[p + 4..p + 8].copy_from_slice(&ia.access.offset.to_le_bytes());
             data[p + 8..p + 12].copy_from_slice(&(ia.buffer as u32).to_le_bytes());
         }
-        buffers.push(PlanBuffer {
-            role: Role::Params,
-            set: 0,
-            binding: BINDING_PARAMS,
-            array_element: 0,
-            kind: BufKind::Storage,
-            expected: data.clone(),
-            data,
-            descriptor_offset: 0,
-            range: None,
-        });
+        buffers.push(PlanBuffer::unchanged(Role::Params, BufferSpec::storage(BINDING_PARAMS, data)));
     }
     let esize = g.esize as usize;
     let poison = if case.poison { Some(POISON) } else { None };
@@ -689,23 +659,17 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
             let mut out = vec![FILL; INVOCATIONS as usize * esize + 16];
             for ia in &accesses {
                 let b = &buffers[ia.buffer];
-                let off = b.descriptor_offset as usize;
+                let off = b.spec.descriptor_offset as usize;
                 let len = b.bound_len() as usize;
                 let v =
-                    model::load_with(&ia.access, &b.data[off..off + len], poison, word_granular);
+                    model::load_with(&ia.access, &b.spec.data[off..off + len], poison, word_granular);
                 out[ia.gid as usize * esize..][..esize].copy_from_slice(&v);
             }
             let data = vec![FILL; out.len()];
             buffers.push(PlanBuffer {
                 role: Role::Output,
-                set: 0,
-                binding: BINDING_OUT,
-                array_element: 0,
-                kind: BufKind::Storage,
-                data,
+                spec: BufferSpec::storage(BINDING_OUT, data),
                 expected: out,
-                descriptor_offset: 0,
-                range: None,
             });
         }
         Op::Store => {
@@ -718,7 +682,7 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
                 };
                 let value = values[src..src + esize].to_vec();
                 let b = &mut buffers[ia.buffer];
-                let off = b.descriptor_offset as usize;
+                let off = b.spec.descriptor_offset as usize;
                 let len = b.bound_len() as usize;
                 model::store_with(
                     &ia.access,
@@ -727,17 +691,7 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
                     word_granular,
                 );
             }
-            buffers.push(PlanBuffer {
-                role: Role::Values,
-                set: 0,
-                binding: BINDING_VALUES,
-                array_element: 0,
-                kind: BufKind::Storage,
-                expected: values.clone(),
-                data: values,
-                descriptor_offset: 0,
-                range: None,
-            });
+            buffers.push(PlanBuffer::unchanged(Role::Values, BufferSpec::storage(BINDING_VALUES, values)));
         }
     }
 
@@ -865,6 +819,11 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
         Array(String, String), // variable, pointer-to-block type
         Psb,
     }
+    // A descriptor array `%targets` of type `arr` (of the target block).
+    let targets = |m: &mut Asm, arr: &str| {
+        let parr = m.ptr("StorageBuffer", arr);
+        Base::Array(m.buffer_var("targets", &parr, "StorageBuffer", 0, BINDING_TARGET), p_tblock.clone())
+    };
     let base_kind = match case.addressing {
         Addressing::Plain | Addressing::FuncParam => {
             if case.addressing == Addressing::FuncParam {
@@ -897,13 +856,8 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             } else {
                 m.cap("VariablePointersStorageBuffer");
             }
-            let tb = tblock.clone();
-            let arr = m.def("TargetArray", |_| format!("OpTypeArray {tb} {c3}"));
-            let parr = m.ptr("StorageBuffer", &arr);
-            Base::Array(
-                m.buffer_var("targets", &parr, "StorageBuffer", 0, BINDING_TARGET),
-                p_tblock.clone(),
-            )
+            let arr = m.def("TargetArray", |_| format!("OpTypeArray {tblock} {c3}"));
+            targets(&mut m, &arr)
         }
         Addressing::DescArrayNonUniform => {
             m.cap("RuntimeDescriptorArray");
@@ -912,13 +866,8 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
             if minor < 5 {
                 m.ext("SPV_EXT_descriptor_indexing");
             }
-            let tb = tblock.clone();
-            let arr = m.def("TargetRtArray", |_| format!("OpTypeRuntimeArray {tb}"));
-            let parr = m.ptr("StorageBuffer", &arr);
-            Base::Array(
-                m.buffer_var("targets", &parr, "StorageBuffer", 0, BINDING_TARGET),
-                p_tblock.clone(),
-            )
+            let arr = m.def("TargetRtArray", |_| format!("OpTypeRuntimeArray {tblock}"));
+            targets(&mut m, &arr)
         }
         Addressing::Psb | Addressing::PsbScalar => Base::Psb,
     };
@@ -996,6 +945,16 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
         m.deco(format!("OpDecorate {rc} {d}"));
     };
 
+    // `%{hints.1}N`, a pointer to element `base + k` (`ck`) of the output / values buffer, after
+    // `%{hints.0}N` = that index.
+    let io_element = |m: &mut Asm, b: &mut Vec<String>, base: &str, ck: &str, hints: (&str, &str)| {
+        let i = m.tmp(hints.0);
+        let p = m.tmp(hints.1);
+        b.push(format!("{i} = OpIAdd {u32t} {base} {ck}"));
+        b.push(format!("{p} = OpAccessChain {io_elem_ptr} {io_var} {c0} {i}"));
+        p
+    };
+
     // ---------------- main ----------------
     let mut b: Vec<String> = Vec::new();
     b.push("%main = OpFunction %void None %fn_void".into());
@@ -1009,27 +968,13 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
     // Index / offset.
     let (idx, off) = match case.params {
         ParamSource::Buffer => {
-            let pv4 = m.ptr("StorageBuffer", &v4u);
-            let pp = m.tmp("pp");
-            let pv = m.tmp("pv");
-            b.push(format!(
-                "{pp} = OpAccessChain {pv4} {} {c0} {gid}",
-                params_var.as_ref().unwrap()
-            ));
-            b.push(format!("{pv} = OpLoad {v4u} {pp}"));
+            let pv = m.load_through(&mut b, "StorageBuffer", &v4u, params_var.as_ref().unwrap(), &format!("{c0} {gid}"), ("pp", "pv"));
             b.push(format!("%idx = OpCompositeExtract {u32t} {pv} 0"));
             b.push(format!("%off = OpCompositeExtract {u32t} {pv} 1"));
             ("%idx".to_string(), "%off".to_string())
         }
         ParamSource::Push => {
-            let pv4 = m.ptr("PushConstant", &v4u);
-            let pp = m.tmp("pcp");
-            let pv = m.tmp("pcv");
-            b.push(format!(
-                "{pp} = OpAccessChain {pv4} {} {c0}",
-                pc_var.as_ref().unwrap()
-            ));
-            b.push(format!("{pv} = OpLoad {v4u} {pp}"));
+            let pv = m.load_through(&mut b, "PushConstant", &v4u, pc_var.as_ref().unwrap(), &c0, ("pcp", "pcv"));
             let names = ["%i0", "%di", "%o0", "%do"];
             for (k, nm) in names.iter().enumerate() {
                 b.push(format!("{nm} = OpCompositeExtract {u32t} {pv} {k}"));
@@ -1055,13 +1000,8 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
         let mut comps = Vec::new();
         for k in 0..n {
             let ck = m.c_u32(k);
-            let i = m.tmp("vi");
-            let p = m.tmp("vp");
+            let p = io_element(&mut m, &mut b, &vbase, &ck, ("vi", "vp"));
             let v = m.tmp("vv");
-            b.push(format!("{i} = OpIAdd {u32t} {vbase} {ck}"));
-            b.push(format!(
-                "{p} = OpAccessChain {io_elem_ptr} {io_var} {c0} {i}"
-            ));
             b.push(format!("{v} = OpLoad {ut} {p}"));
             comps.push(v);
         }
@@ -1210,9 +1150,9 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
         }
         (Base::Array(arr, pblk), Addressing::DescArrayNonUniform) => {
             b.push(format!("%sel = OpUMod {u32t} {gid} {c3}"));
-            m.deco("OpDecorate %sel NonUniform".into());
+            m.deco("OpDecorate %sel NonUniform");
             b.push(format!("%base = OpAccessChain {pblk} {arr} %sel"));
-            m.deco("OpDecorate %base NonUniform".into());
+            m.deco("OpDecorate %base NonUniform");
             emit_access(&mut m, &mut b, "%base", &idx, &off, value.as_deref(), true)
         }
         (Base::Array(arr, pblk), _) => {
@@ -1259,12 +1199,7 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
                 b.push(format!("{t} = OpCompositeExtract {ut} {bits_v} {k}"));
                 t
             };
-            let i = m.tmp("oi");
-            let p = m.tmp("op");
-            b.push(format!("{i} = OpIAdd {u32t} %obase {ck}"));
-            b.push(format!(
-                "{p} = OpAccessChain {io_elem_ptr} {io_var} {c0} {i}"
-            ));
+            let p = io_element(&mut m, &mut b, "%obase", &ck, ("oi", "op"));
             b.push(format!("OpStore {p} {comp}"));
         }
     }

@@ -2,13 +2,12 @@
 //! execute through the layer on lavapipe, and compare every buffer byte for byte with the model.
 
 use super::case::*;
-use super::gen::{BufKind, Plan, Role};
+use super::gen::{InvAccess, Plan, Role};
 use crate::tools;
-use crate::vk::{BufferKind, BufferSpec, ComputeJob, Context, ContextOptions};
+use crate::vk::{ComputeJob, Context, ContextOptions};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 /// Layer setting key of the out-of-bounds poison debug aid
@@ -116,23 +115,7 @@ pub fn job(plan: &Plan) -> ComputeJob {
         buffers: plan
             .buffers
             .iter()
-            .map(|b| BufferSpec {
-                allocation_tail: None,
-                set: b.set,
-                binding: b.binding,
-                array_element: b.array_element,
-                kind: match b.kind {
-                    BufKind::Storage => BufferKind::Storage,
-                    BufKind::DeviceAddress {
-                        push_constant_offset,
-                    } => BufferKind::DeviceAddress {
-                        push_constant_offset,
-                    },
-                },
-                data: b.data.clone(),
-                descriptor_offset: b.descriptor_offset,
-                range: b.range,
-            })
+            .map(|b| b.spec.clone())
             .collect(),
         push_constants: plan.push_constants.clone(),
         groups: plan.groups,
@@ -167,10 +150,10 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
         let mut s = format!(
             "buffer {bi} ({:?}, binding {} element {}, descriptor offset {}, range {:?}): {} bytes differ",
             b.role,
-            b.binding,
-            b.array_element,
-            b.descriptor_offset,
-            b.range,
+            b.spec.binding,
+            b.spec.array_element,
+            b.spec.descriptor_offset,
+            b.spec.range,
             bad.len()
         );
         // Group into runs and explain the first few.
@@ -193,23 +176,15 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
                     for gid in (s0 / esize)..=((e0 - 1) / esize) {
                         if let Some(ia) = plan.accesses.iter().find(|a| a.gid as usize == gid) {
                             let len = plan.checked_len(ia.buffer);
-                            let _ = write!(
-                                s,
-                                "\n      invocation {gid}: target {} index {:#x} offset {:#x} (byte address {:#x}, bound range {}{}) → components {:?}",
-                                ia.buffer,
-                                ia.access.index,
-                                ia.access.offset,
-                                ia.access.address(),
-                                plan.buffers[ia.buffer].bound_len(),
-                                if plan.word_granular { format!(", checked as {len}") } else { String::new() },
-                                ia.access.component_addresses(len)
-                            );
+                            let checked = if plan.word_granular { format!(", checked as {len}") } else { String::new() };
+                            let bound = format!(", bound range {}{checked}", plan.buffers[ia.buffer].bound_len());
+                            s += &describe_access(ia, &format!("target {} ", ia.buffer), &bound, len);
                         }
                     }
                 }
                 Role::Target(_) => {
-                    let rel_s = s0 as i64 - b.descriptor_offset as i64;
-                    let rel_e = e0 as i64 - b.descriptor_offset as i64;
+                    let rel_s = s0 as i64 - b.spec.descriptor_offset as i64;
+                    let rel_e = e0 as i64 - b.spec.descriptor_offset as i64;
                     let _ = write!(s, " (range-relative {rel_s}..{rel_e})");
                     let len = plan.checked_len(bi);
                     let bound = b.bound_len();
@@ -228,15 +203,7 @@ pub fn compare(plan: &Plan, got: &[Vec<u8>]) -> Vec<String> {
                         let near = nominal < rel_e && nominal + esize as i64 > rel_s;
                         if (touches || near) && shown < 4 {
                             shown += 1;
-                            let _ = write!(
-                                s,
-                                "\n      invocation {}: index {:#x} offset {:#x} (byte address {:#x}) → components {:?}",
-                                ia.gid,
-                                ia.access.index,
-                                ia.access.offset,
-                                ia.access.address(),
-                                ia.access.component_addresses(len)
-                            );
+                            s += &describe_access(ia, "", "", len);
                         }
                     }
                     if rel_e <= 0 || rel_s >= bound as i64 {
@@ -337,6 +304,20 @@ pub fn run_case_for(ctx: &Context, case: &Case, target: RewriteTarget) -> CaseRe
     }
 }
 
+/// `invocation G: {target}index I offset O (byte address A{bound}) → components C` on a line of
+/// its own: an access and the components it reaches under bound range `len`.
+fn describe_access(ia: &InvAccess, target: &str, bound: &str, len: u64) -> String {
+    let a = &ia.access;
+    format!(
+        "\n      invocation {}: {target}index {:#x} offset {:#x} (byte address {:#x}{bound}) → components {:?}",
+        ia.gid,
+        a.index,
+        a.offset,
+        a.address(),
+        a.component_addresses(len)
+    )
+}
+
 /// Summary of a batch.
 pub struct Summary {
     pub run: usize,
@@ -374,50 +355,38 @@ pub fn run_cases_for(
     } else {
         None
     };
-    let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= cases.len() {
-                    break;
-                }
-                let c = &cases[i];
-                let ctx = if c.poison {
-                    poisoned.as_ref().unwrap()
-                } else {
-                    plain.as_ref().unwrap()
-                };
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run_case_for(ctx, c, target)
-                }))
-                .unwrap_or_else(|p| {
-                    let msg = p
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    CaseResult {
-                        case: *c,
-                        failure: Some(format!("FAIL {c}\n  panic: {msg}")),
-                        undefined_bytes: 0,
-                    }
-                });
-                results.lock().unwrap().push(r);
-                let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-                if d % 100 == 0 {
-                    eprintln!(
-                        "[matrix] {d}/{} cases, {:.0} s",
-                        cases.len(),
-                        start.elapsed().as_secs_f64()
-                    );
-                }
-            });
+    let results = crate::sweep::par_map(cases, threads, |c| {
+        let ctx = if c.poison {
+            poisoned.as_ref().unwrap()
+        } else {
+            plain.as_ref().unwrap()
+        };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_case_for(ctx, c, target)
+        }))
+        .unwrap_or_else(|p| {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            CaseResult {
+                case: *c,
+                failure: Some(format!("FAIL {c}\n  panic: {msg}")),
+                undefined_bytes: 0,
+            }
+        });
+        let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+        if d % 100 == 0 {
+            eprintln!(
+                "[matrix] {d}/{} cases, {:.0} s",
+                cases.len(),
+                start.elapsed().as_secs_f64()
+            );
         }
+        r
     });
-    let results = results.into_inner().unwrap();
     let passed = results.iter().filter(|r| r.failure.is_none()).count();
     let cases_with_undefined = results
         .iter()

@@ -3,21 +3,23 @@
 //! asked, the arithmetic ones) the generator chooses, so "storage only" modules really have no
 //! Int8/Int16/Float16.
 
-use std::collections::HashSet;
+pub use spvasm::Declare;
 
 #[derive(Default)]
 pub struct Asm {
     /// SPIR-V minor version (0, 3, 5, 6).
     pub minor: u32,
-    caps: Vec<String>,
-    exts: Vec<String>,
-    decos: Vec<String>,
-    globals: Vec<String>,
-    keys: HashSet<String>,
+    sections: spvasm::Collected,
     /// (id, always listed in the interface (Input/Output)).
     vars: Vec<(String, bool)>,
     body: Vec<String>,
     n: u32,
+}
+
+impl Declare for Asm {
+    fn collected(&mut self) -> &mut spvasm::Collected {
+        &mut self.sections
+    }
 }
 
 impl Asm {
@@ -27,24 +29,8 @@ impl Asm {
         a
     }
 
-    pub fn cap(&mut self, c: &str) {
-        if !self.caps.iter().any(|x| x == c) {
-            self.caps.push(c.to_string());
-        }
-    }
-    pub fn ext(&mut self, e: &str) {
-        if !self.exts.iter().any(|x| x == e) {
-            self.exts.push(e.to_string());
-        }
-    }
     pub fn has_cap(&self, c: &str) -> bool {
-        self.caps.iter().any(|x| x == c)
-    }
-    pub fn deco(&mut self, line: impl Into<String>) {
-        let line = line.into();
-        if !self.decos.contains(&line) {
-            self.decos.push(line);
-        }
+        self.sections.has_cap(c)
     }
     /// A fresh id.
     pub fn tmp(&mut self) -> String {
@@ -67,24 +53,6 @@ impl Asm {
         format!("%L{}", self.n)
     }
 
-    /// Defines a global once under `%key` (types, constants).
-    pub fn def(&mut self, key: &str, rhs: impl FnOnce(&mut Self) -> String) -> String {
-        let full = format!("%{key}");
-        if self.keys.contains(key) {
-            return full;
-        }
-        let r = rhs(self);
-        self.keys.insert(key.to_string());
-        self.globals.push(format!("{full} = {r}"));
-        full
-    }
-
-    pub fn void(&mut self) -> String {
-        self.def("void", |_| "OpTypeVoid".into())
-    }
-    pub fn bool_t(&mut self) -> String {
-        self.def("bool", |_| "OpTypeBool".into())
-    }
     pub fn u32(&mut self) -> String {
         self.def("u32", |_| "OpTypeInt 32 0".into())
     }
@@ -200,25 +168,13 @@ impl Asm {
         let void = self.void();
         let fnty = self.def("fn_void", |_| format!("OpTypeFunction {void}"));
         let mut s = String::new();
-        for c in &self.caps {
-            s += &format!("OpCapability {c}\n");
-        }
-        for e in &self.exts {
-            s += &format!("OpExtension \"{e}\"\n");
-        }
+        s += &self.sections.capabilities_and_extensions();
         s += "OpMemoryModel Logical GLSL450\n";
         s += &format!("OpEntryPoint {model} %main \"main\" {}\n", self.interface());
         for m in modes {
             s += &format!("OpExecutionMode %main {m}\n");
         }
-        for d in &self.decos {
-            s += d;
-            s.push('\n');
-        }
-        for g in &self.globals {
-            s += g;
-            s.push('\n');
-        }
+        s += &self.sections.decorations_and_globals();
         s += &format!("%main = OpFunction {void} None {fnty}\n%entry = OpLabel\n");
         for l in &self.body {
             s += l;

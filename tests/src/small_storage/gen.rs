@@ -9,7 +9,7 @@
 //! invocation 0 and the bytes added per invocation. The shader emits one access per slot per
 //! invocation; the CPU reference walks the same slots over the bytes.
 
-use super::asm::Asm;
+use super::asm::{Asm, Declare};
 use super::case::*;
 use super::f16::{self, Rounding};
 use crate::matrix::rng::Rng;

@@ -12,7 +12,7 @@
 //! constant attributes (so flat and smooth interpolation give the same exact values), plus the
 //! vertex position passed through as an interpolated f16vec2.
 
-use super::asm::Asm;
+use super::asm::{Asm, Declare};
 use super::f16::{self, Rounding};
 use crate::graphics::{DrawJob, VertexAttribute};
 use ash::vk;
@@ -305,6 +305,42 @@ fn interface_types(a: &mut Asm, t: &Types, sc: &str, fragment: bool) -> (String,
     (arr, st, blk)
 }
 
+/// What the vertex shader writes and the fragment shader reads, at the same locations.
+struct Varyings {
+    col: String,
+    i: String,
+    u: String,
+    arr: String,
+    s: String,
+    blk: String,
+    rte: String,
+    rtz: String,
+    def: String,
+    pos: String,
+}
+
+/// The [`Varyings`] in `sc`: "Output", the vertex shader's `%o_*`; "Input", the fragment
+/// shader's `%i_*`, the integer ones and some float ones Flat.
+fn varyings(a: &mut Asm, t: &Types, sc: &str) -> Varyings {
+    let fragment = sc == "Input";
+    let (arr, st, blk) = interface_types(a, t, sc, fragment);
+    let (h2, h4) = (a.vec(&t.h, 2), a.vec(&t.h, 4));
+    let prefix = if fragment { "i" } else { "o" };
+    let mut var = |name: &str, ty: &str, loc: Option<u32>, flat: bool| io_var(a, &format!("{prefix}_{name}"), ty, sc, loc, flat && fragment);
+    Varyings {
+        col: var("col", &h4, Some(0), false),
+        i: var("i", &t.s, Some(1), true),
+        u: var("u", &t.w, Some(2), true),
+        arr: var("arr", &arr, Some(3), false),
+        s: var("s", &st, Some(5), true),
+        blk: var("blk", &blk, None, false),
+        rte: var("rte", &t.h, Some(9), false),
+        rtz: var("rtz", &t.h, Some(10), true),
+        def: var("def", &t.h, Some(11), true),
+        pos: var("pos", &h2, Some(12), false),
+    }
+}
+
 fn chain(a: &mut Asm, sc: &str, ty: &str, var: &str, idx: &[u32]) -> String {
     let p = a.ptr(sc, ty);
     let ids: Vec<String> = idx.iter().map(|&i| a.c_u32(i)).collect();
@@ -324,17 +360,7 @@ pub fn vertex_shader(v: &Variant) -> String {
     let in_val = io_var(&mut a, "in_val", &t.f32, "Input", Some(4), false);
     let gl_pos = io_var(&mut a, "gl_Position", &f4, "Output", None, false);
     a.deco(format!("OpDecorate {gl_pos} BuiltIn Position"));
-    let (arr, st, blk) = interface_types(&mut a, &t, "Output", false);
-    let o_col = io_var(&mut a, "o_col", &h4, "Output", Some(0), false);
-    let o_i = io_var(&mut a, "o_i", &t.s, "Output", Some(1), false);
-    let o_u = io_var(&mut a, "o_u", &t.w, "Output", Some(2), false);
-    let o_arr = io_var(&mut a, "o_arr", &arr, "Output", Some(3), false);
-    let o_s = io_var(&mut a, "o_s", &st, "Output", Some(5), false);
-    let o_blk = io_var(&mut a, "o_blk", &blk, "Output", None, false);
-    let o_rte = io_var(&mut a, "o_rte", &t.h, "Output", Some(9), false);
-    let o_rtz = io_var(&mut a, "o_rtz", &t.h, "Output", Some(10), false);
-    let o_def = io_var(&mut a, "o_def", &t.h, "Output", Some(11), false);
-    let o_pos = io_var(&mut a, "o_pos", &h2, "Output", Some(12), false);
+    let o = varyings(&mut a, &t, "Output");
     // Push constants: float z (makes the SPIR-V 1.4+ interface list differ from 1.3's).
     let f32t = t.f32.clone();
     let pc_t = a.def("PC", |_| format!("OpTypeStruct {f32t}"));
@@ -355,14 +381,14 @@ pub fn vertex_shader(v: &Variant) -> String {
     a.op(format!("OpStore {gl_pos} {gl}"));
     // Whole-vector copies.
     let c = a.val(format!("OpLoad {h4} {in_col}"));
-    a.op(format!("OpStore {o_col} {c}"));
-    a.op(format!("OpStore {o_pos} {p}"));
+    a.op(format!("OpStore {} {c}", o.col));
+    a.op(format!("OpStore {} {p}", o.pos));
     // Scalars through access chains into the input vectors.
     let ip = chain(&mut a, "Input", &t.s, &in_int, &[0]);
     let i0 = a.val(format!("OpLoad {} {ip}", t.s));
-    a.op(format!("OpStore {o_i} {i0}"));
+    a.op(format!("OpStore {} {i0}", o.i));
     let u = a.val(format!("OpLoad {} {in_u}", t.w));
-    a.op(format!("OpStore {o_u} {u}"));
+    a.op(format!("OpStore {} {u}", o.u));
     let comp = |a: &mut Asm, i: u32| {
         let p = chain(a, "Input", &t.h, &in_col, &[i]);
         a.val(format!("OpLoad {} {p}", t.h))
@@ -370,27 +396,27 @@ pub fn vertex_shader(v: &Variant) -> String {
     // arr = { color.w, color.z }
     for (e, ci) in [(0, 3), (1, 2)] {
         let x = comp(&mut a, ci);
-        let q = chain(&mut a, "Output", &t.h, &o_arr, &[e]);
+        let q = chain(&mut a, "Output", &t.h, &o.arr, &[e]);
         a.op(format!("OpStore {q} {x}"));
     }
     // s = { color.x, ints }
     let x = comp(&mut a, 0);
-    let q = chain(&mut a, "Output", &t.h, &o_s, &[0]);
+    let q = chain(&mut a, "Output", &t.h, &o.s, &[0]);
     a.op(format!("OpStore {q} {x}"));
     let iv = a.val(format!("OpLoad {s2} {in_int}"));
-    let q = chain(&mut a, "Output", &s2, &o_s, &[1]);
+    let q = chain(&mut a, "Output", &s2, &o.s, &[1]);
     a.op(format!("OpStore {q} {iv}"));
     // blk = { (color.x, color.y), u }
     for c in 0..2 {
         let x = comp(&mut a, c);
-        let q = chain(&mut a, "Output", &t.h, &o_blk, &[0, c]);
+        let q = chain(&mut a, "Output", &t.h, &o.blk, &[0, c]);
         a.op(format!("OpStore {q} {x}"));
     }
-    let q = chain(&mut a, "Output", &t.w, &o_blk, &[1]);
+    let q = chain(&mut a, "Output", &t.w, &o.blk, &[1]);
     a.op(format!("OpStore {q} {u}"));
     // f32 → f16 conversions with explicit rounding (16-bit variant) stored straight to outputs.
     let val = a.val(format!("OpLoad {} {in_val}", t.f32));
-    for (out, mode) in [(&o_rte, Some("RTE")), (&o_rtz, Some("RTZ")), (&o_def, None)] {
+    for (out, mode) in [(&o.rte, Some("RTE")), (&o.rtz, Some("RTZ")), (&o.def, None)] {
         let r = if v.bits16 {
             let r = a.val(format!("OpFConvert {} {val}", t.h));
             if let Some(m) = mode {
@@ -413,19 +439,10 @@ pub fn fragment_shader(v: &Variant) -> String {
         a.cap("Float16");
         a.cap("Int16");
     }
-    let (h2, h4, s4, w4) = (a.vec(&t.h, 2), a.vec(&t.h, 4), a.vec(&t.s, 4), a.vec(&t.w, 4));
+    // (The f16vec2 is declared first, as the varyings use it.)
+    let (_, h4, s4, w4) = (a.vec(&t.h, 2), a.vec(&t.h, 4), a.vec(&t.s, 4), a.vec(&t.w, 4));
     let f4 = a.vec(&t.f32, 4);
-    let (arr, st, blk) = interface_types(&mut a, &t, "Input", true);
-    let i_col = io_var(&mut a, "i_col", &h4, "Input", Some(0), false);
-    let i_i = io_var(&mut a, "i_i", &t.s, "Input", Some(1), true);
-    let i_u = io_var(&mut a, "i_u", &t.w, "Input", Some(2), true);
-    let i_arr = io_var(&mut a, "i_arr", &arr, "Input", Some(3), false);
-    let i_s = io_var(&mut a, "i_s", &st, "Input", Some(5), true);
-    let i_blk = io_var(&mut a, "i_blk", &blk, "Input", None, false);
-    let i_rte = io_var(&mut a, "i_rte", &t.h, "Input", Some(9), false);
-    let i_rtz = io_var(&mut a, "i_rtz", &t.h, "Input", Some(10), true);
-    let i_def = io_var(&mut a, "i_def", &t.h, "Input", Some(11), true);
-    let i_pos = io_var(&mut a, "i_pos", &h2, "Input", Some(12), false);
+    let vin = varyings(&mut a, &t, "Input");
     let f_col = io_var(&mut a, "f_col", &h4, "Output", Some(0), false);
     let f_i = io_var(&mut a, "f_i", &t.s, "Output", Some(1), false);
     let f_u = io_var(&mut a, "f_u", &t.w, "Output", Some(2), false);
@@ -434,9 +451,9 @@ pub fn fragment_shader(v: &Variant) -> String {
     let f_uns = io_var(&mut a, "f_uns", &w4, "Output", Some(5), false);
     let f_wide = io_var(&mut a, "f_wide", &f4, "Output", Some(6), false);
 
-    let mut c = a.val(format!("OpLoad {h4} {i_col}"));
-    let mut i = a.val(format!("OpLoad {} {i_i}", t.s));
-    let mut u = a.val(format!("OpLoad {} {i_u}", t.w));
+    let mut c = a.val(format!("OpLoad {h4} {}", vin.col));
+    let mut i = a.val(format!("OpLoad {} {}", t.s, vin.i));
+    let mut u = a.val(format!("OpLoad {} {}", t.w, vin.u));
     let (i_raw, u_raw) = (i.clone(), u.clone());
     if v.arith {
         let two = a.constant(&t.h, "2");
@@ -457,28 +474,28 @@ pub fn fragment_shader(v: &Variant) -> String {
         let q = chain(a, "Output", ty, dst, &[di]);
         a.op(format!("OpStore {q} {x}"));
     };
-    copy(&mut a, &t.h, &i_arr, &[0], &f_misc, 0);
-    copy(&mut a, &t.h, &i_arr, &[1], &f_misc, 1);
-    copy(&mut a, &t.h, &i_s, &[0], &f_misc, 2);
-    copy(&mut a, &t.h, &i_blk, &[0, 1], &f_misc, 3);
-    copy(&mut a, &t.s, &i_s, &[1, 0], &f_ints, 0);
-    copy(&mut a, &t.s, &i_s, &[1, 1], &f_ints, 1);
+    copy(&mut a, &t.h, &vin.arr, &[0], &f_misc, 0);
+    copy(&mut a, &t.h, &vin.arr, &[1], &f_misc, 1);
+    copy(&mut a, &t.h, &vin.s, &[0], &f_misc, 2);
+    copy(&mut a, &t.h, &vin.blk, &[0, 1], &f_misc, 3);
+    copy(&mut a, &t.s, &vin.s, &[1, 0], &f_ints, 0);
+    copy(&mut a, &t.s, &vin.s, &[1, 1], &f_ints, 1);
     for k in [2, 3] {
         let q = chain(&mut a, "Output", &t.s, &f_ints, &[k]);
         a.op(format!("OpStore {q} {i_raw}"));
     }
-    copy(&mut a, &t.w, &i_blk, &[1], &f_uns, 0);
+    copy(&mut a, &t.w, &vin.blk, &[1], &f_uns, 0);
     for k in [1, 2, 3] {
         let q = chain(&mut a, "Output", &t.w, &f_uns, &[k]);
         a.op(format!("OpStore {q} {u_raw}"));
     }
     // Widened: f16 inputs → f32.
     let mut wide = Vec::new();
-    for src in [&i_rte, &i_rtz, &i_def] {
+    for src in [&vin.rte, &vin.rtz, &vin.def] {
         let x = a.val(format!("OpLoad {} {src}", t.h));
         wide.push(if v.bits16 { a.val(format!("OpFConvert {} {x}", t.f32)) } else { x });
     }
-    let p = chain(&mut a, "Input", &t.h, &i_pos, &[0]);
+    let p = chain(&mut a, "Input", &t.h, &vin.pos, &[0]);
     let x = a.val(format!("OpLoad {} {p}", t.h));
     wide.push(if v.bits16 { a.val(format!("OpFConvert {} {x}", t.f32)) } else { x });
     let w = a.val(format!("OpCompositeConstruct {f4} {}", wide.join(" ")));

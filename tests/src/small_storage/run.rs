@@ -53,23 +53,18 @@ impl Force {
             }
         }
         let t = &mut target;
-        if self.has(4433) {
-            t.storage_buffer_16bit = false;
-        }
-        if self.has(4434) {
-            t.uniform_and_storage_buffer_16bit = false;
-        }
-        if self.has(4435) {
-            t.storage_push_constant_16 = false;
-        }
-        if self.has(4448) {
-            t.storage_buffer_8bit = false;
-        }
-        if self.has(4449) {
-            t.uniform_and_storage_buffer_8bit = false;
-        }
-        if self.has(4450) {
-            t.storage_push_constant_8 = false;
+        let forced_off = [
+            (4433, &mut t.storage_buffer_16bit),
+            (4434, &mut t.uniform_and_storage_buffer_16bit),
+            (4435, &mut t.storage_push_constant_16),
+            (4448, &mut t.storage_buffer_8bit),
+            (4449, &mut t.uniform_and_storage_buffer_8bit),
+            (4450, &mut t.storage_push_constant_8),
+        ];
+        for (cap, bit) in forced_off {
+            if self.has(cap) {
+                *bit = false;
+            }
         }
         shader_rewrite::Options { target, emulate_storage: emulate, ..Default::default() }
     }

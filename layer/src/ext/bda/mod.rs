@@ -192,13 +192,7 @@ pub fn caps(
     features: &vk::PhysicalDeviceDescriptorIndexingFeatures,
     core: &vk::PhysicalDeviceFeatures,
 ) -> Result<Caps, String> {
-    let missing = features::missing(&NEEDED_FEATURES, features);
-    if !missing.is_empty() {
-        return Err(format!("the device lacks descriptor-indexing features {}", missing.join(", ")));
-    }
-    if limits.max_bound_descriptor_sets < 2 {
-        return Err(format!("maxBoundDescriptorSets is {} (pipelines need one set beside the table)", limits.max_bound_descriptor_sets));
-    }
+    features::table_room(&NEEDED_FEATURES, features, limits, "pipelines")?;
     let count = DEFAULT_BUFFERS
         .min(di.max_descriptor_set_update_after_bind_storage_buffers / 2)
         .min(di.max_per_stage_descriptor_update_after_bind_storage_buffers / 2)

@@ -43,14 +43,7 @@ pub fn caps(
     features: &vk::PhysicalDeviceDescriptorIndexingFeatures,
     core: &vk::PhysicalDeviceFeatures,
 ) -> Result<Caps, String> {
-    let missing = features::missing(&NEEDED_FEATURES, features);
-    if !missing.is_empty() {
-        return Err(format!("the device lacks descriptor-indexing features {}", missing.join(", ")));
-    }
-    // The table takes the last set of bindless pipelines' layouts; they need one of their own.
-    if limits.max_bound_descriptor_sets < 2 {
-        return Err(format!("maxBoundDescriptorSets is {} (bindless pipelines need one set beside the table)", limits.max_bound_descriptor_sets));
-    }
+    features::table_room(&NEEDED_FEATURES, features, limits, "bindless pipelines")?;
     let half = |x: u32| x / 2;
     // Sampled + storage images share maxPerStageUpdateAfterBindResources: a quarter each.
     let res = di.max_per_stage_update_after_bind_resources / 4;
