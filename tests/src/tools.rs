@@ -176,7 +176,7 @@ pub fn words_to_bytes(words: &[u32]) -> Vec<u8> {
 
 /// Little-endian bytes → words (panics if the length is not a multiple of 4).
 pub fn bytes_to_words(bytes: &[u8]) -> Vec<u32> {
-    assert!(bytes.len() % 4 == 0, "SPIR-V byte length {} is not a multiple of 4", bytes.len());
+    assert!(bytes.len().is_multiple_of(4), "SPIR-V byte length {} is not a multiple of 4", bytes.len());
     bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 

@@ -912,7 +912,7 @@ impl Context {
                 pc[o..o + 8].copy_from_slice(&addr.to_le_bytes());
             }
         }
-        while pc.len() % 4 != 0 {
+        while !pc.len().is_multiple_of(4) {
             pc.push(0);
         }
         if pc.len() as u32 > limits.max_push_constants_size {

@@ -18,6 +18,7 @@
 //! - `POLYFILL_MATRIX_FILTER=<substring>`: only cases whose slug contains it (e.g. `store-per-element`).
 //! - `POLYFILL_MATRIX_THREADS=<n>` (default 2), `POLYFILL_MATRIX_VALIDATION=1` (Khronos
 //!   validation below the layer; slow).
+//!
 //! Failing cases print their full description and dump their assembly to
 //! `$TMPDIR/polyfill-matrix-failures/`.
 

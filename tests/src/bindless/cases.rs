@@ -15,8 +15,11 @@ use std::sync::Mutex;
 
 const SSBO: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
 
-/// Every shader the cases use: (name, assembled words, spirv-val target env).
-pub fn all_shaders() -> Result<Vec<(String, Vec<u32>, &'static str)>, String> {
+/// A shader the cases use: (name, assembled words, spirv-val target env).
+pub type NamedShader = (String, Vec<u32>, &'static str);
+
+/// Every shader the cases use.
+pub fn all_shaders() -> Result<Vec<NamedShader>, String> {
     let mut v: Vec<(String, Module)> = Vec::new();
     for k in HandleKind::ALL {
         v.push((format!("sample_many_{}", k.name()), shaders::sample_many(k, false, 6)));
@@ -735,7 +738,7 @@ pub fn draw_rebinds_with(ctx: &Context, with_bindless: bool) -> Result<(), Strin
     let dummy = scope.buffer(64)?;
     let s_other = scope.descriptor_set(sl_other, &[dummy.whole(0, SSBO)])?;
     let gp = vk::PipelineBindPoint::GRAPHICS;
-    let mut want = vec![0u32; 16];
+    let mut want = [0u32; 16];
     scope.submit(|d, cmd| unsafe {
         target.begin(d, cmd);
         for cell in 0..16u32 {

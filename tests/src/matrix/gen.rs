@@ -211,7 +211,7 @@ fn range_len(case: &Case, g: &Geom, t: usize) -> u32 {
         RangeKind::ElemsMinusScalar => nominal - g.c,
         RangeKind::Unaligned => {
             let mut s = 1;
-            while (nominal - s) % 4 == 0 {
+            while (nominal - s).is_multiple_of(4) {
                 s += 1;
             }
             nominal - s
@@ -247,9 +247,9 @@ fn round_down(v: u32, a: u32) -> u32 {
 
 /// A random access of `kind` into a range of `len` bytes.
 fn pick_access(case: &Case, g: &Geom, len: u32, kind: Kind, rng: &mut Rng) -> Access {
-    if g.s != 0 {
+    if let Some(full) = len.checked_div(g.s) {
+        // `full`: elements entirely inside.
         let o = rng.pick(&g.inner_offsets());
-        let full = len / g.s; // elements entirely inside
         let index = match kind {
             Kind::InBounds => {
                 if full == 0 {
@@ -307,8 +307,8 @@ fn pick_access(case: &Case, g: &Geom, len: u32, kind: Kind, rng: &mut Rng) -> Ac
 
 /// An access that is certainly dropped by the robustness check and does not wrap into range.
 fn certainly_out(case: &Case, g: &Geom, len: u32) -> Access {
-    if g.s != 0 {
-        mk(case, g, len / g.s + 7, 0)
+    if let Some(full) = len.checked_div(g.s) {
+        mk(case, g, full + 7, 0)
     } else {
         mk(case, g, 3, round_up(len + 64, g.a))
     }
@@ -435,11 +435,7 @@ pub fn plan_with(case: &Case, word_granular: bool) -> Plan {
             let mut perms: Vec<Vec<u32>> = lens
                 .iter()
                 .map(|&l| {
-                    let full = if g.s != 0 {
-                        l / g.s
-                    } else {
-                        (l.saturating_sub(g.shift + g.esize)) / g.ext + 1
-                    };
+                    let full = l.checked_div(g.s).unwrap_or_else(|| (l.saturating_sub(g.shift + g.esize)) / g.ext + 1);
                     let mut p: Vec<u32> = (0..full).collect();
                     rng.shuffle(&mut p);
                     p

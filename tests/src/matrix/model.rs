@@ -178,7 +178,7 @@ pub fn load_with(acc: &Access, range: &[u8], poison: Option<u8>, word_granular: 
     for a in acc.component_addresses(checked_len(len, word_granular)) {
         match a {
             Some(a) => out.extend_from_slice(&range[a as usize..a as usize + c]),
-            None => out.extend(std::iter::repeat(poison.unwrap_or(0)).take(c)),
+            None => out.extend(std::iter::repeat_n(poison.unwrap_or(0), c)),
         }
     }
     out

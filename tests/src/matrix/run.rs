@@ -378,7 +378,7 @@ pub fn run_cases_for(
             }
         });
         let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-        if d % 100 == 0 {
+        if d.is_multiple_of(100) {
             eprintln!(
                 "[matrix] {d}/{} cases, {:.0} s",
                 cases.len(),
@@ -397,7 +397,7 @@ pub fn run_cases_for(
         .into_iter()
         .filter_map(|r| r.failure.map(|f| (r.case, f)))
         .collect();
-    failures.sort_by(|a, b| a.0.cmp(&b.0));
+    failures.sort_by_key(|a| a.0);
     Ok(Summary {
         run: cases.len(),
         passed,
