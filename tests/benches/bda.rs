@@ -17,7 +17,10 @@
 //!
 //! Run: `cargo bench -p polyfill-e2e --bench bda`
 //! Env: `BDA_REPS` (kernel rounds, default 31), `BDA_LOG2_INVOCATIONS` (default 20),
-//! `BDA_CREATE_REPS` (creation rounds, default 25), `BDA_PARTS` (`create,kernels` by default).
+//! `BDA_CREATE_REPS` (creation rounds, default 25), `BDA_PARTS` (`create,kernels` by default),
+//! `BDA_KERNELS` (the timed kernels, `stream,chase` by default: one alone for instruction counts,
+//! e.g. `valgrind --tool=callgrind --separate-threads=yes` with `LP_NUM_THREADS=0`, where the
+//! difference between two `BDA_REPS` is that kernel's work on each side's queue thread).
 mod common;
 
 use common::*;
@@ -163,6 +166,8 @@ fn main() {
     let create_reps = env_num("BDA_CREATE_REPS", 25).max(1) as usize;
     let log2 = env_num("BDA_LOG2_INVOCATIONS", 20).clamp(16, 24);
     let parts = std::env::var("BDA_PARTS").unwrap_or_else(|_| "create,kernels".into());
+    let kernels = std::env::var("BDA_KERNELS").unwrap_or_else(|_| "stream,chase".into());
+    let timed = [kernels.contains("stream"), kernels.contains("chase")];
     let n = 1u32 << log2;
     let native_ctx = Context::new(&ContextOptions::native()).unwrap_or_else(|e| fail(&format!("native context: {e}")));
     // No shader dumps (the test contexts' default): creation times would include file writes.
@@ -196,7 +201,7 @@ fn main() {
 
     let mut ms = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
     for s in rotating(2, reps) {
-        for (kernel, cmd) in [sides[s].stream, sides[s].chase].into_iter().enumerate() {
+        for (kernel, cmd) in [sides[s].stream, sides[s].chase].into_iter().enumerate().filter(|&(k, _)| timed[k]) {
             let t = Instant::now();
             sides[s].scope.submit_recorded(cmd).unwrap_or_else(|e| fail(&e));
             ms[kernel][s].push(t.elapsed().as_secs_f64() * 1e3);
@@ -204,7 +209,7 @@ fn main() {
     }
     println!();
     println!("wall time per dispatch, ms (median [min..max]); ratio = emulated / native, paired = median of same-round ratios:");
-    for (kernel, name) in ["stream (1 load + 1 store)", "chase (16 dependent pointer loads)"].iter().enumerate() {
+    for (kernel, name) in ["stream (1 load + 1 store)", "chase (16 dependent pointer loads)"].iter().enumerate().filter(|&(k, _)| timed[k]) {
         let [nat, emu] = &ms[kernel];
         let paired: Vec<f64> = emu.iter().zip(nat).map(|(e, n)| e / n).collect();
         println!(
