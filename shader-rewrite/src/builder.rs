@@ -17,6 +17,25 @@ pub mod sc {
     pub const PHYSICAL_STORAGE_BUFFER: u32 = 5349;
 }
 
+/// Capabilities (SPIR-V spec 3.31) used by the passes.
+pub mod cap {
+    pub const FLOAT16: u32 = 9;
+    pub const INT64: u32 = 11;
+    pub const INT16: u32 = 22;
+    pub const INT8: u32 = 39;
+    /// StorageBuffer16BitAccess.
+    pub const STORAGE_BUFFER_16: u32 = 4433;
+    /// StorageBuffer8BitAccess.
+    pub const STORAGE_BUFFER_8: u32 = 4448;
+    pub const SHADER_NON_UNIFORM: u32 = 5301;
+}
+
+/// Memory models and addressing models (SPIR-V spec 3.4, 3.5) used by the passes.
+pub mod model {
+    pub const MEMORY_MODEL_VULKAN: u32 = 3;
+    pub const ADDRESSING_PHYSICAL_STORAGE_BUFFER_64: u32 = 5348;
+}
+
 /// Decorations (SPIR-V spec 3.20) used by the passes.
 pub mod deco {
     pub const BLOCK: u32 = 2;

@@ -37,11 +37,13 @@ pub mod op {
     pub const TYPE_INT: u32 = 21;
     pub const TYPE_FLOAT: u32 = 22;
     pub const TYPE_VECTOR: u32 = 23;
+    pub const TYPE_MATRIX: u32 = 24;
     pub const TYPE_ARRAY: u32 = 28;
     pub const TYPE_RUNTIME_ARRAY: u32 = 29;
     pub const TYPE_STRUCT: u32 = 30;
     pub const TYPE_POINTER: u32 = 32;
     pub const TYPE_FUNCTION: u32 = 33;
+    pub const TYPE_FORWARD_POINTER: u32 = 39;
     pub const CONSTANT_TRUE: u32 = 41;
     pub const CONSTANT_FALSE: u32 = 42;
     pub const CONSTANT: u32 = 43;
@@ -58,7 +60,9 @@ pub mod op {
     pub const STORE: u32 = 62;
     pub const ACCESS_CHAIN: u32 = 65;
     pub const IN_BOUNDS_ACCESS_CHAIN: u32 = 66;
+    pub const PTR_ACCESS_CHAIN: u32 = 67;
     pub const ARRAY_LENGTH: u32 = 68;
+    pub const IN_BOUNDS_PTR_ACCESS_CHAIN: u32 = 70;
     pub const DECORATE: u32 = 71;
     pub const MEMBER_DECORATE: u32 = 72;
     pub const DECORATION_GROUP: u32 = 73;
@@ -81,6 +85,8 @@ pub mod op {
     pub const I_ADD_CARRY: u32 = 149;
     pub const LOGICAL_AND: u32 = 167;
     pub const SELECT: u32 = 169;
+    pub const I_EQUAL: u32 = 170;
+    pub const I_NOT_EQUAL: u32 = 171;
     pub const U_GREATER_THAN_EQUAL: u32 = 174;
     pub const U_LESS_THAN: u32 = 176;
     pub const SHIFT_RIGHT_LOGICAL: u32 = 194;
@@ -97,6 +103,7 @@ pub mod op {
     pub const RETURN_VALUE: u32 = 254;
     pub const ATOMIC_AND: u32 = 240;
     pub const ATOMIC_OR: u32 = 241;
+    pub const ATOMIC_STORE: u32 = 228;
     pub const MODULE_PROCESSED: u32 = 330;
     pub const EXECUTION_MODE_ID: u32 = 331;
     pub const DECORATE_ID: u32 = 332;

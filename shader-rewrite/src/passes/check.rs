@@ -20,6 +20,7 @@
 //! Only rules that every valid module follows are checked, so a valid output never fails. The
 //! walk itself builds no message: a rule returns a small [`Fail`], and only a failure is turned
 //! into text.
+use crate::builder::{cap, model, sc};
 use crate::error::RewriteError;
 use crate::module::{leading_id_operands, op, string_is, Inst, Module};
 use crate::target::SmallStorage;
@@ -76,32 +77,14 @@ impl Pass {
     }
 }
 
-const TYPE_MATRIX: u32 = 24;
-const TYPE_FORWARD_POINTER: u32 = 39;
 const TYPE_UNTYPED_POINTER: u32 = 4417;
-const PTR_ACCESS_CHAIN: u32 = 67;
-const IN_BOUNDS_PTR_ACCESS_CHAIN: u32 = 70;
-const ATOMIC_STORE: u32 = 228;
-/// Capabilities (SPIR-V spec 3.31).
+/// Capabilities (SPIR-V spec 3.31) only the check names (the shared ones: crate::builder::cap).
 const CAP_FLOAT16_BUFFER: u32 = 8;
-const CAP_FLOAT16: u32 = 9;
-const CAP_INT64: u32 = 11;
 const CAP_INT64_ATOMICS: u32 = 12;
-const CAP_INT16: u32 = 22;
-const CAP_INT8: u32 = 39;
 const CAP_FLOAT16_IMAGE_AMD: u32 = 5008;
 const CAP_DOT_PRODUCT_INPUT_4X8_BIT: u32 = 6017;
 const CAPS_16BIT_STORAGE: [u32; 4] = [4433, 4434, 4435, 4436];
 const CAPS_8BIT_STORAGE: [u32; 3] = [4448, 4449, 4450];
-/// Storage classes.
-const SC_UNIFORM_CONSTANT: u32 = 0;
-const SC_INPUT: u32 = 1;
-const SC_UNIFORM: u32 = 2;
-const SC_OUTPUT: u32 = 3;
-const SC_PUSH_CONSTANT: u32 = 9;
-const SC_STORAGE_BUFFER: u32 = 12;
-const SC_PHYSICAL_STORAGE_BUFFER: u32 = 5349;
-const ADDRESSING_PHYSICAL_STORAGE_BUFFER_64: u32 = 5348;
 
 /// What defines an id (8 bytes: the table is the check's one big allocation).
 #[derive(Clone, Copy, Default)]
@@ -184,7 +167,7 @@ const fn opcode_entry(o: u32) -> u8 {
 const fn special(opcode: u32) -> bool {
     matches!(
         opcode,
-        op::LOAD | op::STORE | op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN | op::RAW_ACCESS_CHAIN_NV
+        op::LOAD | op::STORE | op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::PTR_ACCESS_CHAIN | op::IN_BOUNDS_PTR_ACCESS_CHAIN | op::RAW_ACCESS_CHAIN_NV
             | 227..=242 | 318 | 319 | 5614 | 5615 | 6035
             | op::IMAGE_TEXEL_POINTER | op::SAMPLED_IMAGE | op::PHI | op::SELECT | op::COPY_OBJECT | op::RETURN_VALUE | op::FUNCTION_CALL
     ) || consumes_image(opcode)
@@ -331,7 +314,7 @@ impl<'m> Check<'m> {
             // (value, parent block) pairs.
             op::PHI => ops.len(),
             // A forward declaration names a type declared later.
-            TYPE_FORWARD_POINTER => 0,
+            op::TYPE_FORWARD_POINTER => 0,
             _ if leading == ALL_IDS => ops.len(),
             _ => (leading as usize).min(ops.len()),
         };
@@ -361,8 +344,8 @@ impl<'m> Check<'m> {
         match i.op {
             op::LOAD => self.points_to(o[0], i.ty),
             op::STORE => self.points_to(o[0], self.ty(o[1])),
-            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN | op::RAW_ACCESS_CHAIN_NV => self.pointee(o[0]).map(|_| ()),
-            ATOMIC_STORE => self.points_to(o[0], self.ty(o[3])),
+            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::PTR_ACCESS_CHAIN | op::IN_BOUNDS_PTR_ACCESS_CHAIN | op::RAW_ACCESS_CHAIN_NV => self.pointee(o[0]).map(|_| ()),
+            op::ATOMIC_STORE => self.points_to(o[0], self.ty(o[3])),
             // OpAtomicLoad..OpAtomicXor, OpAtomicFMin/FMax/FAddEXT: the result has the
             // pointee's type. The flag operations (318, 319) only need a pointer.
             227..=242 | 5614 | 5615 | 6035 => self.points_to(o[0], i.ty),
@@ -466,7 +449,7 @@ impl<'m> Check<'m> {
             if self.pass.removes(mm.op) {
                 return Err((mm, fail(Kind::Removed, 0)));
             }
-            if matches!(self.pass, Pass::PhysicalStorageBuffer) && mm.op == op::MEMORY_MODEL && mm.ops[0] == ADDRESSING_PHYSICAL_STORAGE_BUFFER_64 {
+            if matches!(self.pass, Pass::PhysicalStorageBuffer) && mm.op == op::MEMORY_MODEL && mm.ops[0] == model::ADDRESSING_PHYSICAL_STORAGE_BUFFER_64 {
                 return Err((mm, fail(Kind::PhysicalAddressing, 0)));
             }
         }
@@ -512,7 +495,7 @@ impl<'m> Check<'m> {
         let has = |caps: &[u32]| caps.iter().any(|&c| m.has_capability(c));
         let small = matches!(self.pass, Pass::SmallStorage(_));
         let physical = matches!(self.pass, Pass::PhysicalStorageBuffer);
-        let int64 = has(&[CAP_INT64, CAP_INT64_ATOMICS]);
+        let int64 = has(&[cap::INT64, CAP_INT64_ATOMICS]);
         let storage16 = has(&CAPS_16BIT_STORAGE);
         // Per type id: 1 = holds an 8-bit scalar, 2 = a 16-bit one, 4 = an image, sampler or
         // sampled image (through arrays, structs, vectors and matrices; not pointers). Members
@@ -532,10 +515,10 @@ impl<'m> Check<'m> {
                     let allowed = match (int, w) {
                         (true, 64) => int64,
                         _ if !small => true,
-                        (true, 16) => storage16 || has(&[CAP_INT16]) || m.has_extension("SPV_AMD_gpu_shader_int16"),
-                        (true, 8) => has(&CAPS_8BIT_STORAGE) || has(&[CAP_INT8, CAP_DOT_PRODUCT_INPUT_4X8_BIT]),
+                        (true, 16) => storage16 || has(&[cap::INT16]) || m.has_extension("SPV_AMD_gpu_shader_int16"),
+                        (true, 8) => has(&CAPS_8BIT_STORAGE) || has(&[cap::INT8, CAP_DOT_PRODUCT_INPUT_4X8_BIT]),
                         (false, 16) if g.ops.len() == 1 => {
-                            storage16 || has(&[CAP_FLOAT16, CAP_FLOAT16_BUFFER, CAP_FLOAT16_IMAGE_AMD]) || m.has_extension("SPV_AMD_gpu_shader_half_float")
+                            storage16 || has(&[cap::FLOAT16, CAP_FLOAT16_BUFFER, CAP_FLOAT16_IMAGE_AMD]) || m.has_extension("SPV_AMD_gpu_shader_half_float")
                         }
                         _ => true,
                     };
@@ -555,30 +538,30 @@ impl<'m> Check<'m> {
                         *h = 4;
                     }
                 }
-                op::TYPE_VECTOR | TYPE_MATRIX | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY | op::TYPE_STRUCT if !holds.is_empty() => {
+                op::TYPE_VECTOR | op::TYPE_MATRIX | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY | op::TYPE_STRUCT if !holds.is_empty() => {
                     let members = if g.op == op::TYPE_STRUCT { &g.ops[..] } else { &g.ops[..1] };
                     let bits = members.iter().fold(0, |a, &x| a | holds.get(x as usize).copied().unwrap_or(0));
                     if let Some(h) = holds.get_mut(g.id as usize) {
                         *h = bits;
                     }
                 }
-                op::TYPE_POINTER | TYPE_FORWARD_POINTER | TYPE_UNTYPED_POINTER => {
-                    let sc = g.ops[usize::from(g.op == TYPE_FORWARD_POINTER)];
-                    if physical && sc == SC_PHYSICAL_STORAGE_BUFFER {
+                op::TYPE_POINTER | op::TYPE_FORWARD_POINTER | TYPE_UNTYPED_POINTER => {
+                    let sc = g.ops[usize::from(g.op == op::TYPE_FORWARD_POINTER)];
+                    if physical && sc == sc::PHYSICAL_STORAGE_BUFFER {
                         return Err((g, fail(Kind::Physical, 0)));
                     }
                     if g.op == op::TYPE_POINTER && !holds.is_empty() {
                         self.pointer_data(g, holds.get(g.ops[1] as usize).copied().unwrap_or(0)).map_err(|f| (g, f))?;
                     }
-                    if g.op == TYPE_FORWARD_POINTER {
+                    if g.op == op::TYPE_FORWARD_POINTER {
                         // Structs may name the pointer before its OpTypePointer.
                         if let Some(d) = self.defs.get_mut(g.ops[0] as usize) {
-                            d.op = TYPE_FORWARD_POINTER;
+                            d.op = op::TYPE_FORWARD_POINTER;
                         }
                     }
                 }
                 op::VARIABLE => {
-                    if physical && g.ops[0] == SC_PHYSICAL_STORAGE_BUFFER {
+                    if physical && g.ops[0] == sc::PHYSICAL_STORAGE_BUFFER {
                         return Err((g, fail(Kind::Physical, 0)));
                     }
                     if let Some(&init) = g.ops.get(1) {
@@ -606,7 +589,7 @@ impl<'m> Check<'m> {
     fn pointer_data(&self, g: &Inst, bits: u8) -> Rule {
         let (sc, m) = (g.ops[0], self.m);
         match self.pass {
-            Pass::Bindless if bits & 4 != 0 && sc != SC_UNIFORM_CONSTANT => Err(fail(Kind::OpaqueMemory, 0)),
+            Pass::Bindless if bits & 4 != 0 && sc != sc::UNIFORM_CONSTANT => Err(fail(Kind::OpaqueMemory, 0)),
             Pass::SmallStorage(lowered) => {
                 for (bit, width) in [(1u8, 8u32), (2, 16)] {
                     if bits & bit == 0 {
@@ -616,10 +599,10 @@ impl<'m> Check<'m> {
                     let has = |c: u32| m.has_capability(c);
                     // (emulated, still allowed); Uniform with BufferBlock is a storage buffer.
                     let (emulated, allowed) = match sc {
-                        SC_STORAGE_BUFFER => (lowered.get(sb) || lowered.get(ubo), has(sb) || has(ubo)),
-                        SC_UNIFORM => (lowered.get(ubo), has(ubo) || has(sb)),
-                        SC_PUSH_CONSTANT => (lowered.get(pc), has(pc)),
-                        SC_INPUT | SC_OUTPUT if width == 16 => (lowered.get(4436), has(4436)),
+                        sc::STORAGE_BUFFER => (lowered.get(sb) || lowered.get(ubo), has(sb) || has(ubo)),
+                        sc::UNIFORM => (lowered.get(ubo), has(ubo) || has(sb)),
+                        sc::PUSH_CONSTANT => (lowered.get(pc), has(pc)),
+                        sc::INPUT | sc::OUTPUT if width == 16 => (lowered.get(4436), has(4436)),
                         _ => (false, true),
                     };
                     if emulated && !allowed {

@@ -9,7 +9,6 @@ use crate::module::{op, Module};
 const ROW_MAJOR: u32 = 4;
 const MATRIX_STRIDE: u32 = 7;
 pub(crate) const BUILT_IN: u32 = 11;
-pub(crate) const TYPE_MATRIX: u32 = 24;
 
 #[derive(Default)]
 pub(crate) struct Layouts {
@@ -80,7 +79,7 @@ pub(crate) fn contains_width(b: &Builder, ty: u32, widths: &[u32]) -> bool {
         let Some(t) = b.global(ty) else { return false };
         match t.op {
             op::TYPE_INT | op::TYPE_FLOAT => t.ops.first().is_some_and(|w| widths.contains(w)),
-            op::TYPE_VECTOR | TYPE_MATRIX | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => {
+            op::TYPE_VECTOR | op::TYPE_MATRIX | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => {
                 t.ops.first().is_some_and(|&e| go(b, e, widths, depth + 1))
             }
             op::TYPE_STRUCT => t.ops.iter().any(|&m| go(b, m, widths, depth + 1)),
@@ -103,7 +102,7 @@ pub(crate) fn byte_size(b: &Builder, l: &Layouts, ty: u32, mat: MatrixLayout) ->
         match t.op {
             op::TYPE_INT | op::TYPE_FLOAT => t.ops.first().map_or(0, |w| (w / 8) as u64),
             op::TYPE_VECTOR => go(b, l, t.ops[0], mat, depth + 1).saturating_mul(t.ops[1] as u64),
-            TYPE_MATRIX => {
+            op::TYPE_MATRIX => {
                 let cols = t.ops[1] as u64;
                 let (rows, comp) = b.scalar_vec(t.ops[0]).map_or((0, 0), |v| (v.n as u64, (v.width / 8) as u64));
                 let stride = mat.stride as u64;

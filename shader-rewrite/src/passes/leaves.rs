@@ -8,7 +8,7 @@ use crate::error::RewriteError;
 use crate::module::{op, Inst};
 use crate::ops;
 
-use super::layout::{pow2_align, Layouts, MatrixLayout, TYPE_MATRIX};
+use super::layout::{pow2_align, Layouts, MatrixLayout};
 
 /// Most leaves one load or store of a composite may split into.
 const MAX_LEAVES: u32 = 4096;
@@ -61,7 +61,7 @@ impl Cursor {
                 self.advance(e, b, Some(idx), idx_ty, stride);
                 self.ty = t.ops[0];
             }
-            TYPE_MATRIX => {
+            op::TYPE_MATRIX => {
                 let col = t.ops[0];
                 let comp = b.scalar_vec(col).map_or(4, |v| v.width / 8);
                 if self.mat.row_major {
@@ -306,7 +306,7 @@ impl<'l> Splitter<'l> {
                 let stride = self.layouts.array_stride(ty).ok_or_else(|| RewriteError::unsupported(describe(inst), format!("array %{ty} has no ArrayStride")))?;
                 (0..n).map(|i| Ok(Part { ty: t.ops[0], offset: scaled(i, stride, inst)?, mat, comp_stride: 0 })).collect::<Result<_, RewriteError>>()?
             }
-            TYPE_MATRIX => {
+            op::TYPE_MATRIX => {
                 // OpTypeMatrix: "Column Count is the number of columns ... must be at least 2"
                 // and at most 4 (Vector16 aside); a damaged count must not size a Vec.
                 let columns = *t.ops.get(1).unwrap_or(&0);

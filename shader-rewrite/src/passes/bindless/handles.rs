@@ -310,7 +310,7 @@ impl Repr {
         let (form, u32t, ty) = {
             let mut b = Builder::new(m);
             let u32t = b.t_u32();
-            match (width, b.m.has_capability(CAP_INT64)) {
+            match (width, b.m.has_capability(cap::INT64)) {
                 (32, _) => (Form::U32, u32t, u32t),
                 (_, true) => (Form::U64, u32t, b.t_int(64, false)),
                 (_, false) => (Form::UVec2, u32t, b.t_vec(u32t, 2)),

@@ -22,7 +22,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::builder::sc::UNIFORM_CONSTANT;
-use crate::builder::{deco, Builder, Emitter};
+use crate::builder::{cap, deco, Builder, Emitter};
 use crate::error::RewriteError;
 use crate::module::{op, opcode_name, Function, Inst, Module};
 use crate::ops;
@@ -39,7 +39,6 @@ use handles::{Repr, Types};
 use table::Table;
 
 const CAP_BINDLESS: u32 = crate::scan::CAP_BINDLESS_TEXTURE_NV;
-const CAP_INT64: u32 = 11;
 /// Decorations BindlessSamplerNV, BindlessImageNV, BoundSamplerNV, BoundImageNV.
 const BINDLESS_DECORATIONS: std::ops::RangeInclusive<u32> = 5398..=5401;
 

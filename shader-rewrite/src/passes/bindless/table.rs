@@ -3,11 +3,11 @@
 //! binding's descriptor type (aliased descriptor variables, as in the "Shader Resource
 //! Interface" chapter), so every image type gets its own array on the sampled- or storage-image
 //! binding.
+use crate::builder::cap;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 
-const CAP_SHADER_NON_UNIFORM: u32 = 5301;
 const CAP_SAMPLED_IMAGE_ARRAY_NON_UNIFORM: u32 = 5307;
 const CAP_STORAGE_IMAGE_ARRAY_NON_UNIFORM: u32 = 5309;
 
@@ -91,7 +91,7 @@ impl Table {
         if self.vars.is_empty() {
             return;
         }
-        b.m.add_capability(CAP_SHADER_NON_UNIFORM);
+        b.m.add_capability(cap::SHADER_NON_UNIFORM);
         for &(a, _) in self.vars.keys() {
             b.m.add_capability(match a {
                 Array::StorageImages => CAP_STORAGE_IMAGE_ARRAY_NON_UNIFORM,

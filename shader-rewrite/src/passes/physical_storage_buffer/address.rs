@@ -6,8 +6,6 @@ use crate::builder::{Builder, Emitter};
 use crate::module::{op, Inst};
 use crate::ops;
 
-const I_EQUAL: u32 = 170;
-const I_NOT_EQUAL: u32 = 171;
 const ANY: u32 = 154;
 const ALL: u32 = 155;
 const S_DIV: u32 = 135;
@@ -114,7 +112,7 @@ impl Addr {
     /// OpPtrEqual / OpPtrNotEqual: the addresses compared as integers.
     #[allow(clippy::too_many_arguments)]
     pub fn compare(&self, e: &mut Emitter, b: &mut Builder, x: u32, y: u32, equal: bool, result_ty: u32, result: u32) {
-        let opcode = if equal { I_EQUAL } else { I_NOT_EQUAL };
+        let opcode = if equal { op::I_EQUAL } else { op::I_NOT_EQUAL };
         if self.int64 {
             e.push(Inst::new(opcode, result_ty, result, ops![x, y]));
         } else {

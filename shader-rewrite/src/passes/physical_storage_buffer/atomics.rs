@@ -8,7 +8,6 @@ use crate::ops;
 use helpers::Kind;
 
 const ATOMIC_LOAD: u32 = 227;
-const ATOMIC_STORE: u32 = 228;
 const ATOMIC_EXCHANGE: u32 = 229;
 const ATOMIC_COMPARE_EXCHANGE: u32 = 230;
 const ATOMIC_COMPARE_EXCHANGE_WEAK: u32 = 231;
@@ -23,7 +22,7 @@ impl Cx<'_, '_> {
         let sv = self.b.scalar_vec(p.pointee).filter(|v| v.n == 1 && matches!(v.width, 32 | 64));
         let supported = sv.is_some_and(|v| match v.float {
             false => (ATOMIC_LOAD..=ATOMIC_XOR).contains(&inst.op),
-            true => matches!(inst.op, ATOMIC_LOAD | ATOMIC_STORE | ATOMIC_EXCHANGE) || ATOMIC_FLOAT.contains(&inst.op),
+            true => matches!(inst.op, ATOMIC_LOAD | op::ATOMIC_STORE | ATOMIC_EXCHANGE) || ATOMIC_FLOAT.contains(&inst.op),
         });
         let sv = sv.filter(|_| supported).ok_or_else(|| {
             RewriteError::unsupported(describe(inst), "only atomics on 32/64-bit integers and floats (not flag atomics, not 8/16-bit values) are lowered on PhysicalStorageBuffer pointers")
@@ -43,10 +42,10 @@ impl Cx<'_, '_> {
         for &v in &inst.ops[first_value..] {
             args.push(if sv.signed { e.op(self.b, op::BITCAST, uty, ops![v]) } else { v });
         }
-        let (result_ty, value_ty) = if sv.signed { (if inst.op == ATOMIC_STORE { self.b.t_void() } else { uty }, uty) } else { (if inst.op == ATOMIC_STORE { self.b.t_void() } else { inst.ty }, value_ty) };
+        let (result_ty, value_ty) = if sv.signed { (if inst.op == op::ATOMIC_STORE { self.b.t_void() } else { uty }, uty) } else { (if inst.op == op::ATOMIC_STORE { self.b.t_void() } else { inst.ty }, value_ty) };
         let kind = Kind::Atomic { opcode: inst.op, result_ty, uty, value_ty, constants: inst.ops[1..first_value].to_vec(), values: inst.ops.len() - first_value };
         args[0] = self.h.get(self.b, kind, inst)?;
-        if inst.op == ATOMIC_STORE {
+        if inst.op == op::ATOMIC_STORE {
             let void = self.b.t_void();
             e.op(self.b, op::FUNCTION_CALL, void, args);
         } else if sv.signed {

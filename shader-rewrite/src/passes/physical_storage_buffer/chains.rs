@@ -20,7 +20,7 @@ impl Cx<'_, '_> {
         let mut cur = Cursor::at_start(self.b, p.pointee, 16);
         cur.off = base_delta;
         let mut indices = if matches!(inst.op, op::COPY_OBJECT | op::BITCAST) { &[][..] } else { &inst.ops[1..] };
-        if matches!(inst.op, PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN) {
+        if matches!(inst.op, op::PTR_ACCESS_CHAIN | op::IN_BOUNDS_PTR_ACCESS_CHAIN) {
             let element = *indices.first().ok_or_else(|| RewriteError::malformed(0, format!("{}: no Element operand", describe(inst))))?;
             let stride = p.stride.ok_or_else(|| RewriteError::unsupported(describe(inst), "OpPtrAccessChain on a PhysicalStorageBuffer pointer type without ArrayStride"))?;
             let ty = self.type_of(element);

@@ -2,17 +2,13 @@
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::builder::{cap, model};
 use crate::byte_address::AliasKind;
 use crate::passes::util::{add_to_interfaces, forget_ids, sweep_dead_globals};
 use crate::scan::CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES;
 
-const ADDRESSING_PHYSICAL_STORAGE_BUFFER_64: u32 = 5348;
 const ADDRESSING_LOGICAL: u32 = 0;
-const CAP_INT64: u32 = 11;
-const CAP_SHADER_NON_UNIFORM: u32 = 5301;
 const CAP_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING: u32 = 5308;
-const CAP_STORAGE_BUFFER_16: u32 = 4433;
-const CAP_STORAGE_BUFFER_8: u32 = 4448;
 const RESTRICT_POINTER: u32 = 5355;
 const ALIASED_POINTER: u32 = 5356;
 
@@ -30,7 +26,7 @@ pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, e
     m.remove_capability(CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES);
     m.remove_extension("SPV_KHR_physical_storage_buffer");
     m.remove_extension("SPV_EXT_physical_storage_buffer");
-    for mm in m.memory_model.iter_mut().filter(|mm| mm.ops.first() == Some(&ADDRESSING_PHYSICAL_STORAGE_BUFFER_64)) {
+    for mm in m.memory_model.iter_mut().filter(|mm| mm.ops.first() == Some(&model::ADDRESSING_PHYSICAL_STORAGE_BUFFER_64)) {
         mm.ops[0] = ADDRESSING_LOGICAL;
     }
     // Restrict/Aliased on an address (a former pointer parameter) no longer apply (SPIR-V spec
@@ -42,12 +38,12 @@ pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, e
     });
 
     if addr.int64 && m.globals.iter().any(|g| g.id == addr.ty) {
-        m.add_capability(CAP_INT64);
+        m.add_capability(cap::INT64);
     }
     if used.is_empty() {
         return;
     }
-    m.add_capability(CAP_SHADER_NON_UNIFORM);
+    m.add_capability(cap::SHADER_NON_UNIFORM);
     m.add_capability(CAP_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING);
     if m.version() < (1, 5) {
         m.add_extension("SPV_EXT_descriptor_indexing");
@@ -58,11 +54,11 @@ pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, e
     for kind in used.iter().filter_map(|&v| table.kind_of(v)) {
         match kind {
             AliasKind::U8 => {
-                m.add_capability(CAP_STORAGE_BUFFER_8);
+                m.add_capability(cap::STORAGE_BUFFER_8);
                 m.add_extension("SPV_KHR_8bit_storage");
             }
             AliasKind::U16 => {
-                m.add_capability(CAP_STORAGE_BUFFER_16);
+                m.add_capability(cap::STORAGE_BUFFER_16);
                 m.add_extension("SPV_KHR_16bit_storage");
             }
             _ => {}

@@ -43,7 +43,6 @@ pub(super) enum Kind {
     Atomic { opcode: u32, result_ty: u32, uty: u32, value_ty: u32, constants: Vec<u32>, values: usize },
 }
 
-const ATOMIC_STORE: u32 = 228;
 
 /// The helpers of one module and what building them needs.
 pub(super) struct Helpers<'l> {
@@ -256,7 +255,7 @@ impl<'l> Helpers<'l> {
                 if has_result {
                     smallvec::smallvec![e.op(b, opcode, uty, ops)]
                 } else {
-                    debug_assert_eq!(opcode, ATOMIC_STORE);
+                    debug_assert_eq!(opcode, op::ATOMIC_STORE);
                     e.stmt(opcode, ops);
                     smallvec::smallvec![]
                 }

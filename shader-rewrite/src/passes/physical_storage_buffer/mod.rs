@@ -52,7 +52,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::bda::BdaTable;
-use crate::builder::{Builder, Emitter};
+use crate::builder::{model, sc, Builder, Emitter};
 use crate::byte_address::Backend;
 use crate::error::RewriteError;
 use crate::module::{leading_id_operands, op, Function, Inst, Module};
@@ -61,7 +61,6 @@ use crate::target::Options;
 
 use super::layout::{contains_width, Layouts};
 use super::leaves::{describe, Splitter};
-use crate::builder::sc;
 use super::util::call_tree;
 
 mod address;
@@ -85,7 +84,6 @@ use roots::Roots;
 use table::Table;
 use types::PhysPtr;
 
-const MEMORY_MODEL_VULKAN: u32 = 3;
 const EXECUTION_MODEL_FRAGMENT: u32 = 4;
 const EXECUTION_MODEL_GL_COMPUTE: u32 = 5;
 
@@ -116,7 +114,7 @@ fn lower(
     layouts: &Layouts,
     stats: &mut Stats,
 ) -> Result<(Table, HashSet<u32>, HashSet<u32>), RewriteError> {
-    let vulkan_mm = m.memory_model.first().is_some_and(|i| i.ops.get(1) == Some(&MEMORY_MODEL_VULKAN));
+    let vulkan_mm = m.memory_model.first().is_some_and(|i| i.ops.get(1) == Some(&model::MEMORY_MODEL_VULKAN));
     let old_select = m.version() < (1, 4);
     // The waterfall loop needs subgroup operations: only in functions no entry point of another
     // stage than GLCompute or Fragment calls (where lavapipe, the driver with the length quirk,
@@ -243,8 +241,6 @@ fn moves_values(opcode: u32) -> bool {
     )
 }
 
-const PTR_ACCESS_CHAIN: u32 = 67;
-const IN_BOUNDS_PTR_ACCESS_CHAIN: u32 = 70;
 const PTR_EQUAL: u32 = 401;
 const PTR_NOT_EQUAL: u32 = 402;
 const PTR_DIFF: u32 = 403;
@@ -269,7 +265,7 @@ impl Cx<'_, '_> {
         let result_is_ptr = self.ptrs.contains_key(&inst.ty);
         let first_is_ptr = self.phys(first).is_some();
         match inst.op {
-            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN if first_is_ptr => self.chain(e, &inst)?,
+            op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::PTR_ACCESS_CHAIN | op::IN_BOUNDS_PTR_ACCESS_CHAIN if first_is_ptr => self.chain(e, &inst)?,
             // A pointer-to-pointer copy or bitcast is the same address.
             op::COPY_OBJECT | op::BITCAST if result_is_ptr && first_is_ptr => self.chain(e, &inst)?,
             op::CONVERT_U_TO_PTR | op::BITCAST if result_is_ptr => {

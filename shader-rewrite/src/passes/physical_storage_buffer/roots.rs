@@ -79,7 +79,7 @@ impl Place {
     /// The place `inst` (a step from this place) points to.
     fn then(&self, cx: &Cx, inst: &Inst) -> Place {
         let mut p = self.clone();
-        let element = matches!(inst.op, PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN);
+        let element = matches!(inst.op, op::PTR_ACCESS_CHAIN | op::IN_BOUNDS_PTR_ACCESS_CHAIN);
         let indices = if matches!(inst.op, op::COPY_OBJECT | op::BITCAST) { &[][..] } else { &inst.ops[1..] };
         for (k, &i) in indices.iter().enumerate() {
             p.steps.push((element && k == 0, cx.b.const_value(i).ok_or(i)));
@@ -100,7 +100,7 @@ fn reusable(mem: &[u32]) -> bool {
 /// Is `inst` a pointer-to-pointer step of a physical pointer (the result is `ops[0]` plus an
 /// offset)?
 fn derives(opcode: u32) -> bool {
-    matches!(opcode, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | PTR_ACCESS_CHAIN | IN_BOUNDS_PTR_ACCESS_CHAIN | op::COPY_OBJECT | op::BITCAST)
+    matches!(opcode, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::PTR_ACCESS_CHAIN | op::IN_BOUNDS_PTR_ACCESS_CHAIN | op::COPY_OBJECT | op::BITCAST)
 }
 
 /// Operand positions of `inst` through which a physical pointer is accessed (not used as a value).

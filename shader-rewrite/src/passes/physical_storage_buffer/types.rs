@@ -10,7 +10,6 @@ use crate::module::{op, Inst, Module};
 
 use crate::passes::util::forget_ids;
 
-const TYPE_FORWARD_POINTER: u32 = 39;
 const SPEC_CONSTANT_OP: u32 = 52;
 
 /// A PhysicalStorageBuffer pointer type of the input.
@@ -59,7 +58,7 @@ pub(super) fn retype_globals(m: &mut Module, addr: u32, u32t: u32) -> Result<Ret
         }
     };
     let mut global_values = HashMap::default();
-    let forward = |g: &Inst| g.op == TYPE_FORWARD_POINTER && g.ops.get(1) == Some(&sc::PHYSICAL_STORAGE_BUFFER);
+    let forward = |g: &Inst| g.op == op::TYPE_FORWARD_POINTER && g.ops.get(1) == Some(&sc::PHYSICAL_STORAGE_BUFFER);
     m.globals.retain(|g| !(ptrs.contains_key(&g.id) || forward(g)));
     for g in m.globals.iter_mut() {
         match g.op {

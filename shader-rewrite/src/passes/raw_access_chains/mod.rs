@@ -15,7 +15,7 @@
 //! Cost: one walk over the bodies ([`walk`]) finds everything; only the blocks holding a chain,
 //! an access, a shadowed definition or a call that passes shadows are rebuilt, the others stay
 //! as they are.
-use crate::builder::{deco, sc, Builder, Emitter};
+use crate::builder::{cap, deco, model, sc, Builder, Emitter};
 use crate::byte_address::{AccessShape, AliasKind, AliasViews, Backend, Robustness};
 use crate::error::RewriteError;
 use crate::ops;
@@ -37,11 +37,8 @@ use shadows::{check_block, pointer_of, reusable_word_block, shadow_ty, views_of,
 use walk::{Loc, Walk, PARAM};
 
 const CAP_RAW_ACCESS_CHAINS: u32 = 5414;
-const CAP_STORAGE_BUFFER_16: u32 = 4433;
 const CAP_UNIFORM_16: u32 = 4434;
-const CAP_STORAGE_BUFFER_8: u32 = 4448;
 const CAP_UNIFORM_8: u32 = 4449;
-const MEMORY_MODEL_VULKAN: u32 = 3;
 /// Raw Access Chain Operands (SPV_NV_raw_access_chains "Raw Access Chain Operands").
 const ROBUST_PER_COMPONENT: u32 = 0x1;
 const ROBUST_PER_ELEMENT: u32 = 0x2;
@@ -71,7 +68,7 @@ impl Trace {
 }
 
 fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
-    let vulkan_mm = m.memory_model.first().map(|i| i.ops.get(1) == Some(&MEMORY_MODEL_VULKAN)).unwrap_or(false);
+    let vulkan_mm = m.memory_model.first().map(|i| i.ops.get(1) == Some(&model::MEMORY_MODEL_VULKAN)).unwrap_or(false);
     let mut b = Builder::new(m);
 
     // 1. The chains and the loads/stores through them.
@@ -143,9 +140,9 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         backend.views.insert(storage, views);
         for k in kinds.iter() {
             match (k, storage == sc::UNIFORM) {
-                (AliasKind::U8, false) => add_cap(&mut b, CAP_STORAGE_BUFFER_8, "SPV_KHR_8bit_storage"),
+                (AliasKind::U8, false) => add_cap(&mut b, cap::STORAGE_BUFFER_8, "SPV_KHR_8bit_storage"),
                 (AliasKind::U8, true) => add_cap(&mut b, CAP_UNIFORM_8, "SPV_KHR_8bit_storage"),
-                (AliasKind::U16, false) => add_cap(&mut b, CAP_STORAGE_BUFFER_16, "SPV_KHR_16bit_storage"),
+                (AliasKind::U16, false) => add_cap(&mut b, cap::STORAGE_BUFFER_16, "SPV_KHR_16bit_storage"),
                 (AliasKind::U16, true) => add_cap(&mut b, CAP_UNIFORM_16, "SPV_KHR_16bit_storage"),
                 _ => {}
             }

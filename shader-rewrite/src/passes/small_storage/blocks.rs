@@ -89,7 +89,7 @@ pub(super) fn lower(
     options: &Options,
     stats: &mut Stats,
 ) -> Result<HashSet<u32>, RewriteError> {
-    let vulkan_mm = b.m.memory_model.first().is_some_and(|i| i.ops.get(1) == Some(&MEMORY_MODEL_VULKAN));
+    let vulkan_mm = b.m.memory_model.first().is_some_and(|i| i.ops.get(1) == Some(&model::MEMORY_MODEL_VULKAN));
     let mut backend = Backend::new(options.target, None, vulkan_mm);
     let mut roots: HashMap<u32, Root> = HashMap::default();
     let vars: Vec<Inst> = b.m.globals.iter().filter(|g| g.op == op::VARIABLE).cloned().collect();

@@ -4,7 +4,7 @@
 //! stay valid and the interface between stages keeps matching. Values convert at the boundary:
 //! loads narrow (rounding to 16-bit precision where the original would have), stores widen
 //! (exactly). Built-in variables are left alone (Vulkan has no 16-bit built-ins).
-use crate::passes::layout::{contains_width, Layouts, BUILT_IN, TYPE_MATRIX};
+use crate::passes::layout::{contains_width, Layouts, BUILT_IN};
 use super::*;
 
 /// More elements than any interface array can have (maxVertexOutputComponents and friends are
@@ -116,7 +116,7 @@ fn interface_elements(b: &Builder, ty: u32, depth: u32) -> u64 {
     match g.op {
         op::TYPE_STRUCT => g.ops.iter().fold(0u64, |acc, &m| acc.saturating_add(interface_elements(b, m, depth + 1))),
         op::TYPE_ARRAY => b.const_value(g.ops[1]).unwrap_or(0).saturating_mul(interface_elements(b, g.ops[0], depth + 1)),
-        TYPE_MATRIX => g.ops[1] as u64,
+        op::TYPE_MATRIX => g.ops[1] as u64,
         _ => 1,
     }
 }
@@ -156,12 +156,12 @@ impl Wide {
                     let c = self.ty(b, g.ops[0]);
                     b.t_vec(c, g.ops[1])
                 }
-                TYPE_MATRIX => {
+                op::TYPE_MATRIX => {
                     let c = self.ty(b, g.ops[0]);
-                    let existing = b.m.globals.iter().find(|x| x.op == TYPE_MATRIX && x.ops[..] == [c, g.ops[1]]).map(|x| x.id);
+                    let existing = b.m.globals.iter().find(|x| x.op == op::TYPE_MATRIX && x.ops[..] == [c, g.ops[1]]).map(|x| x.id);
                     existing.unwrap_or_else(|| {
                         let id = b.id();
-                        b.add_global(Inst::new(TYPE_MATRIX, 0, id, ops![c, g.ops[1]]))
+                        b.add_global(Inst::new(op::TYPE_MATRIX, 0, id, ops![c, g.ops[1]]))
                     })
                 }
                 op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => {

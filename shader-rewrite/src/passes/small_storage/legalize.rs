@@ -13,12 +13,10 @@
 //! With the arithmetic capability present the types stay; FConvert decorated FPRoundingMode
 //! still gets its rounding done in integer code (the decoration is only valid on conversions
 //! stored through 16-bit pointers, which the lowering removed).
+use crate::builder::cap;
 use super::round::{f16_bits, f32_of_f16_bits, f32_round_to_odd};
 use super::*;
 
-const CAP_FLOAT16: u32 = 9;
-const CAP_INT16: u32 = 22;
-const CAP_INT8: u32 = 39;
 const FP_ROUNDING_MODE: u32 = 39;
 const ROUNDING_RTZ: u32 = 1;
 const OP_SHIFT_RIGHT_ARITHMETIC: u32 = 195;
@@ -36,7 +34,7 @@ impl Legal {
     fn of(m: &Module) -> Self {
         let any = |caps: &[u32]| caps.iter().any(|&c| m.has_capability(c));
         let storage16 = any(&[4433, 4434, 4435, 4436]);
-        Legal { f16: storage16 || any(&[CAP_FLOAT16]), i16: storage16 || any(&[CAP_INT16]), i8: any(&[CAP_INT8, 4448, 4449, 4450]) }
+        Legal { f16: storage16 || any(&[cap::FLOAT16]), i16: storage16 || any(&[cap::INT16]), i8: any(&[cap::INT8, 4448, 4449, 4450]) }
     }
     /// Is scalar type instruction `t` an 8/16-bit type that must go?
     fn replaced(&self, t: &Inst) -> bool {
@@ -128,7 +126,7 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                 g.ty = s(&sub, g.ty);
             }
             match g.op {
-                op::TYPE_VECTOR | TYPE_MATRIX | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY | TYPE_IMAGE | TYPE_SAMPLED_IMAGE => g.ops[0] = s(&sub, g.ops[0]),
+                op::TYPE_VECTOR | op::TYPE_MATRIX | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY | TYPE_IMAGE | TYPE_SAMPLED_IMAGE => g.ops[0] = s(&sub, g.ops[0]),
                 op::TYPE_POINTER => g.ops[1] = s(&sub, g.ops[1]),
                 op::TYPE_STRUCT | op::TYPE_FUNCTION => {
                     for o in g.ops.iter_mut() {
@@ -141,7 +139,7 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                 g.ops = if k.float { ops![32] } else { ops![32, k.signed as u32] };
                 stats.widened_types += 1;
             }
-            if matches!(g.op, op::TYPE_VOID | op::TYPE_BOOL | op::TYPE_INT | op::TYPE_FLOAT | op::TYPE_VECTOR | TYPE_MATRIX | op::TYPE_POINTER | op::TYPE_FUNCTION) {
+            if matches!(g.op, op::TYPE_VOID | op::TYPE_BOOL | op::TYPE_INT | op::TYPE_FLOAT | op::TYPE_VECTOR | op::TYPE_MATRIX | op::TYPE_POINTER | op::TYPE_FUNCTION) {
                 match canon.get(&(g.op, g.ops.clone())) {
                     Some(&first) => {
                         if let Some(x) = sub.get_mut(g.id as usize) {
@@ -272,7 +270,6 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
     Ok(())
 }
 
-const TYPE_MATRIX: u32 = 24;
 const TYPE_IMAGE: u32 = 25;
 const TYPE_SAMPLED_IMAGE: u32 = 27;
 

@@ -12,7 +12,7 @@
 //!    width conversions become explicit rounding / extension code.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::builder::{deco, sc, Builder, Emitter};
+use crate::builder::{deco, model, sc, Builder, Emitter};
 use crate::byte_address::{AccessShape, AliasKind, AliasViews, Backend, Robustness};
 use crate::error::RewriteError;
 use crate::module::{decode_string, encode_string, op, Function, Inst, Module};
@@ -28,7 +28,6 @@ mod io;
 mod legalize;
 mod round;
 
-const MEMORY_MODEL_VULKAN: u32 = 3;
 const CAP_SB16: u32 = 4433;
 const CAP_UBO16: u32 = 4434;
 const CAP_SB8: u32 = 4448;
@@ -110,7 +109,6 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
 /// (SPV_KHR_physical_storage_buffer), so the module is refused instead. Pointers inside the
 /// pointee are not followed: their own pointer types are checked on their own.
 fn physical_small_scalar(m: &Module, widths: &[u32]) -> Option<u32> {
-    const TYPE_MATRIX: u32 = 24;
     if widths.is_empty() {
         return None;
     }
@@ -125,7 +123,7 @@ fn physical_small_scalar(m: &Module, widths: &[u32]) -> Option<u32> {
             }
             match t.op {
                 op::TYPE_INT | op::TYPE_FLOAT if t.ops.first().is_some_and(|w| widths.contains(w)) => return true,
-                op::TYPE_VECTOR | TYPE_MATRIX | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => stack.extend(t.ops.first()),
+                op::TYPE_VECTOR | op::TYPE_MATRIX | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => stack.extend(t.ops.first()),
                 op::TYPE_STRUCT => stack.extend(t.ops.iter().copied()),
                 _ => {}
             }

@@ -9,7 +9,6 @@ const UMAX: u32 = 41;
 const FABS: u32 = 4;
 const UNPACK_HALF_2X16: u32 = 62;
 
-const OP_I_EQUAL: u32 = 170;
 const OP_U_GREATER_THAN: u32 = 172;
 const OP_U_LESS_THAN: u32 = 176;
 const OP_LOGICAL_OR: u32 = 166;
@@ -76,9 +75,9 @@ pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bo
         let s1 = e.op(b, op::I_SUB, ut, ops![s, c1]);
         let half = e.op(b, op::SHIFT_LEFT_LOGICAL, ut, ops![c1, s1]);
         let above = e.op(b, OP_U_GREATER_THAN, bt, ops![rem, half]);
-        let tie = e.op(b, OP_I_EQUAL, bt, ops![rem, half]);
+        let tie = e.op(b, op::I_EQUAL, bt, ops![rem, half]);
         let odd_bit = e.op(b, op::BITWISE_AND, ut, ops![q, c1]);
-        let odd = e.op(b, OP_I_EQUAL, bt, ops![odd_bit, c1]);
+        let odd = e.op(b, op::I_EQUAL, bt, ops![odd_bit, c1]);
         let tie_odd = e.op(b, op::LOGICAL_AND, bt, ops![tie, odd]);
         let up = e.op(b, OP_LOGICAL_OR, bt, ops![above, tie_odd]);
         let c0 = k(b, 0);
@@ -92,7 +91,7 @@ pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bo
     let finite = e.op(b, op::SELECT, ut, ops![is_sub, subnormal, normal]);
     let cinf32 = k(b, 0x7f80_0000);
     let is_nan = e.op(b, OP_U_GREATER_THAN, bt, ops![a, cinf32]);
-    let is_inf = e.op(b, OP_I_EQUAL, bt, ops![a, cinf32]);
+    let is_inf = e.op(b, op::I_EQUAL, bt, ops![a, cinf32]);
     let c3ff = k(b, 0x3ff);
     let payload = e.op(b, op::BITWISE_AND, ut, ops![a13, c3ff]);
     let qnan = k(b, 0x7e00);
