@@ -69,7 +69,7 @@ export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/
 for f in libVkLayer_polyfill_extensions.so libspirv_polyfill.so libspirv_polyfill.a spirv-polyfill; do
     [[ -f "$release/$f" ]] || die "$release/$f not built (cargo build --release --workspace)"
 done
-readelf -dW "$release/libspirv_polyfill.so" | grep -qF "Library soname: [libspirv_polyfill.so.$major]" ||
+readelf -dW "$release/libspirv_polyfill.so" | grep -F "Library soname: [libspirv_polyfill.so.$major]" >/dev/null ||
     die "$release/libspirv_polyfill.so lacks the SONAME libspirv_polyfill.so.$major (capi/build.rs)"
 
 work="$out/build"

@@ -41,7 +41,7 @@ for f in libspirv_polyfill.so libspirv_polyfill.a; do
 done
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n1)"
 soname="libspirv_polyfill.so.${version%%.*}"
-if ! readelf -dW "$built/libspirv_polyfill.so" | grep -qF "Library soname: [$soname]"; then
+if ! readelf -dW "$built/libspirv_polyfill.so" | grep -F "Library soname: [$soname]" >/dev/null; then
     echo "$built/libspirv_polyfill.so does not have the SONAME $soname (capi/build.rs sets it)" >&2
     exit 1
 fi

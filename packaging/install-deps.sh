@@ -120,7 +120,7 @@ log "$(cargo --version)"
 
 # ---------------------------------------------------------------- sanity
 if command -v vulkaninfo >/dev/null 2>&1; then
-    if vulkaninfo --summary 2>/dev/null | grep -q "llvmpipe"; then
+    if vulkaninfo --summary 2>/dev/null | grep "llvmpipe" >/dev/null; then
         log "lavapipe visible to the loader"
     else
         log "warning: vulkaninfo does not show llvmpipe (is /usr/share/vulkan/icd.d/lvp_icd.json there?)"

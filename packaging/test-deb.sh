@@ -21,6 +21,8 @@
 # removes what it installed on every exit path.
 # Usage: packaging/test-deb.sh [--no-build]   (--no-build: package the existing release build)
 set -euo pipefail
+# Never `producer | grep -q`: grep -q exits at its first match, the producer (readelf, vulkaninfo)
+# then dies of SIGPIPE if it still had output to write, and pipefail fails the check at random.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 cd "$repo"
@@ -100,9 +102,9 @@ install_and_run() {
     # vulkaninfo: the layer is listed, and enabling it by name adds the extension.
     runt vulkaninfo || fail "vulkaninfo failed: $(tail -n 5 "$scratch/run.err")"
     expect_out "VK_LAYER_POLYFILL_extensions" "vulkaninfo (layers)"
-    if llvmpipe_extensions | grep -qF "VK_NV_raw_access_chains"; then fail "llvmpipe lists VK_NV_raw_access_chains without the layer (control)"; fi
+    if llvmpipe_extensions | grep -F "VK_NV_raw_access_chains" >/dev/null; then fail "llvmpipe lists VK_NV_raw_access_chains without the layer (control)"; fi
     runt env VK_INSTANCE_LAYERS=VK_LAYER_POLYFILL_extensions vulkaninfo || fail "vulkaninfo with the layer failed: $(tail -n 5 "$scratch/run.err")"
-    llvmpipe_extensions | grep -qF "VK_NV_raw_access_chains" || fail "VK_INSTANCE_LAYERS=VK_LAYER_POLYFILL_extensions vulkaninfo: llvmpipe lacks VK_NV_raw_access_chains"
+    llvmpipe_extensions | grep -F "VK_NV_raw_access_chains" >/dev/null || fail "VK_INSTANCE_LAYERS=VK_LAYER_POLYFILL_extensions vulkaninfo: llvmpipe lacks VK_NV_raw_access_chains"
 
     # The C example, linked with -lvulkan.
     cc -std=c99 -O1 -Wall -Wextra -Werror -o "$scratch/raw_chain" examples/c/raw_chain.c -lvulkan || die "cc raw_chain.c"
@@ -126,7 +128,7 @@ install_and_run() {
     "$spirv_as" --target-env vulkan1.1 tests/corpus/small-storage/io16-fragment.spvasm -o "$scratch/io16.spv" || die "spirv-as io16-fragment"
     # shellcheck disable=SC2046
     cc -std=c11 -Wall -Wextra -Werror capi/examples/rewrite.c -o "$scratch/rewrite" $(pkg-config --cflags --libs spirv_polyfill) || fail "cc rewrite.c with pkg-config"
-    readelf -dW "$scratch/rewrite" | grep -qF "Shared library: [libspirv_polyfill.so.0]" || fail "rewrite.c is not linked to libspirv_polyfill.so.0"
+    readelf -dW "$scratch/rewrite" | grep -F "Shared library: [libspirv_polyfill.so.0]" >/dev/null || fail "rewrite.c is not linked to libspirv_polyfill.so.0"
     local static_libs
     static_libs="$(pkg-config --static --libs spirv_polyfill | sed "s|-lspirv_polyfill|/usr/lib/$ma/libspirv_polyfill.a|")"
     # shellcheck disable=SC2086
@@ -245,11 +247,11 @@ for f in "usr/lib/$ma/libVkLayer_polyfill_extensions.so" usr/bin/spirv-polyfill 
     grep -qF .gnu_debuglink <<<"$sections" || fail "$f has no .gnu_debuglink"
     id="$(readelf -n "$x/$f" | sed -n 's/^ *Build ID: \([0-9a-f]*\)$/\1/p')"
     debug="$x/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug"
-    [[ -f $debug ]] && readelf -SW "$debug" 2>/dev/null | grep -qE '\.debug_info' || fail "$f: no debug information in a -dbgsym package under its build ID $id"
+    [[ -f $debug ]] && readelf -SW "$debug" 2>/dev/null | grep -E '\.debug_info' >/dev/null || fail "$f: no debug information in a -dbgsym package under its build ID $id"
     log "$f: $(stat -c %s "$x/$f") bytes stripped, debug information $(stat -c %s "$debug" 2>/dev/null || echo 0) bytes (compressed)"
 done
-if readelf -SW "$x/usr/lib/$ma/libspirv_polyfill.a" 2>/dev/null | grep -qE '\.debug_(info|line)'; then fail "libspirv_polyfill.a is not stripped of debug information"; fi
-readelf -dW "$x/usr/lib/$ma/libspirv_polyfill.so.$version" | grep -qF "Library soname: [libspirv_polyfill.so.0]" || fail "libspirv_polyfill.so.$version: SONAME is not libspirv_polyfill.so.0"
+if readelf -SW "$x/usr/lib/$ma/libspirv_polyfill.a" 2>/dev/null | grep -E '\.debug_(info|line)' >/dev/null; then fail "libspirv_polyfill.a is not stripped of debug information"; fi
+readelf -dW "$x/usr/lib/$ma/libspirv_polyfill.so.$version" | grep -F "Library soname: [libspirv_polyfill.so.0]" >/dev/null || fail "libspirv_polyfill.so.$version: SONAME is not libspirv_polyfill.so.0"
 library_path="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["layer"]["library_path"])' "$x/usr/share/vulkan/explicit_layer.d/VkLayer_polyfill_extensions.json")"
 [[ $library_path == "/usr/lib/$ma/libVkLayer_polyfill_extensions.so" ]] || fail "manifest library_path is $library_path"
 for p in vkpolyfill libspirv-polyfill0 libspirv-polyfill-dev; do
