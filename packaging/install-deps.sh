@@ -70,7 +70,7 @@ pip_install() {
     fi
     # Debian's python is "externally managed" (PEP 668): retry with --break-system-packages.
     if ! out=$("$PY" -m pip install -q "$@" 2>&1); then
-        if printf '%s' "$out" | grep -qi "externally-managed"; then
+        if grep -qi "externally-managed" <<<"$out"; then
             "$PY" -m pip install -q --break-system-packages "$@"
         else
             printf '%s\n' "$out" >&2; exit 1
