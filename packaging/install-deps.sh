@@ -13,6 +13,7 @@
 #   - Rust (rustup) if cargo is missing
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 log() { printf '[install-deps] %s\n' "$*"; }
 
@@ -79,9 +80,7 @@ pip_install() {
 }
 
 # ---------------------------------------------------------------- SPIRV-Tools (cmeel)
-cmeel_bin() {
-    "$PY" -c "import cmeel, os; print(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(cmeel.__file__))), 'cmeel.prefix', 'bin'))" 2>/dev/null
-}
+cmeel_bin() { SPIRV_TOOLS_BIN= PY="$PY" sh "$here/spirv-tools-bin.sh"; }
 spirv_ok() {
     local dir ver
     dir=$(cmeel_bin) || return 1

