@@ -302,6 +302,7 @@ unsafe fn record(pd: &PhysDev, new: NewDevice, destroy_device: vk::PFN_vkDestroy
         deferred: Default::default(),
         components,
         subgroup_ballot_stages: crate::subgroup_stages::ballot_stages(pd.inst, pd.pd, pd.info),
+        rewrite_cache: crate::rewrite_cache::RewriteCache::new(pd.inst.settings.rewrite_cache_mb as usize * (1 << 20)),
     };
     DEVICES.insert(dispatch_key(device), Arc::new(data));
 }

@@ -216,6 +216,8 @@ pub struct DeviceData {
     pub deferred: crate::deferred_copies::Pending,
     /// The per-device state of the emulations (and services) active on this device.
     pub components: Components,
+    /// Rewrites already made on this device, by module (`rewrite_cache_mb`).
+    pub rewrite_cache: crate::rewrite_cache::RewriteCache,
 }
 
 /// Keys are dispatch-table pointers: FxHash is enough and much cheaper than SipHash on the

@@ -7,7 +7,7 @@
 //! - `instance`: vkCreateInstance/vkDestroyInstance, extension, feature and property queries
 //! - `device`, `device_features`: vkCreateDevice (a sequence of steps over the emulations'
 //!   plans) / vkDestroyDevice, features the lowering needs
-//! - `shader_hooks`, `module_rewrite`: every path SPIR-V takes to the driver
+//! - `shader_hooks`, `module_rewrite`, `rewrite_cache`: every path SPIR-V takes to the driver
 //! - `emulation`, `component`: the interface between the core and the emulations (plans,
 //!   per-device components, per-physical-device slots)
 //! - `ext::*`: one module per emulation, registered in `ext::ALL`
@@ -48,6 +48,7 @@ pub mod loader_interface;
 pub mod module_rewrite;
 pub mod pnext;
 pub mod quirks;
+pub mod rewrite_cache;
 pub mod settings;
 pub mod shader_hooks;
 pub mod struct_sizes;

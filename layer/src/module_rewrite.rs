@@ -1,8 +1,10 @@
 //! One SPIR-V module through the rewriter: the cheap capability scan decides; modules that need
 //! nothing go down untouched (the application's own pointer); the rest are rewritten, dumped
-//! (`dump_shaders_dir`) and logged; failures are logged with the reason and reported so the
+//! (`dump_shaders_dir`) and logged, and kept for the next time the same code comes
+//! (`crate::rewrite_cache`); failures are logged with the reason and reported so the
 //! hook returns an error instead of handing the driver a module it cannot compile.
 use crate::dispatch::DeviceData;
+use crate::log::Level;
 use crate::messages::{self, Object};
 use crate::{log_debug, log_error, log_info};
 use ash::vk;
@@ -23,7 +25,7 @@ pub enum Prepared {
     Failed,
 }
 
-pub use shader_rewrite::module_hash;
+pub use shader_rewrite::{module_hash, module_hash64};
 
 /// Writes `path` whole or not at all: into a file private to this thread, then renamed over
 /// `path` (atomic on POSIX), so a tool or another thread reading the dump directory while
@@ -109,6 +111,35 @@ fn without_unsupported_quirk(
     Some(o)
 }
 
+/// A module's name in dumps and logs (its hash, [`module_hash`]) and the object messages about
+/// it name (it has no handle yet).
+fn named(words: &[u32]) -> (String, Object) {
+    let h = module_hash64(words);
+    (format!("{h:016x}"), Object { ty: vk::ObjectType::SHADER_MODULE, handle: 0, module_hash: h })
+}
+
+/// Dumps (`dump_shaders_dir`) and logs a rewrite of `words` into `out`, made at `start` (or
+/// found in the rewrite cache).
+#[allow(clippy::too_many_arguments)]
+fn report(dev: &DeviceData, hook: &str, hash: &str, words: &[u32], out: &[u32], stats: &shader_rewrite::Stats, start: Instant, from_cache: bool) {
+    let us = start.elapsed().as_micros();
+    if let Some(dir) = dev.settings.dump_shaders_dir.as_deref() {
+        // A fresh rewrite's input was dumped before it started (also kept when it fails).
+        if from_cache {
+            dump(dir, hash, "before", words);
+        }
+        dump(dir, hash, "after", out);
+    }
+    log_info!(
+        SHADER_REWRITTEN,
+        "{hook}: device '{}': rewrote module {hash} ({} -> {} words) in {us} us{}: {stats}",
+        dev.name,
+        words.len(),
+        out.len(),
+        if from_cache { " (from the rewrite cache)" } else { "" },
+    );
+}
+
 /// Decides and (if needed) rewrites one module for `dev`. `hook` names the caller in logs.
 ///
 /// # Safety
@@ -130,31 +161,28 @@ pub unsafe fn prepare(dev: &DeviceData, hook: &str, code: *const c_void, size: u
         }
         Ok(_) => {}
     }
-    let hash = module_hash(&words);
-    // Messages about this module name it by its hash (it has no handle yet).
-    let module = Object { ty: vk::ObjectType::SHADER_MODULE, handle: 0, module_hash: u64::from_str_radix(&hash, 16).unwrap_or(0) };
+    // The device rewrote this code before: the same words again (crate::rewrite_cache), named
+    // (its FNV hash, about 1 us a KiB) only when a dump or a message will show the name.
+    let key = crate::rewrite_cache::key(&words);
+    let start = Instant::now();
+    if let Some((out, stats)) = dev.rewrite_cache.get(key, &words) {
+        if dev.settings.dump_shaders_dir.is_some() || messages::wanted(Level::Info) {
+            let (hash, module) = named(&words);
+            let _in_scope = messages::with_object(module);
+            report(dev, hook, &hash, &words, &out, &stats, start, true);
+        }
+        return Prepared::Rewritten(out);
+    }
+    let (hash, module) = named(&words);
     let _in_scope = messages::with_object(module);
-    let dump_dir = dev.settings.dump_shaders_dir.as_deref();
-    if let Some(dir) = dump_dir {
+    if let Some(dir) = dev.settings.dump_shaders_dir.as_deref() {
         dump(dir, &hash, "before", &words);
     }
     let adjusted = without_unsupported_quirk(dev, hook, &hash, &words, options);
-    let options = adjusted.as_ref().unwrap_or(options);
-    let start = Instant::now();
-    match shader_rewrite::rewrite(&words, options) {
+    match shader_rewrite::rewrite(&words, adjusted.as_ref().unwrap_or(options)) {
         Ok(out) => {
-            let us = start.elapsed().as_micros();
-            if let Some(dir) = dump_dir {
-                dump(dir, &hash, "after", &out.words);
-            }
-            log_info!(
-                SHADER_REWRITTEN,
-                "{hook}: device '{}': rewrote module {hash} ({} -> {} words) in {us} us: {}",
-                dev.name,
-                words.len(),
-                out.words.len(),
-                out.stats
-            );
+            dev.rewrite_cache.insert(key, &words, &out.words, &out.stats);
+            report(dev, hook, &hash, &words, &out.words, &out.stats, start, false);
             Prepared::Rewritten(out.words)
         }
         Err(e) => {

@@ -89,6 +89,11 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
 /// FNV-1a 64 over a module's bytes (little-endian words), as 16 hex digits: the name the layer
 /// gives a module in its logs and shader dumps (`<hash>.before.spv` / `<hash>.after.spv`).
 pub fn module_hash(words: &[u32]) -> String {
+    format!("{:016x}", module_hash64(words))
+}
+
+/// [`module_hash`] as a number.
+pub fn module_hash64(words: &[u32]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for w in words {
         for b in w.to_le_bytes() {
@@ -96,7 +101,7 @@ pub fn module_hash(words: &[u32]) -> String {
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
         }
     }
-    format!("{h:016x}")
+    h
 }
 
 /// Convenience: rewrite from a little-endian byte buffer (as a file holds it).

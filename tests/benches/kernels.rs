@@ -23,7 +23,9 @@
 //!
 //! Pipeline creation: `KERNELS_CREATE_ROUNDS` rounds (default 51) each create and destroy every
 //! kernel's shader module and compute pipeline (no pipeline cache), in an order that rotates
-//! every round; the medians of vkCreateShaderModule (with the layer's rewrite for A) and of
+//! every round; the medians of vkCreateShaderModule (with the layer's rewrite for A: from its
+//! rewrite cache from the second creation on, and with the cache off in a second context, "A
+//! cold") and of
 //! vkCreateComputePipelines (the driver compiling what it was handed), and A/B ratios of their
 //! sum (target ≤ 1.2, issue 24), in CPU time of the process (the driver's threads included; wall
 //! times of calls this short are stretched to whole scheduler slices on a loaded machine). Mesa's
@@ -117,34 +119,37 @@ OpStore %q %w"#
 // Pipeline creation
 
 /// `rounds` rounds of creating and destroying every kernel's module and pipeline (rotating
-/// order), then the medians and the A/B ratios of the pairs the dispatch table compares.
-fn create_table(rig: &Rig, names: &[&str], words: &[Vec<u32>], rounds: usize) {
-    for w in words {
-        rig.create_ms(w); // warm-up: code paths and allocations of the first creation
+/// order), then the medians and the A/B ratios of `pairs` (indices into `kernels`: name, rig,
+/// code).
+fn create_table(rigs: &[&Rig], kernels: &[(&str, usize, &[u32])], pairs: &[(usize, usize)], rounds: usize) {
+    let create = |j: usize| rigs[kernels[j].1].create_ms(kernels[j].2);
+    for j in 0..kernels.len() {
+        create(j); // warm-up: code paths and allocations of the first creation
     }
-    let mut times: Vec<Vec<(f64, f64)>> = vec![vec![]; words.len()];
-    for j in rotating(words.len(), rounds) {
-        times[j].push(rig.create_ms(&words[j]));
+    let mut times: Vec<Vec<(f64, f64)>> = vec![vec![]; kernels.len()];
+    for j in rotating(kernels.len(), rounds) {
+        times[j].push(create(j));
     }
     let total = |j: usize| times[j].iter().map(|(m, p)| m + p).collect::<Vec<f64>>();
     println!();
     println!("pipeline creation ({rounds} rounds, interleaved; ms of process CPU time; module = vkCreateShaderModule incl. the layer's rewrite, pipeline = vkCreateComputePipelines):");
-    println!("  {:<16} {:>9} {:>9} {:>9} {:>9}", "kernel", "module", "pipeline", "sum", "sum min");
-    for (j, name) in names.iter().enumerate() {
+    println!("  (A: the layer at default settings, so from the second creation on the rewrite comes from its rewrite cache; A cold: rewrite_cache_mb=0, every creation rewrites)");
+    println!("  {:<20} {:>9} {:>9} {:>9} {:>9}", "kernel", "module", "pipeline", "sum", "sum min");
+    for (j, (name, _, _)) in kernels.iter().enumerate() {
         let m: Vec<f64> = times[j].iter().map(|t| t.0).collect();
         let p: Vec<f64> = times[j].iter().map(|t| t.1).collect();
-        println!("  {:<16} {:>9.3} {:>9.3} {:>9.3} {:>9.3}", name, median(&m), median(&p), median(&total(j)), min(&total(j)));
+        println!("  {:<20} {:>9.3} {:>9.3} {:>9.3} {:>9.3}", name, median(&m), median(&p), median(&total(j)), min(&total(j)));
     }
-    println!("  {:<34} {:>7} {:>7} {:>9} {:>7}", "emulated A / hand-written B", "sum", "paired", "pipeline", "target");
-    for (a, b) in [(0usize, 3usize), (1, 4), (2, 4)] {
+    println!("  {:<38} {:>7} {:>7} {:>9} {:>7}", "emulated A / hand-written B", "sum", "paired", "pipeline", "target");
+    for &(a, b) in pairs {
         let (ta, tb) = (total(a), total(b));
         let paired: Vec<f64> = ta.iter().zip(&tb).map(|(x, y)| x / y).collect();
         let pa: Vec<f64> = times[a].iter().map(|t| t.1).collect();
         let pb: Vec<f64> = times[b].iter().map(|t| t.1).collect();
         let ratio = median(&ta) / median(&tb);
         println!(
-            "  {:<34} {:>7.3} {:>7.3} {:>9.3} {:>7}{}",
-            format!("{} / {}", names[a], names[b]),
+            "  {:<38} {:>7.3} {:>7.3} {:>9.3} {:>7}{}",
+            format!("{} / {}", kernels[a].0, kernels[b].0),
             ratio,
             median(&paired),
             median(&pa) / median(&pb),
@@ -224,7 +229,14 @@ fn main() {
 
     let create_rounds = env_num("KERNELS_CREATE_ROUNDS", 51usize);
     if create_rounds > 0 {
-        create_table(&rig, &sources.iter().map(|(n, _, _)| *n).collect::<Vec<_>>(), &words, create_rounds);
+        // The same layer with its rewrite cache off, in a second context: the A kernels'
+        // creation when the code is new to the device.
+        let cold = Context::new(&options.clone().setting("rewrite_cache_mb", "0")).unwrap_or_else(|e| fail(&format!("context with rewrite_cache_mb=0: {e}")));
+        let small = [HostBuffer::new(&cold, 16), HostBuffer::new(&cold, 16), HostBuffer::new(&cold, 16)];
+        let cold_rig = Rig::new(&cold, &small[0], [&small[1], &small[2]], groups);
+        let mut kernels: Vec<(&str, usize, &[u32])> = sources.iter().zip(&words).map(|((n, _, _), w)| (*n, 0, &w[..])).collect();
+        kernels.extend([("A none cold", 1, &words[0][..]), ("A per-element cold", 1, &words[1][..]), ("A per-component cold", 1, &words[2][..])]);
+        create_table(&[&rig, &cold_rig], &kernels, &[(0, 3), (1, 4), (2, 4), (5, 3), (6, 4), (7, 4)], create_rounds);
     }
 
     // Correctness: every A variant and its B counterpart write identical bytes (and the CPU's).

@@ -135,6 +135,7 @@ fn manifest_template_used_and_lists_settings() {
         "debug_inject_panic",
         "debug_oob_poison",
         "dump_shaders_dir",
+        "rewrite_cache_mb",
         "duplicate_message_limit",
         "force_enable",
         "log_file",

@@ -57,3 +57,31 @@ fn unrewritable_module_fails_cleanly() {
     assert!(out.stdout.contains("CREATE-ERROR"), "{}", out.stdout);
     assert!(text.contains("[polyfill] ERROR"), "no error logged (default log_level is error):\n{text}");
 }
+
+/// The same code three times on one device (rewrite_cache_mb, layer/src/rewrite_cache.rs): one
+/// rewrite, then two repeats from the cache, and each pipeline still computes what the CPU
+/// says; with the cache off (0), three rewrites. Another module in between does not disturb it.
+#[test]
+fn repeated_code_is_rewritten_once() {
+    const NAME: &str = "repeated_code_is_rewritten_once";
+    if child::is_child(NAME) {
+        let ctx = Context::new(&ContextOptions::raw_access_chains()).unwrap();
+        let (a, b) = (samples::structured(None), samples::float4_aligned16());
+        for s in [&a, &b, &a, &a] {
+            s.run_checked(&ctx).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        }
+        return;
+    }
+    let count = |text: &str, what: &str| text.lines().filter(|l| l.contains("rewrote module") && l.contains(what)).count();
+    let hash = shader_rewrite::module_hash(&samples::structured(None).assemble().unwrap());
+    for (cache, fresh, cached) in [(None, 1, 2), (Some("0"), 3, 0)] {
+        let env: Vec<(String, &str)> = [(env_var_name("log_level"), "info")].into_iter().chain(cache.map(|v| (env_var_name("rewrite_cache_mb"), v))).collect();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let (_, text) = child::spawn_logged(NAME, "rewrite-cache", &env);
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains(&format!("rewrote module {hash} "))).collect();
+        assert_eq!(lines.len(), 3, "rewrite_cache_mb={cache:?}: three creations of module {hash}:\n{text}");
+        assert_eq!(lines.iter().filter(|l| !l.contains("(from the rewrite cache)")).count(), fresh, "rewrite_cache_mb={cache:?}:\n{text}");
+        assert_eq!(lines.iter().filter(|l| l.contains("(from the rewrite cache)")).count(), cached, "rewrite_cache_mb={cache:?}:\n{text}");
+        assert_eq!(count(&text, "(from the rewrite cache)"), cached, "only module {hash} repeats:\n{text}");
+    }
+}

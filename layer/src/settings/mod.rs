@@ -22,6 +22,8 @@ pub const LAYER_NAME: &str = "VK_LAYER_POLYFILL_extensions";
 pub const ENV_PREFIX: &str = "VK_POLYFILL_EXTENSIONS_";
 pub const FILE_PREFIX: &str = "polyfill_extensions.";
 pub const SETTINGS_FILE_NAME: &str = "vk_layer_settings.txt";
+/// The largest `rewrite_cache_mb`.
+pub const REWRITE_CACHE_MAX_MB: u32 = 4096;
 
 pub mod spec;
 
@@ -100,6 +102,8 @@ pub struct Settings {
     pub log_file: Option<PathBuf>,
     /// Messages of one kind each debug messenger gets (0: unlimited).
     pub duplicate_message_limit: u32,
+    /// MiB of rewrites kept per device for modules that come again (0: none).
+    pub rewrite_cache_mb: u32,
     pub dump_shaders_dir: Option<PathBuf>,
     pub debug_oob_poison: Option<u8>,
     /// Name of a hook (e.g. `vkCreateShaderModule`) that panics on purpose.
@@ -125,6 +129,7 @@ impl Default for Settings {
             log_level: Level::Warn,
             log_file: None,
             duplicate_message_limit: 10,
+            rewrite_cache_mb: 64,
             dump_shaders_dir: None,
             debug_oob_poison: None,
             debug_inject_panic: None,
@@ -209,6 +214,10 @@ impl Settings {
                 Ok(n) => self.duplicate_message_limit = n,
                 Err(_) => return bad("a count, 0 for unlimited"),
             },
+            "rewrite_cache_mb" => match value.trim().parse::<u32>() {
+                Ok(n) if n <= REWRITE_CACHE_MAX_MB => self.rewrite_cache_mb = n,
+                _ => return bad("MiB from 0 (off) to 4096"),
+            },
             "dump_shaders_dir" => self.dump_shaders_dir = optional_path(value),
             "debug_oob_poison" => {
                 if value.trim().is_empty() {
@@ -244,6 +253,7 @@ impl Settings {
             "log_level" => format!("{:?}", self.log_level).to_ascii_lowercase(),
             "log_file" => path(&self.log_file),
             "duplicate_message_limit" => self.duplicate_message_limit.to_string(),
+            "rewrite_cache_mb" => self.rewrite_cache_mb.to_string(),
             "dump_shaders_dir" => path(&self.dump_shaders_dir),
             "debug_oob_poison" => self.debug_oob_poison.map_or(String::new(), |b| format!("{b:#04x}")),
             "debug_inject_panic" => self.debug_inject_panic.clone().unwrap_or_default(),
@@ -495,6 +505,8 @@ mod tests {
         assert_eq!(Settings::default().describe(), "all defaults");
         let mut t = Settings::default();
         t.set("raw_access_chains", "force", "x").unwrap();
+        assert!(t.set("rewrite_cache_mb", "4097", "x").is_err(), "above the maximum");
+        assert!(t.set("rewrite_cache_mb", "-1", "x").is_err());
         t.set("duplicate_message_limit", "3", "x").unwrap();
         assert_eq!(t.describe(), "raw_access_chains=force, duplicate_message_limit=3");
         assert!(t.set("duplicate_message_limit", "-1", "x").is_err());
@@ -577,6 +589,7 @@ mod tests {
             ("VK_POLYFILL_EXTENSIONS_DEBUG_INJECT_PANIC", "vkCreateShaderModule"),
             ("VK_POLYFILL_EXTENSIONS_DEBUG_TARGET", "core"),
             ("VK_POLYFILL_EXTENSIONS_BUFFER_DEVICE_ADDRESS", "force"),
+            ("VK_POLYFILL_EXTENSIONS_REWRITE_CACHE_MB", "0"),
             ("VK_POLYFILL_EXTENSIONS_ENABLE", "1"),
         ]);
         let (s, w) = Settings::from_sources(&[], None, e);
@@ -590,7 +603,8 @@ mod tests {
         assert_eq!(s.debug_inject_panic.as_deref(), Some("vkCreateShaderModule"));
         assert_eq!(s.debug_target, DebugTarget::Core);
         assert_eq!(s.buffer_device_address, Mode::Force);
-        assert_eq!(keys().count(), 18);
+        assert_eq!(s.rewrite_cache_mb, 0);
+        assert_eq!(keys().count(), 19);
     }
 
     /// The seven 8/16-bit storage feature modes: every source, precedence env > file > API,

@@ -132,6 +132,14 @@ pub static SPECS: &[Spec] = &[
         debug: false,
     },
     Spec {
+        key: "rewrite_cache_mb",
+        label: "Rewrite cache (MiB)",
+        description: "Rewrites kept per device, in MiB, for code that comes again (the same module created twice, or stages given inline to many pipelines): a repeat costs a lookup and a copy instead of a rewrite. Least recently used out first; 0: off.",
+        value: Value::Uint { min: 0, max: super::REWRITE_CACHE_MAX_MB },
+        default: "64",
+        debug: false,
+    },
+    Spec {
         key: "dump_shaders_dir",
         label: "Dump shaders to folder",
         description: "Write <hash>.before.spv and <hash>.after.spv for every rewritten module (hash = FNV-1a 64 of the input, 16 hex digits).",
