@@ -118,7 +118,7 @@ pub fn forget_ids(m: &mut Module, gone: &HashSet<u32>) {
 /// Ids a global refers to: its type and every operand word that may name a global. The literal
 /// operands of the common types and constants are skipped; other literals may alias ids, which
 /// only keeps more alive, never breaks order.
-fn refs(g: &Inst) -> impl Iterator<Item = u32> + '_ {
+pub(crate) fn refs(g: &Inst) -> impl Iterator<Item = u32> + '_ {
     let ids = match g.op {
         op::TYPE_INT | op::TYPE_FLOAT | op::CONSTANT | op::SPEC_CONSTANT => &g.ops[..0],
         op::TYPE_VECTOR | 24 /* OpTypeMatrix */ | op::TYPE_IMAGE => &g.ops[..1],

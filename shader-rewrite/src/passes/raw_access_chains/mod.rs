@@ -24,6 +24,7 @@ use crate::stats::Stats;
 use crate::target::Options;
 
 mod chains;
+mod cleanup;
 pub(crate) mod control_flow;
 mod physical;
 mod shadows;
@@ -45,9 +46,15 @@ const ROBUST_PER_ELEMENT: u32 = 0x2;
 
 pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
     let mut functions = std::mem::take(&mut m.functions);
+    let views = stats.alias_variables;
     let result = lower(m, &mut functions, options, stats);
     m.functions = functions;
-    result
+    result?;
+    // A buffer read only through new views is dead now (a reused word view keeps it alive).
+    if stats.alias_variables > views {
+        cleanup::sweep(m);
+    }
+    Ok(())
 }
 
 /// The pointers that reach a chain's Base, traced back to the variables (or null pointers)
