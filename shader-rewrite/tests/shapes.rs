@@ -416,3 +416,22 @@ OpStore %p %v Aligned|MakePointerAvailable|NonPrivatePointer 4 %dev", "")
     assert!(dis.contains("MakePointerVisible|NonPrivatePointer %"), "{dis}");
     assert!(dis.contains("MakePointerAvailable|NonPrivatePointer %"), "{dis}");
 }
+
+#[test]
+fn buffers_read_only_through_new_views_are_removed() {
+    // Aligned 16 vec4 chains on the uint[] blocks: every access goes through a uvec4 view, so
+    // the application's own block variables end up unused and go (cleanup.rs), in SPIR-V 1.3
+    // and in 1.5 (where they were listed in the interface).
+    let body = "%p = OpRawAccessChainNV %pv4f %buf %c16 %i %c0\n%v = OpLoad %v4f %p Aligned 16\n%q = OpRawAccessChainNV %pv4f %buf2 %c16 %i %c0\nOpStore %q %v Aligned 16";
+    for (text, env) in [
+        (module("", "", body, ""), "vulkan1.1"),
+        (module("", "", body, "").replace("%main \"main\" %gid", "%main \"main\" %gid %buf %buf2"), "vulkan1.2"),
+    ] {
+        let (words, s) = rewrite_valid(&text, env, &all());
+        assert_eq!(s.alias_variables, 2, "{env}");
+        let dis = common::disassemble(&words);
+        let buffers = dis.lines().filter(|l| l.contains("OpVariable") && l.contains("StorageBuffer")).count();
+        assert_eq!(buffers, 2, "{env}: only the two views are left:\n{dis}");
+        assert!(!dis.contains("%buf "), "{env}: the old block's name and decorations go with it:\n{dis}");
+    }
+}
