@@ -52,9 +52,12 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     Ok(())
 }
 
+/// A counted chain's base: root variable, descriptor-array indices, their types.
+type BaseOrigin = (u32, Vec<u32>, Vec<u32>);
+
 /// The views of a counted chain's base as [`SharedBase`] (from `bases`: root variable,
 /// descriptor-array indices and their types), for the backend's shared edge functions.
-fn shared_base(backend: &Backend, shadow: &Shadows, base: &Option<(u32, Vec<u32>, Vec<u32>)>, storage: u32) -> Result<Option<SharedBase>, RewriteError> {
+fn shared_base(backend: &Backend, shadow: &Shadows, base: &Option<BaseOrigin>, storage: u32) -> Result<Option<SharedBase>, RewriteError> {
     let Some((root, indices, tys)) = base else { return Ok(None) };
     Ok(Some(SharedBase { vars: shadow.all(*root, views_of(backend, storage, *root)?)?.to_vec(), indices: indices.clone(), index_tys: tys.clone() }))
 }
@@ -104,7 +107,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     // Where a counted chain's view pointers come from (root variable, descriptor-array indices
     // and their types): the backend rebuilds them in the function it shares the chain's
     // per-component edge paths through (Backend::emit_counted).
-    let bases: Vec<Option<(u32, Vec<u32>, Vec<u32>)>> = walk
+    let bases: Vec<Option<BaseOrigin>> = walk
         .chains
         .iter()
         .zip(&counted)
