@@ -644,24 +644,15 @@ impl Backend {
         let mut comp = shape.value;
         comp.n = 1;
         let ctx = Ctx { shape, views, view_ptrs: &view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds: Bounds::Counted };
-        let comp_oob = ctx.oob_value(b, self.oob_poison, comp.comp_ty, 1);
-        if shape.value.n >= 3 {
-            // A loop over the components: one component's code instead of n.
-            let vec_oob = ctx.oob_value(b, self.oob_poison, shape.value_ty, shape.value.n);
-            match ctx.edge_loop(&mut e, b, value, vec_oob) {
-                Some(v) => e.stmt(op::RETURN_VALUE, ops![v]),
-                None => e.stmt(op::RETURN, ops![]),
+        match value {
+            Some(v) => {
+                ctx.edge_store(&mut e, b, v);
+                e.stmt(op::RETURN, ops![]);
             }
-        } else {
-            match value {
-                Some(v) => {
-                    ctx.edge_store(&mut e, b, v);
-                    e.stmt(op::RETURN, ops![]);
-                }
-                None => {
-                    let v = ctx.edge_load(&mut e, b, shape.value_ty, comp.comp_ty, comp_oob)[0];
-                    e.stmt(op::RETURN_VALUE, ops![v]);
-                }
+            None => {
+                let comp_oob = ctx.oob_value(b, self.oob_poison, comp.comp_ty, 1);
+                let v = ctx.edge_load(&mut e, b, shape.value_ty, comp.comp_ty, comp_oob)[0];
+                e.stmt(op::RETURN_VALUE, ops![v]);
             }
         }
         self.functions.push(crate::module::Function {
@@ -903,60 +894,6 @@ impl Ctx<'_> {
             e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, v));
             self.atomics.set(self.atomics.get() + at.atomics.get());
         }
-    }
-
-    /// The edge path of a per-component vector (32/64-bit components) as a structured loop
-    /// over the components (SPIR-V spec 2.11: header with OpLoopMerge, continue target with the
-    /// back edge): component `k` at `addr + k·C` (wrapping) is checked and stored from `value`
-    /// (OpVectorExtractDynamic) or loaded into the result (OpVectorInsertDynamic on `vec_oob`,
-    /// returned). Ends in the loop's merge block.
-    fn edge_loop(&self, e: &mut Emitter, b: &mut Builder, value: Option<u32>, vec_oob: u32) -> Option<u32> {
-        const VECTOR_EXTRACT_DYNAMIC: u32 = 77;
-        const VECTOR_INSERT_DYNAMIC: u32 = 78;
-        let (u32t, bool_t) = (self.u32t, b.t_bool());
-        let c = self.comp.width / 8;
-        let (vec_ty, comp_ty) = (self.shape.value_ty, self.comp.comp_ty);
-        let (zero, one, n, c_bytes) = (b.c_u32(0), b.c_u32(1), b.c_u32(self.shape.value.n), b.c_u32(c));
-        let (header, body, cont, merge) = (b.id(), b.id(), b.id(), b.id());
-        let (k, k1, acc, acc1) = (b.id(), b.id(), b.id(), b.id());
-        let entry = e.label();
-        e.terminate(crate::module::Inst::new(op::BRANCH, 0, 0, ops![header]), header);
-        e.push(crate::module::Inst::new(op::PHI, u32t, k, ops![zero, entry, k1, cont]));
-        if value.is_none() {
-            e.push(crate::module::Inst::new(op::PHI, vec_ty, acc, ops![vec_oob, entry, acc1, cont]));
-        }
-        e.stmt(op::LOOP_MERGE, ops![merge, cont, 0]);
-        e.terminate(crate::module::Inst::new(op::BRANCH, 0, 0, ops![body]), body);
-        let off = e.op(b, op::I_MUL, u32t, ops![k, c_bytes]);
-        let at = Ctx { addr: e.op(b, op::I_ADD, u32t, ops![self.addr, off]), atomics: Default::default(), ..*self };
-        let ok = at.in_range(e, b, at.addr, Check::Comp);
-        match value {
-            Some(v) => {
-                let comp = e.op(b, VECTOR_EXTRACT_DYNAMIC, comp_ty, ops![v, k]);
-                e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, comp));
-            }
-            None => {
-                let got = e.if_or(
-                    b,
-                    ok,
-                    &[vec_ty],
-                    |e, b| {
-                        let v = at.load_merged(e, b, c, c)[0];
-                        smallvec::smallvec![e.op(b, VECTOR_INSERT_DYNAMIC, vec_ty, ops![acc, v, k])]
-                    },
-                    &[acc],
-                )[0];
-                // The merge's OpPhi takes the id the header's OpPhi names.
-                if !e.rename_last(got, acc1) {
-                    e.push(crate::module::Inst::new(op::COPY_OBJECT, vec_ty, acc1, ops![got]));
-                }
-            }
-        }
-        e.terminate(crate::module::Inst::new(op::BRANCH, 0, 0, ops![cont]), cont);
-        e.push(crate::module::Inst::new(op::I_ADD, u32t, k1, ops![k, one]));
-        let more = e.op(b, op::U_LESS_THAN, bool_t, ops![k1, n]);
-        e.terminate(crate::module::Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![more, header, merge]), merge);
-        value.is_none().then_some(acc1)
     }
 
     /// An OpAccessChain into view `k` at element `idx`, NonUniform when the access is.
