@@ -4,7 +4,12 @@
 //!
 //! Accesses are emitted inline at the call site (passing SSBO pointers to helper functions
 //! would need the VariablePointersStorageBuffer capability); bounds checks are selection
-//! constructs that split the caller's block.
+//! constructs that split the caller's block. One exception: the edge path of a per-component
+//! vector (each component checked on its own once the whole-vector check failed) is a function
+//! shared by the module's accesses of the same type through the same descriptor variable
+//! where there are two or more of them and their base is the variable or a descriptor-array
+//! element of it ([`Backend::count_edge`], [`Backend::emit_counted`]): it takes the array
+//! indices and the byte address, not pointers, and rebuilds the view chains itself.
 //!
 //! Rules honoured here:
 //! - Out-of-bounds accesses are branched around, never clamped, so an empty range is never
