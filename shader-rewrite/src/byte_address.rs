@@ -4,7 +4,12 @@
 //!
 //! Accesses are emitted inline at the call site (passing SSBO pointers to helper functions
 //! would need the VariablePointersStorageBuffer capability); bounds checks are selection
-//! constructs that split the caller's block.
+//! constructs that split the caller's block. One exception: the edge path of a per-component
+//! vector (each component checked on its own once the whole-vector check failed) is a function
+//! shared by the module's accesses of the same type through the same descriptor variable
+//! where there are two or more of them and their base is the variable or a descriptor-array
+//! element of it ([`Backend::count_edge`], [`Backend::emit_counted`]): it takes the array
+//! indices and the byte address, not pointers, and rebuilds the view chains itself.
 //!
 //! Rules honoured here:
 //! - Out-of-bounds accesses are branched around, never clamped, so an empty range is never
@@ -321,6 +326,52 @@ pub struct Backend {
     limits: Vec<(u32, u32, u32)>,
     /// Instructions computing those limits, for the caller to place after the lengths.
     entry_insts: Vec<crate::module::Inst>,
+    /// The shared edge functions made so far (see [`Backend::edge_function`]), and their bodies
+    /// for the caller to append to the module ([`Backend::take_functions`]).
+    edge_fns: Vec<(EdgeKey, u32)>,
+    functions: Vec<crate::module::Function>,
+    /// How many accesses of the module could share each edge function
+    /// ([`Backend::count_edge`]): one used once would only add a call to the inline code.
+    edge_uses: Vec<(EdgeKey, u32)>,
+}
+
+/// Where a counted access's view pointers come from when they can be rebuilt inside a function:
+/// per view (in `views.kinds` order) the descriptor variable, and the descriptor-array indices
+/// (empty for a single descriptor). A function cannot take the pointers themselves: without the
+/// VariablePointers capabilities an OpFunctionCall pointer argument must be a memory object
+/// declaration of a storage class other than StorageBuffer (SPIR-V spec 2.16.1, logical
+/// addressing; spirv-val), so it takes the indices and chains from the variables again.
+#[derive(Debug, Clone, Default)]
+pub struct SharedBase {
+    pub vars: Vec<u32>,
+    pub indices: Vec<u32>,
+    pub index_tys: Vec<u32>,
+}
+
+/// What makes two per-component edge paths different functions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct EdgeKey {
+    storage: u32,
+    vars: Vec<u32>,
+    index_tys: Vec<u32>,
+    value_ty: u32,
+    store: bool,
+    mem_ops: Vec<u32>,
+    nonuniform: bool,
+}
+
+impl EdgeKey {
+    fn new(shape: &AccessShape, base: &SharedBase) -> Self {
+        EdgeKey {
+            storage: shape.storage,
+            vars: base.vars.clone(),
+            index_tys: base.index_tys.clone(),
+            value_ty: shape.value_ty,
+            store: shape.store,
+            mem_ops: shape.mem_ops.clone(),
+            nonuniform: shape.nonuniform,
+        }
+    }
 }
 
 /// How an access's bounds checks learn the range.
@@ -380,7 +431,36 @@ impl Backend {
             entry_lens: vec![],
             limits: vec![],
             entry_insts: vec![],
+            edge_fns: vec![],
+            functions: vec![],
+            edge_uses: vec![],
         }
+    }
+
+    /// Counts an access [`Backend::emit_counted`] will get with `base`: the edge paths of
+    /// per-component vectors are shared through a function where at least two accesses have
+    /// the same one.
+    pub fn count_edge(&mut self, shape: &AccessShape, base: &SharedBase) {
+        if !self.shares_edge(shape) {
+            return;
+        }
+        let key = EdgeKey::new(shape, base);
+        match self.edge_uses.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => self.edge_uses.push((key, 1)),
+        }
+    }
+
+    /// Can `shape`'s edge path be a shared function: a per-component vector of 32/64-bit
+    /// components (8/16-bit ones merge raw bits per component) through views other than a
+    /// uniform buffer's fixed uvec4 array.
+    fn shares_edge(&self, shape: &AccessShape) -> bool {
+        shape.robustness == Robustness::PerComponent && shape.value.n > 1 && shape.comp_bytes() >= 4 && self.views.get(&shape.storage).is_some_and(|v| !v.vec4_words)
+    }
+
+    /// The functions the shared edge paths were emitted into, to append to the module.
+    pub fn take_functions(&mut self) -> Vec<crate::module::Function> {
+        std::mem::take(&mut self.functions)
     }
 
     /// Starts a function whose range lengths `lens` are defined at the top of its entry block.
@@ -488,7 +568,7 @@ impl Backend {
                 Bounds::Limits { elem: 0, whole, comp: self.limit(e, b, len, c, shape.align.min(c), granule) }
             }
         };
-        self.emit_with(e, b, shape, view_ptrs, addr, bounds, elem, value, result)
+        self.emit_with(e, b, shape, view_ptrs, addr, bounds, elem, value, result, None)
     }
 
     /// [`Backend::emit_as`] for an access whose `view_ptrs` point straight at descriptors (a
@@ -496,7 +576,9 @@ impl Backend {
     /// cannot take): each bounds check compares the offset in elements of the widest view that
     /// fits it with that view's OpArrayLength (taken where the access is, once per block), so
     /// no byte length is needed, a word-sized check is one compare of the index the access uses
-    /// anyway, and 16-bit checks are exact with a 16-bit view.
+    /// anyway, and 16-bit checks are exact with a 16-bit view. With `shared` (where the view
+    /// pointers come from), the edge path of a per-component vector of 32/64-bit components is
+    /// a call of a function shared by the module's accesses of that base and type.
     #[allow(clippy::too_many_arguments)]
     pub fn emit_counted(
         &mut self,
@@ -508,9 +590,84 @@ impl Backend {
         elem: Option<u32>,
         value: Option<u32>,
         result: Option<u32>,
+        shared: Option<&SharedBase>,
     ) -> u32 {
         let bounds = if shape.robustness == Robustness::None { Bounds::None } else { Bounds::Counted };
-        self.emit_with(e, b, shape, view_ptrs, addr, bounds, elem, value, result)
+        self.emit_with(e, b, shape, view_ptrs, addr, bounds, elem, value, result, shared)
+    }
+
+    /// The function holding the edge path of `shape`'s per-component access through `base`
+    /// (32/64-bit components, checks counted on the views): made on first use, then shared.
+    /// Parameters: the descriptor-array indices, the byte address, and for a store the value;
+    /// a load returns the value. Its body is what the inline edge path would be: each component
+    /// checked and accessed on its own.
+    fn edge_function(&mut self, b: &mut Builder, shape: &AccessShape, base: &SharedBase, key: EdgeKey) -> u32 {
+        if let Some(&(_, f)) = self.edge_fns.iter().find(|(k, _)| *k == key) {
+            return f;
+        }
+        let views = &self.views[&shape.storage];
+        let u32t = b.t_u32();
+        let c = shape.comp_bytes();
+        let mut params: Vec<crate::module::Inst> = vec![];
+        let mut param = |b: &mut Builder, ty: u32| {
+            let id = b.id();
+            params.push(crate::module::Inst::new(op::FUNCTION_PARAMETER, ty, id, ops![]));
+            id
+        };
+        let indices: Vals = base.index_tys.iter().map(|&t| param(b, t)).collect();
+        let addr = param(b, u32t);
+        let value = shape.store.then(|| param(b, shape.value_ty));
+        let ret = if shape.store { b.t_void() } else { shape.value_ty };
+        let param_tys: Vec<u32> = params.iter().map(|p| p.ty).collect();
+        let fn_ty = b.t_fn(ret, &param_tys);
+        let (f, label) = (b.id(), b.id());
+        let mut e = Emitter::new(label);
+        // Pointers to the views the components' pieces and checks use (c bytes at multiples of c).
+        let mut used = 1u8 << views.slot(granule(c, c, |k| views.kinds.contains(&k)).unwrap_or(AliasKind::U32));
+        for (_, u) in plan(0, c, c, &views.kinds) {
+            if let Unit::Alias(k) = u {
+                used |= 1 << views.slot(k);
+            }
+        }
+        let view_ptrs: Vals = (0..views.kinds.len())
+            .map(|i| {
+                if used & (1 << i) == 0 {
+                    0
+                } else if indices.is_empty() {
+                    base.vars[i]
+                } else {
+                    let mut ops: crate::module::Ops = ops![base.vars[i]];
+                    ops.extend_from_slice(&indices);
+                    let p = e.op(b, op::ACCESS_CHAIN, views.struct_ptr[i], ops);
+                    if shape.nonuniform {
+                        b.decorate(p, deco::NON_UNIFORM, &[]);
+                    }
+                    p
+                }
+            })
+            .collect();
+        let mut comp = shape.value;
+        comp.n = 1;
+        let ctx = Ctx { shape, views, view_ptrs: &view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds: Bounds::Counted };
+        match value {
+            Some(v) => {
+                ctx.edge_store(&mut e, b, v);
+                e.stmt(op::RETURN, ops![]);
+            }
+            None => {
+                let comp_oob = ctx.oob_value(b, self.oob_poison, comp.comp_ty, 1);
+                let v = ctx.edge_load(&mut e, b, shape.value_ty, comp.comp_ty, comp_oob)[0];
+                e.stmt(op::RETURN_VALUE, ops![v]);
+            }
+        }
+        self.functions.push(crate::module::Function {
+            def: crate::module::Inst::new(op::FUNCTION, ret, f, ops![0, fn_ty]),
+            params,
+            blocks: e.finish(),
+            end: vec![crate::module::Inst::new(op::FUNCTION_END, 0, 0, ops![])],
+        });
+        self.edge_fns.push((key, f));
+        f
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -525,10 +682,21 @@ impl Backend {
         elem: Option<u32>,
         value: Option<u32>,
         result: Option<u32>,
+        shared: Option<&SharedBase>,
     ) -> u32 {
         let c = shape.comp_bytes();
         let n = shape.value.n;
         let size = shape.size();
+        // The edge path of a per-component vector: a call of the function shared by every such
+        // access of this base and type, where the views can be rebuilt there.
+        let edge_fn = match (shared, bounds) {
+            (Some(s), Bounds::Counted) if self.shares_edge(shape) => {
+                let key = EdgeKey::new(shape, s);
+                let uses = self.edge_uses.iter().find(|(k, _)| *k == key).map_or(0, |(_, n)| *n);
+                (uses >= 2).then(|| self.edge_function(b, shape, s, key))
+            }
+            _ => None,
+        };
         let views = &self.views[&shape.storage];
         let u32t = b.t_u32();
         let mut comp = shape.value;
@@ -564,13 +732,15 @@ impl Backend {
                             Vals::new()
                         },
                         |e, b| {
-                            let comp_ty = if small { ctx.wide_ty(b, 1) } else { ctx.comp.comp_ty };
-                            for k in 0..n {
-                                let v = e.pure(b, op::COMPOSITE_EXTRACT, comp_ty, &[value, k]);
-                                let at = ctx.at(e, b, k * c);
-                                let ok = at.in_range(e, b, at.addr, Check::Comp);
-                                e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, v));
-                                ctx.atomics.set(ctx.atomics.get() + at.atomics.get());
+                            match edge_fn {
+                                Some(f) => {
+                                    let mut ops: crate::module::Ops = ops![f];
+                                    ops.extend_from_slice(&shared.expect("an edge function has its base").indices);
+                                    ops.extend([addr, value]);
+                                    let void = b.t_void();
+                                    e.op(b, op::FUNCTION_CALL, void, ops);
+                                }
+                                None => ctx.edge_store(e, b, value),
                             }
                             Vals::new()
                         },
@@ -592,9 +762,7 @@ impl Backend {
                 let comp_ty = ctx.comp.comp_ty;
                 (smallvec::smallvec![merge_ty], smallvec::smallvec![ctx.oob_value(b, poison, merge_ty, n)], comp_ty, ctx.oob_value(b, poison, comp_ty, 1))
             };
-            let load = |ctx: &Ctx, e: &mut Emitter, b: &mut Builder, size: u32, align: u32| -> Vals {
-                if small { ctx.load_raw(e, b, size, align) } else { smallvec::smallvec![ctx.load_value(e, b, size, align)] }
-            };
+            let load = |ctx: &Ctx, e: &mut Emitter, b: &mut Builder, size: u32, align: u32| ctx.load_merged(e, b, size, align);
             let merged = match shape.robustness {
                 Robustness::None => load(&ctx, e, b, size, shape.align),
                 Robustness::PerElement { .. } => {
@@ -614,15 +782,14 @@ impl Backend {
                         ok,
                         &tys,
                         |e, b| load(&ctx, e, b, size, shape.align),
-                        |e, b| {
-                            let comps: Vals = (0..n)
-                                .map(|k| {
-                                    let at = ctx.at(e, b, k * c);
-                                    let ok = at.in_range(e, b, at.addr, Check::Comp);
-                                    e.if_or(b, ok, &[comp_ty], |e, b| load(&at, e, b, c, c), &[comp_oob])[0]
-                                })
-                                .collect();
-                            if small { comps } else { smallvec::smallvec![e.op(b, op::COMPOSITE_CONSTRUCT, merge_ty, &comps[..])] }
+                        |e, b| match edge_fn {
+                            Some(f) => {
+                                let mut ops: crate::module::Ops = ops![f];
+                                ops.extend_from_slice(&shared.expect("an edge function has its base").indices);
+                                ops.push(addr);
+                                smallvec::smallvec![e.op(b, op::FUNCTION_CALL, merge_ty, ops)]
+                            }
+                            None => ctx.edge_load(e, b, merge_ty, comp_ty, comp_oob),
                         },
                     )
                 }
@@ -697,6 +864,41 @@ impl Ctx<'_> {
     /// The same access `off` bytes further (a component of a vector checked on its own).
     fn at(&self, e: &mut Emitter, b: &mut Builder, off: u32) -> Self {
         Ctx { addr: self.offset(e, b, off), atomics: Default::default(), ..*self }
+    }
+
+    /// Loads `size` bytes (aligned to `align`) as what checked loads merge: raw bits per
+    /// component for 8/16-bit components ([`Ctx::load_raw`]), else the value.
+    fn load_merged(&self, e: &mut Emitter, b: &mut Builder, size: u32, align: u32) -> Vals {
+        if self.comp.width < 32 { self.load_raw(e, b, size, align) } else { smallvec::smallvec![self.load_value(e, b, size, align)] }
+    }
+
+    /// The edge path of a per-component vector load: each component checked and loaded on its
+    /// own (`comp_oob` where out of range). Returns what the checked load merges: raw bits per
+    /// component (8/16-bit), else the value as `merge_ty`.
+    fn edge_load(&self, e: &mut Emitter, b: &mut Builder, merge_ty: u32, comp_ty: u32, comp_oob: u32) -> Vals {
+        let c = self.comp.width / 8;
+        let comps: Vals = (0..self.shape.value.n)
+            .map(|k| {
+                let at = self.at(e, b, k * c);
+                let ok = at.in_range(e, b, at.addr, Check::Comp);
+                e.if_or(b, ok, &[comp_ty], |e, b| at.load_merged(e, b, c, c), &[comp_oob])[0]
+            })
+            .collect();
+        if c < 4 { comps } else { smallvec::smallvec![e.op(b, op::COMPOSITE_CONSTRUCT, merge_ty, &comps[..])] }
+    }
+
+    /// The edge path of a per-component vector store of `value` (the merge type): each
+    /// component checked and stored on its own.
+    fn edge_store(&self, e: &mut Emitter, b: &mut Builder, value: u32) {
+        let c = self.comp.width / 8;
+        let comp_ty = if c < 4 { self.wide_ty(b, 1) } else { self.comp.comp_ty };
+        for k in 0..self.shape.value.n {
+            let v = e.pure(b, op::COMPOSITE_EXTRACT, comp_ty, &[value, k]);
+            let at = self.at(e, b, k * c);
+            let ok = at.in_range(e, b, at.addr, Check::Comp);
+            e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, v));
+            self.atomics.set(self.atomics.get() + at.atomics.get());
+        }
     }
 
     /// An OpAccessChain into view `k` at element `idx`, NonUniform when the access is.

@@ -205,6 +205,25 @@ fn conformance_matrix_core_target() {
     );
 }
 
+/// Per-component vectors straddling the end of their range ([`cases::straddling`]): every type,
+/// 2–4 components, loads and stores, with the device and the core rewrite targets.
+#[test]
+fn per_component_vectors_straddling_the_end() {
+    let cs = cases::straddling();
+    for target in [run::RewriteTarget::Device, run::RewriteTarget::Core] {
+        let summary = run::run_cases_for(&cs, threads(), target)
+            .unwrap_or_else(|e| panic!("cannot create the Vulkan context: {e}"));
+        println!(
+            "straddling per-component vectors ({target:?}): {} cases run, {} passed, {:.1} s",
+            summary.run, summary.passed, summary.seconds
+        );
+        for f in &summary.failures {
+            println!("{f}\n");
+        }
+        assert_eq!(summary.passed, summary.run, "{} of {} straddling cases failed ({target:?}, descriptions above)", summary.run - summary.passed, summary.run);
+    }
+}
+
 /// Driver probe (no layer): `OpArrayLength` of a `NonUniform`-indexed runtime descriptor array
 /// element. The layer's bounds checks rely on it giving each invocation its own descriptor's
 /// length. Prints what the driver returns (informational: it never fails). Mesa 25.0 lavapipe

@@ -231,6 +231,45 @@ pub fn slice() -> Vec<Case> {
     out
 }
 
+/// Per-component vectors at the end of their range: for every type, 2–4 components, load and
+/// store, a case (plain base, whose two accesses share the rewriter's out-of-line edge path; see
+/// `gen`) whose invocations include at least `STRADDLING` accesses with some components in
+/// bounds and some out, so the per-component edge path decides bytes the run compares (the
+/// default slice gets them only by chance).
+pub fn straddling() -> Vec<Case> {
+    const STRADDLING: usize = 3;
+    let mut rng = Rng::new(0x057A_DD1E_5EED);
+    let mut out = Vec::new();
+    for &op in &Op::ALL {
+        for &ty in &CompType::ALL {
+            for comps in 2..=4u32 {
+                let found = (0..2000).find_map(|k| {
+                    let mut c = Case { op, robustness: Robustness::PerComponent, addressing: Addressing::Plain, ty, ..base_case() };
+                    randomize_secondary(&mut c, &mut rng);
+                    c.comps = comps;
+                    repair(&mut c);
+                    if !c.is_valid() {
+                        return None;
+                    }
+                    c.seed = seed_of(&c, k);
+                    let p = super::gen::plan(&c);
+                    let partial = p
+                        .accesses
+                        .iter()
+                        .filter(|a| {
+                            let comps = a.access.component_addresses(p.checked_len(a.buffer));
+                            comps.iter().any(Option::is_some) && comps.iter().any(Option::is_none)
+                        })
+                        .count();
+                    (partial >= STRADDLING).then_some(c)
+                });
+                out.push(found.unwrap_or_else(|| panic!("no straddling {op:?} {ty:?}x{comps} case found")));
+            }
+        }
+    }
+    out
+}
+
 /// Pairs (of values of two dimensions) that no valid case can have.
 pub fn impossible_pairs() -> Vec<String> {
     let mut rng = Rng::new(7);

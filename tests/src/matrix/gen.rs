@@ -1108,6 +1108,14 @@ fn shader(case: &Case, g: &Geom, const_params: (u32, u32)) -> String {
                 }
             }
         }
+        (Base::Var(v), Addressing::Plain) if case.robustness == Robustness::PerComponent => {
+            // Twice (the same load / the same store again, the second load's value used): two
+            // accesses of one shape through one descriptor share the rewriter's out-of-line
+            // per-component edge path (shader_rewrite byte_address, Backend::count_edge), which
+            // the cases then run; a single access keeps it inline (the other addressings).
+            emit_access(&mut m, &mut b, v, &idx, &off, value.as_deref(), false);
+            emit_access(&mut m, &mut b, v, &idx, &off, value.as_deref(), false)
+        }
         (Base::Var(v), _) => emit_access(&mut m, &mut b, v, &idx, &off, value.as_deref(), false),
         (Base::Two(a, _), Addressing::SelectPtr) => {
             b.push(format!("%copy = OpCopyObject {p_tblock} {a}"));

@@ -16,7 +16,7 @@
 //! an access, a shadowed definition or a call that passes shadows are rebuilt, the others stay
 //! as they are.
 use crate::builder::{cap, deco, model, sc, Builder, Emitter};
-use crate::byte_address::{AccessShape, AliasKind, AliasViews, Backend, Robustness};
+use crate::byte_address::{AccessShape, AliasKind, AliasViews, Backend, Robustness, SharedBase};
 use crate::error::RewriteError;
 use crate::ops;
 use crate::module::{op, Function, Inst, Module};
@@ -49,12 +49,23 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     let views = stats.alias_variables;
     let result = lower(m, &mut functions, options, stats);
     m.functions = functions;
-    result?;
+    // The backend's shared edge functions, after the module's own.
+    m.functions.extend(result?);
     // A buffer read only through new views is dead now (a reused word view keeps it alive).
     if stats.alias_variables > views {
         cleanup::sweep(m);
     }
     Ok(())
+}
+
+/// A counted chain's base: root variable, descriptor-array indices, their types.
+type BaseOrigin = (u32, Vec<u32>, Vec<u32>);
+
+/// The views of a counted chain's base as [`SharedBase`] (from `bases`: root variable,
+/// descriptor-array indices and their types), for the backend's shared edge functions.
+fn shared_base(backend: &Backend, shadow: &Shadows, base: &Option<BaseOrigin>, storage: u32) -> Result<Option<SharedBase>, RewriteError> {
+    let Some((root, indices, tys)) = base else { return Ok(None) };
+    Ok(Some(SharedBase { vars: shadow.all(*root, views_of(backend, storage, *root)?)?.to_vec(), indices: indices.clone(), index_tys: tys.clone() }))
 }
 
 /// The pointers that reach a chain's Base, traced back to the variables (or null pointers)
@@ -74,7 +85,7 @@ impl Trace {
     }
 }
 
-fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
+fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &mut Stats) -> Result<Vec<Function>, RewriteError> {
     let vulkan_mm = m.memory_model.first().map(|i| i.ops.get(1) == Some(&model::MEMORY_MODEL_VULKAN)).unwrap_or(false);
     let mut b = Builder::new(m);
 
@@ -99,6 +110,27 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
             })
     };
     let counted: Vec<bool> = walk.chains.iter().map(|c| !c.physical() && direct(&b, c.base)).collect();
+    // Where a counted chain's view pointers come from (root variable, descriptor-array indices
+    // and their types): the backend rebuilds them in the function it shares the chain's
+    // per-component edge paths through (Backend::emit_counted).
+    let bases: Vec<Option<BaseOrigin>> = walk
+        .chains
+        .iter()
+        .zip(&counted)
+        .map(|(c, &is)| {
+            if !is {
+                return None;
+            }
+            let (root, indices) = if b.global(c.base).is_some() {
+                (c.base, vec![])
+            } else {
+                let inst = walk.def(c.base)?.inst(functions);
+                (*inst.ops.first()?, inst.ops[1..].to_vec())
+            };
+            let tys: Vec<u32> = indices.iter().map(|&i| walk.type_of(&b, i)).collect();
+            (b.global(root).is_some_and(|g| g.op == op::VARIABLE) && !tys.contains(&0)).then_some((root, indices, tys))
+        })
+        .collect();
 
     // 3. Alias views per storage class, from what every access needs. A storage class whose
     //    roots all are the same `struct { uint data[]; }` block uses them as its word view.
@@ -321,6 +353,13 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         quirk && ops.len() == 2 && (b.has_decoration(id, deco::NON_UNIFORM) || b.has_decoration(ops[1], deco::NON_UNIFORM))
     };
 
+    // Edge paths the counted accesses could share (see Backend::count_edge).
+    for a in &walk.accesses {
+        if let Some(base) = shared_base(&backend, &shadow, &bases[a.chain as usize], walk.shapes[a.shape as usize].storage)? {
+            backend.count_edge(&walk.shapes[a.shape as usize], &base);
+        }
+    }
+
     // 8. Rewrite bodies. Bounds checks split blocks: the first part keeps the label, the last
     //    part (with the original terminator) gets a new one, and OpPhi parents are renamed.
     let u32t = b.t_u32();
@@ -420,11 +459,12 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                     }
                     let view_ptrs = shadow.all(chain.base, views_of(&backend, shape.storage, chain.base)?)?;
                     if counted[c] {
+                        let shared = shared_base(&backend, &shadow, &bases[c], shape.storage)?;
                         if inst.op == op::STORE {
-                            backend.emit_counted(&mut e, &mut b, shape, &view_ptrs, addr, Some(elem), Some(inst.ops[1]), None);
+                            backend.emit_counted(&mut e, &mut b, shape, &view_ptrs, addr, Some(elem), Some(inst.ops[1]), None, shared.as_ref());
                             stats.stores += 1;
                         } else {
-                            backend.emit_counted(&mut e, &mut b, shape, &view_ptrs, addr, Some(elem), None, Some(inst.id));
+                            backend.emit_counted(&mut e, &mut b, shape, &view_ptrs, addr, Some(elem), None, Some(inst.id), shared.as_ref());
                             stats.loads += 1;
                         }
                         continue;
@@ -570,7 +610,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         forget_ids(b.m, &gone.into_iter().collect());
     }
     stats.atomic_subword_stores += backend.atomic_subword_stores;
-    Ok(())
+    Ok(backend.take_functions())
 }
 
 /// The byte length of the range behind shadowed pointer `id`: a root's, taken at the top of
