@@ -29,7 +29,10 @@
 //!    record and the offset; composites call one helper per scalar/vector leaf; a helper
 //!    called once is inlined (`inline`), constant offsets folded (`fold`). Accesses never
 //!    branch: no block is split.
-//! 6. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
+//! 6. `tidy`: copies of same-typed values, members of just-constructed values and pure
+//!    instructions an equal dominating one computed already (a record's members, a re-loaded
+//!    push constant) go, and pure instructions nothing uses.
+//! 7. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
 //!    go (Logical); the capabilities the table needs come in (descriptor indexing, Int64 for u64
 //!    addresses, 8/16-bit storage for the byte views the target has and the accesses need).
 //!
@@ -75,6 +78,7 @@ mod inline;
 mod memory;
 mod roots;
 mod table;
+mod tidy;
 mod types;
 mod values;
 
@@ -95,8 +99,9 @@ pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats)
     let mut functions = std::mem::take(&mut m.functions);
     let lowered = lower(m, &mut functions, cfg, options, addr, &retyped, &layouts, stats);
     m.functions = functions;
-    let (table, addr_values, elided) = lowered?;
+    let (table, addr_values, mut elided) = lowered?;
     types::retype_functions(m, &retyped.ptrs, addr_ty);
+    elided.extend(tidy::tidy(m));
     cleanup::finish(m, table, &addr_values, &elided, addr);
     Ok(())
 }
