@@ -225,7 +225,13 @@ impl<'l> Helpers<'l> {
         if !word {
             at.typed = Some(self.table.typed_view(e, b, uty, d.slot, &mut at.used));
         }
-        let ok = fits(e, b, at.offset, len, sv.width / 8);
+        // One element of the u32 view or of the typed view: the one-comparison check holds
+        // whatever the offset's alignment (memory::whole_unit_check).
+        let size = sv.width / 8;
+        let ok = match super::memory::whole_unit_check(&self.backend, e, b, at.offset, len, size, size) {
+            Some(ok) => ok,
+            None => fits(e, b, at.offset, len, size),
+        };
         let view_ptrs = if word { at.view_ptrs(e, b, &[AliasKind::U32]).to_vec() } else { vec![] };
         self.table.used(function, &at);
         let backend = &self.backend;
