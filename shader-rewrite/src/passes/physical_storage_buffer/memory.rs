@@ -9,7 +9,6 @@ use crate::passes::layout::contains_width;
 use crate::passes::leaves::{Cursor, Leaf};
 use crate::passes::util::{split_memory_operands, without_aligned};
 use crate::target::Target;
-use helpers::{Helpers, Kind};
 use table::Located;
 
 /// What every leaf of one access shares: the buffer, the memory operands for the emitted
@@ -187,22 +186,15 @@ impl Cx<'_, '_> {
         let ty = a.cur.ty;
         let result = if result == 0 { self.b.id() } else { result };
         if !contains_width(self.b, ty, &[8, 16]) {
-            let rt = Helpers::boundary_ty(self.b, ty);
-            let f = self.h.get(self.b, Kind::Access { store: false, ty, align: a.cur.align, mem: a.mem }, inst)?;
-            e.push(Inst::new(op::FUNCTION_CALL, rt, result, ops![f, a.rec, a.delta]));
-            return Ok(result);
+            return self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, None, Some(result), inst);
         }
         let (h, rec) = (&mut self.h, a.rec);
         let mut err = None;
-        let v = self.splitter.load(e, self.b, &a.cur, inst, &mut |e, b, leaf| {
-            let kind = Kind::Access { store: false, ty: leaf.ty, align: leaf.align, mem: a.mem.clone() };
-            let rt = Helpers::boundary_ty(b, leaf.ty);
-            match h.get(b, kind, inst) {
-                Ok(f) => e.op(b, op::FUNCTION_CALL, rt, ops![f, rec, leaf.off]),
-                Err(x) => {
-                    err.get_or_insert(x);
-                    0
-                }
+        let v = self.splitter.load(e, self.b, &a.cur, inst, &mut |e, b, leaf| match h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, None, None, inst) {
+            Ok(r) => r,
+            Err(x) => {
+                err.get_or_insert(x);
+                0
             }
         })?;
         if let Some(x) = err {
@@ -216,23 +208,15 @@ impl Cx<'_, '_> {
         let a = self.access(e, ptr, mem)?;
         self.stats.physical_stores += 1;
         let ty = a.cur.ty;
-        let void = self.b.t_void();
         if !contains_width(self.b, ty, &[8, 16]) {
-            let f = self.h.get(self.b, Kind::Access { store: true, ty, align: a.cur.align, mem: a.mem }, inst)?;
-            e.op(self.b, op::FUNCTION_CALL, void, ops![f, a.rec, a.delta, value]);
+            self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, Some(value), None, inst)?;
             return Ok(());
         }
         let (h, rec) = (&mut self.h, a.rec);
         let mut err = None;
         self.splitter.store(e, self.b, &a.cur, value, inst, &mut |e, b, leaf, v| {
-            let kind = Kind::Access { store: true, ty: leaf.ty, align: leaf.align, mem: a.mem.clone() };
-            match h.get(b, kind, inst) {
-                Ok(f) => {
-                    e.op(b, op::FUNCTION_CALL, void, ops![f, rec, leaf.off, v]);
-                }
-                Err(x) => {
-                    err.get_or_insert(x);
-                }
+            if let Err(x) = h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, Some(v), None, inst) {
+                err.get_or_insert(x);
             }
         })?;
         err.map_or(Ok(()), Err)
