@@ -69,7 +69,7 @@ use super::util::call_tree;
 mod address;
 mod atomics;
 mod blocks;
-mod cfg;
+pub(crate) mod cfg;
 mod chains;
 mod cleanup;
 mod fold;
@@ -78,7 +78,6 @@ mod inline;
 mod memory;
 mod roots;
 mod table;
-mod tidy;
 mod types;
 mod values;
 
@@ -101,7 +100,7 @@ pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats)
     m.functions = functions;
     let (table, addr_values, mut elided) = lowered?;
     types::retype_functions(m, &retyped.ptrs, addr_ty);
-    elided.extend(tidy::tidy(m));
+    elided.extend(super::tidy::tidy(m));
     cleanup::finish(m, table, &addr_values, &elided, addr);
     Ok(())
 }

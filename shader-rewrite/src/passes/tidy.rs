@@ -1,19 +1,22 @@
-//! After the lowering, the words it made for nothing go: copies of a value of the same type
+//! After a lowering (buffer device addresses, bindless handles), the words it made for nothing
+//! go: copies of a value of the same type
 //! (re-used loads, inlined helpers' results, pointer-to-address copies), members taken out of
 //! a value just constructed, pure instructions computed again where an equal one dominates
 //! (a record's members extracted in every block, a push-constant pointer re-loaded where its
 //! class is located), and pure instructions nothing uses.
 //!
 //! Only pure instructions move or go (their result depends on their operands alone: SPIR-V
-//! arithmetic, composites, access chains, and loads of push constants, which are read-only for
-//! the whole dispatch, Vulkan "Push Constants"); an instruction with a decoration other than
+//! arithmetic, composites, access chains, GLSL.std.450 integer min/max/clamp, and loads without
+//! memory operands of push constants and of UniformConstant descriptors, read-only for the
+//! whole dispatch, Vulkan "Push Constants", "Descriptor Sets"; never OpSampledImage, whose
+//! result must stay in its consumer's block); an instruction with a decoration other than
 //! NonUniform is left as it is, and NonUniform ones are only merged with NonUniform ones.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::builder::{deco, sc};
 use crate::module::{leading_id_operands, op, Function, Inst, Module, Ops};
 
-use super::cfg::Cfg;
+use super::physical_storage_buffer::cfg::Cfg;
 
 /// Pure opcodes this pass may merge and remove.
 fn pure(opcode: u32) -> bool {
@@ -43,6 +46,9 @@ fn pure(opcode: u32) -> bool {
     )
 }
 
+/// GLSL.std.450 UMin, SMin, UMax, SMax, UClamp, SClamp.
+const GLSL_INTEGER_MIN_MAX: [u32; 6] = [38, 39, 41, 42, 44, 45];
+
 /// How an id is decorated: none, NonUniform only, or otherwise (never merged).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Decorated {
@@ -70,16 +76,17 @@ pub(super) fn tidy(m: &mut Module) -> HashSet<u32> {
         }
     }
     let mut types: HashMap<u32, u32> = m.globals.iter().filter(|g| g.id != 0).map(|g| (g.id, g.ty)).collect();
-    // Vector types → component count; pointer types to push-constant memory.
+    // Vector types → component count; pointer types to read-only memory.
     let vectors: HashMap<u32, u32> = m.globals.iter().filter(|g| g.op == op::TYPE_VECTOR).map(|g| (g.id, g.ops[1])).collect();
-    let push_ptrs: HashSet<u32> = m.globals.iter().filter(|g| g.op == op::TYPE_POINTER && g.ops[0] == sc::PUSH_CONSTANT).map(|g| g.id).collect();
+    let read_only: HashSet<u32> =
+        m.globals.iter().filter(|g| g.op == op::TYPE_POINTER && matches!(g.ops[0], sc::PUSH_CONSTANT | sc::UNIFORM_CONSTANT)).map(|g| g.id).collect();
     let glsl_std450: HashSet<u32> = m.ext_inst_imports.iter().filter(|i| crate::module::decode_string(&i.ops) == "GLSL.std.450").map(|i| i.id).collect();
     let mut gone = HashSet::default();
     for f in m.functions.iter_mut() {
         for i in f.params.iter().chain(f.blocks.iter().flat_map(|b| b.insts.iter())).filter(|i| i.id != 0) {
             types.insert(i.id, i.ty);
         }
-        let cx = Cx { decorated: &decorated, types: &types, vectors: &vectors, push_ptrs: &push_ptrs, glsl_std450: &glsl_std450 };
+        let cx = Cx { decorated: &decorated, types: &types, vectors: &vectors, read_only: &read_only, glsl_std450: &glsl_std450 };
         cx.function(f, &mut gone);
     }
     gone
@@ -89,7 +96,7 @@ struct Cx<'a> {
     decorated: &'a HashMap<u32, Decorated>,
     types: &'a HashMap<u32, u32>,
     vectors: &'a HashMap<u32, u32>,
-    push_ptrs: &'a HashSet<u32>,
+    read_only: &'a HashSet<u32>,
     /// OpExtInstImport ids of GLSL.std.450 (every operand after the instruction number an id).
     glsl_std450: &'a HashSet<u32>,
 }
@@ -104,7 +111,9 @@ impl Cx<'_> {
         if inst.id == 0 || self.decorated(inst.id) == Decorated::Other {
             return false;
         }
-        pure(inst.op) || (inst.op == op::LOAD && inst.ops.len() == 1 && self.types.get(&inst.ops[0]).is_some_and(|t| self.push_ptrs.contains(t)))
+        pure(inst.op)
+            || (inst.op == op::LOAD && inst.ops.len() == 1 && self.types.get(&inst.ops[0]).is_some_and(|t| self.read_only.contains(t)))
+            || (inst.op == op::EXT_INST && self.glsl_std450.contains(&inst.ops[0]) && GLSL_INTEGER_MIN_MAX.contains(&inst.ops[1]))
     }
 
     /// Rewrites the id operands of `inst` the pass knows to be ids (the leading ones; a
