@@ -15,6 +15,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::builder::{deco, sc};
 use crate::module::{leading_id_operands, op, Function, Inst, Module, Ops};
+use crate::ops;
 
 use super::physical_storage_buffer::cfg::Cfg;
 
@@ -59,51 +60,80 @@ enum Decorated {
 
 type Key = (u32, u32, Decorated, Ops);
 
+/// What the pass knows of every id, in tables indexed by id (the module's bound).
+struct Cx {
+    decorated: Vec<Decorated>,
+    /// Result type of each id (0: none).
+    types: Vec<u32>,
+    /// Vector types: their component count (0: not a vector).
+    vector_len: Vec<u8>,
+    /// Pointer types to read-only memory.
+    read_only: Vec<bool>,
+    /// OpExtInstImport ids of GLSL.std.450 (every operand after the instruction number an id).
+    glsl_std450: Vec<u32>,
+}
+
 /// Tidies every function of `m`; returns the ids no longer defined.
-pub(super) fn tidy(m: &mut Module) -> HashSet<u32> {
-    let mut decorated: HashMap<u32, Decorated> = HashMap::default();
-    for a in m.annotations.iter().filter(|a| matches!(a.op, op::DECORATE | op::DECORATE_ID | op::DECORATE_STRING)) {
-        let d = if a.op == op::DECORATE && a.ops.get(1) == Some(&deco::NON_UNIFORM) { Decorated::NonUniform } else { Decorated::Other };
-        let e = decorated.entry(a.ops[0]).or_insert(d);
-        if *e != d {
-            *e = Decorated::Other;
+pub(crate) fn tidy(m: &mut Module) -> HashSet<u32> {
+    let bound = m.header[3] as usize;
+    let mut cx = Cx { decorated: vec![Decorated::No; bound], types: vec![0; bound], vector_len: vec![0; bound], read_only: vec![false; bound], glsl_std450: vec![] };
+    for a in m.annotations.iter() {
+        let Some(&t) = a.ops.first() else { continue };
+        match a.op {
+            op::DECORATE | op::DECORATE_ID | op::DECORATE_STRING => {
+                let d = if a.op == op::DECORATE && a.ops.get(1) == Some(&deco::NON_UNIFORM) { Decorated::NonUniform } else { Decorated::Other };
+                if let Some(e) = cx.decorated.get_mut(t as usize) {
+                    *e = if *e == Decorated::No || *e == d { d } else { Decorated::Other };
+                }
+            }
+            // Decoration groups decorate through OpGroupDecorate: their targets are left alone.
+            op::GROUP_DECORATE | op::GROUP_MEMBER_DECORATE => {
+                for &t in &a.ops[1..] {
+                    if let Some(e) = cx.decorated.get_mut(t as usize) {
+                        *e = Decorated::Other;
+                    }
+                }
+            }
+            _ => {}
         }
     }
-    // Decoration groups decorate through OpGroupDecorate: their targets are left alone.
-    for a in m.annotations.iter().filter(|a| matches!(a.op, op::GROUP_DECORATE | op::GROUP_MEMBER_DECORATE)) {
-        for &t in &a.ops[1..] {
-            decorated.insert(t, Decorated::Other);
+    for g in m.globals.iter().filter(|g| g.id != 0 && (g.id as usize) < bound) {
+        cx.types[g.id as usize] = g.ty;
+        match g.op {
+            op::TYPE_VECTOR => cx.vector_len[g.id as usize] = g.ops[1] as u8,
+            op::TYPE_POINTER => cx.read_only[g.id as usize] = matches!(g.ops[0], sc::PUSH_CONSTANT | sc::UNIFORM_CONSTANT),
+            _ => {}
         }
     }
-    let mut types: HashMap<u32, u32> = m.globals.iter().filter(|g| g.id != 0).map(|g| (g.id, g.ty)).collect();
-    // Vector types → component count; pointer types to read-only memory.
-    let vectors: HashMap<u32, u32> = m.globals.iter().filter(|g| g.op == op::TYPE_VECTOR).map(|g| (g.id, g.ops[1])).collect();
-    let read_only: HashSet<u32> =
-        m.globals.iter().filter(|g| g.op == op::TYPE_POINTER && matches!(g.ops[0], sc::PUSH_CONSTANT | sc::UNIFORM_CONSTANT)).map(|g| g.id).collect();
-    let glsl_std450: HashSet<u32> = m.ext_inst_imports.iter().filter(|i| crate::module::decode_string(&i.ops) == "GLSL.std.450").map(|i| i.id).collect();
+    cx.glsl_std450 = m.ext_inst_imports.iter().filter(|i| crate::module::decode_string(&i.ops) == "GLSL.std.450").map(|i| i.id).collect();
+    for f in m.functions.iter() {
+        for i in f.params.iter().chain(f.blocks.iter().flat_map(|b| b.insts.iter())).filter(|i| i.id != 0 && (i.id as usize) < bound) {
+            cx.types[i.id as usize] = i.ty;
+        }
+    }
     let mut gone = HashSet::default();
+    let mut scratch = Scratch { repl: vec![0; bound], uses: vec![0; bound] };
     for f in m.functions.iter_mut() {
-        for i in f.params.iter().chain(f.blocks.iter().flat_map(|b| b.insts.iter())).filter(|i| i.id != 0) {
-            types.insert(i.id, i.ty);
-        }
-        let cx = Cx { decorated: &decorated, types: &types, vectors: &vectors, read_only: &read_only, glsl_std450: &glsl_std450 };
-        cx.function(f, &mut gone);
+        cx.function(f, &mut scratch, &mut gone);
     }
     gone
 }
 
-struct Cx<'a> {
-    decorated: &'a HashMap<u32, Decorated>,
-    types: &'a HashMap<u32, u32>,
-    vectors: &'a HashMap<u32, u32>,
-    read_only: &'a HashSet<u32>,
-    /// OpExtInstImport ids of GLSL.std.450 (every operand after the instruction number an id).
-    glsl_std450: &'a HashSet<u32>,
+/// Per-id tables reused between functions.
+struct Scratch {
+    /// What an id was replaced by (0: itself).
+    repl: Vec<u32>,
+    /// Operand words naming each id.
+    uses: Vec<u32>,
 }
 
-impl Cx<'_> {
+impl Cx {
     fn decorated(&self, id: u32) -> Decorated {
-        self.decorated.get(&id).copied().unwrap_or(Decorated::No)
+        self.decorated.get(id as usize).copied().unwrap_or(Decorated::Other)
+    }
+
+    fn ty(&self, id: u32) -> u32 {
+        self.types.get(id as usize).copied().unwrap_or(0)
     }
 
     /// May `inst` be merged with an equal one and removed when unused?
@@ -112,122 +142,129 @@ impl Cx<'_> {
             return false;
         }
         pure(inst.op)
-            || (inst.op == op::LOAD && inst.ops.len() == 1 && self.types.get(&inst.ops[0]).is_some_and(|t| self.read_only.contains(t)))
+            || (inst.op == op::LOAD && inst.ops.len() == 1 && self.read_only.get(self.ty(inst.ops[0]) as usize).copied().unwrap_or(false))
             || (inst.op == op::EXT_INST && self.glsl_std450.contains(&inst.ops[0]) && GLSL_INTEGER_MIN_MAX.contains(&inst.ops[1]))
     }
 
-    /// Rewrites the id operands of `inst` the pass knows to be ids (the leading ones; a
-    /// GLSL.std.450 instruction's operands) through `to`; not OpPhi's (done at the end).
-    fn substitute(&self, inst: &mut Inst, to: impl Fn(u32) -> u32) {
-        let n = match inst.op {
-            op::PHI => 0,
-            op::EXT_INST if inst.ops.first().is_some_and(|s| self.glsl_std450.contains(s)) => inst.ops.len(),
-            opcode => leading_id_operands(opcode).min(inst.ops.len()),
-        };
-        for (k, o) in inst.ops[..n].iter_mut().enumerate() {
-            // OpExtInst: the set and the instruction number stay.
-            if !(inst.op == op::EXT_INST && k < 2) {
-                *o = to(*o);
-            }
+    /// The id operands of `inst` the pass knows to be ids: the leading ones, a GLSL.std.450
+    /// instruction's operands (not the set and the instruction number); none of OpPhi's (done
+    /// at the end).
+    fn id_operands(&self, inst: &Inst) -> std::ops::Range<usize> {
+        match inst.op {
+            op::PHI => 0..0,
+            op::EXT_INST if inst.ops.first().is_some_and(|s| self.glsl_std450.contains(s)) => 2.min(inst.ops.len())..inst.ops.len(),
+            op::EXT_INST => 0..0,
+            opcode => 0..leading_id_operands(opcode).min(inst.ops.len()),
         }
     }
 
-    fn function(&self, f: &mut Function, gone: &mut HashSet<u32>) {
-        let cfg = Cfg::new(f);
-        let mut repl: HashMap<u32, u32> = HashMap::default();
-        let resolve = |repl: &HashMap<u32, u32>, mut id: u32| {
-            while let Some(&r) = repl.get(&id) {
+    fn function(&self, f: &mut Function, s: &mut Scratch, gone: &mut HashSet<u32>) {
+        let resolve = |repl: &[u32], mut id: u32| {
+            while let Some(&r) = repl.get(id as usize).filter(|&&r| r != 0) {
                 id = r;
             }
             id
         };
-        let mut avail: Vec<HashMap<Key, u32>> = vec![HashMap::default(); f.blocks.len()];
+        let cfg = Cfg::new(f);
+        let mut replaced: Vec<u32> = vec![];
+        // Equal instructions seen: key → (block, id) of each.
+        let mut avail: HashMap<Key, smallvec::SmallVec<[(usize, u32); 2]>> = HashMap::default();
         let mut constructs: HashMap<u32, Ops> = HashMap::default();
         for (k, blk) in f.blocks.iter_mut().enumerate() {
             let reachable = cfg.reachable(k);
-            let mut out = Vec::with_capacity(blk.insts.len());
-            for mut inst in std::mem::take(&mut blk.insts) {
-                self.substitute(&mut inst, |id| resolve(&repl, id));
-                if !self.mergeable(&inst) {
-                    out.push(inst);
+            for inst in blk.insts.iter_mut() {
+                if !replaced.is_empty() {
+                    for n in self.id_operands(inst) {
+                        inst.ops[n] = resolve(&s.repl, inst.ops[n]);
+                    }
+                }
+                if !self.mergeable(inst) {
                     continue;
                 }
                 // A member of a value just constructed (every constituent a member, but for a
                 // vector built from smaller vectors).
                 while inst.op == op::COMPOSITE_EXTRACT && inst.ops.len() >= 2 {
                     let Some(parts) = constructs.get(&inst.ops[0]) else { break };
-                    let whole = self.types.get(&inst.ops[0]).copied().unwrap_or(0);
-                    if self.vectors.get(&whole).is_some_and(|&c| c as usize != parts.len()) {
+                    let n = self.vector_len.get(self.ty(inst.ops[0]) as usize).copied().unwrap_or(0) as usize;
+                    if n != 0 && n != parts.len() {
                         break;
                     }
                     let Some(&part) = parts.get(inst.ops[1] as usize) else { break };
                     if inst.ops.len() == 2 {
-                        inst = Inst::new(op::COPY_OBJECT, inst.ty, inst.id, [part].as_slice());
+                        *inst = Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![part]);
                     } else {
                         inst.ops.remove(1);
                         inst.ops[0] = part;
                     }
                 }
-                // A copy of a value of the same type is that value.
-                // (Kept until no operand names it: a use the substitution does not reach, in a
-                // position after a literal, keeps it defined.)
-                if inst.op == op::COPY_OBJECT && self.decorated(inst.id) == Decorated::No && self.types.get(&inst.ops[0]) == Some(&inst.ty) {
-                    repl.insert(inst.id, inst.ops[0]);
-                    out.push(inst);
+                // A copy of a value of the same type is that value. (Replaced instructions stay
+                // until no operand names them: a use the substitution does not reach, after a
+                // literal, keeps them defined.)
+                if inst.op == op::COPY_OBJECT && self.decorated(inst.id) == Decorated::No && self.ty(inst.ops[0]) == inst.ty {
+                    s.repl[inst.id as usize] = inst.ops[0];
+                    replaced.push(inst.id);
                     continue;
                 }
                 if inst.op == op::COMPOSITE_CONSTRUCT {
                     constructs.insert(inst.id, inst.ops.clone());
                 }
-                let key: Key = (inst.op, inst.ty, self.decorated(inst.id), inst.ops.clone());
                 // An equal instruction in this block or a dominating one.
-                let mut at = k;
-                let earlier = loop {
-                    if let Some(&e) = avail[at].get(&key) {
-                        break Some(e);
+                let seen = avail.entry((inst.op, inst.ty, self.decorated(inst.id), inst.ops.clone())).or_default();
+                match seen.iter().find(|&&(b, _)| b == k || (reachable && cfg.reachable(b) && cfg.dominates(b, k))) {
+                    Some(&(_, e)) => {
+                        s.repl[inst.id as usize] = e;
+                        replaced.push(inst.id);
                     }
-                    if !reachable || at == 0 {
-                        break None;
-                    }
-                    at = cfg.idom(at);
-                };
-                match earlier {
-                    Some(e) => {
-                        repl.insert(inst.id, e);
-                        out.push(inst);
-                    }
-                    None => {
-                        avail[k].insert(key, inst.id);
-                        out.push(inst);
-                    }
+                    None => seen.push((k, inst.id)),
                 }
             }
-            blk.insts = out;
         }
-        if !repl.is_empty() {
+        if !replaced.is_empty() {
             for i in f.blocks.iter_mut().flat_map(|b| b.insts.iter_mut()).filter(|i| i.op == op::PHI) {
                 for o in i.ops.iter_mut().step_by(2) {
-                    *o = resolve(&repl, *o);
+                    *o = resolve(&s.repl, *o);
                 }
             }
         }
         // Pure instructions nothing uses (any operand word counts as a use: a literal equal to
-        // an id only keeps it).
-        loop {
-            let used: HashSet<u32> = f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| i.ops.iter().copied()).collect();
-            let before = gone.len();
-            for blk in f.blocks.iter_mut() {
-                blk.insts.retain(|i| {
-                    let dead = self.mergeable(i) && !used.contains(&i.id);
-                    if dead {
-                        gone.insert(i.id);
+        // an id only keeps it), their operands' uses dropped in turn.
+        for w in f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| i.ops.iter()) {
+            if let Some(u) = s.uses.get_mut(*w as usize) {
+                *u += 1;
+            }
+        }
+        let mut dead: HashSet<u32> = HashSet::default();
+        let mut work: Vec<u32> = vec![];
+        let defs: HashMap<u32, &Inst> = f.blocks.iter().flat_map(|b| b.insts.iter()).filter(|i| self.mergeable(i)).map(|i| (i.id, i)).collect();
+        work.extend(defs.keys().copied().filter(|&id| s.uses[id as usize] == 0));
+        while let Some(id) = work.pop() {
+            if !dead.insert(id) {
+                continue;
+            }
+            for &w in &defs[&id].ops {
+                if let Some(u) = s.uses.get_mut(w as usize) {
+                    *u -= 1;
+                    if *u == 0 && defs.contains_key(&w) {
+                        work.push(w);
                     }
-                    !dead
-                });
+                }
             }
-            if gone.len() == before {
-                break;
+        }
+        drop(defs);
+        // The tables back to zero for the next function.
+        for w in f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| i.ops.iter()) {
+            if let Some(u) = s.uses.get_mut(*w as usize) {
+                *u = 0;
             }
+        }
+        for id in replaced {
+            s.repl[id as usize] = 0;
+        }
+        if !dead.is_empty() {
+            for blk in f.blocks.iter_mut() {
+                blk.insts.retain(|i| !dead.contains(&i.id));
+            }
+            gone.extend(dead);
         }
     }
 }
