@@ -105,14 +105,16 @@ pub(crate) fn tidy(m: &mut Module) -> HashSet<u32> {
             _ => {}
         }
     }
-    cx.glsl_std450 = m.ext_inst_imports.iter().filter(|i| crate::module::decode_string(&i.ops) == "GLSL.std.450").map(|i| i.id).collect();
+    // "GLSL.std.450" as its literal string's words (nul-terminated, little-endian).
+    const GLSL_STD450: [u32; 4] = [0x4c53_4c47, 0x6474_732e, 0x3035_342e, 0];
+    cx.glsl_std450 = m.ext_inst_imports.iter().filter(|i| i.ops[..] == GLSL_STD450).map(|i| i.id).collect();
     for f in m.functions.iter() {
         for i in f.params.iter().chain(f.blocks.iter().flat_map(|b| b.insts.iter())).filter(|i| i.id != 0 && (i.id as usize) < bound) {
             cx.types[i.id as usize] = i.ty;
         }
     }
     let mut gone = HashSet::default();
-    let mut scratch = Scratch { repl: vec![0; bound], uses: vec![0; bound] };
+    let mut scratch = Scratch { repl: vec![0; bound], uses: vec![0; bound], def_at: vec![(0, 0); bound] };
     for f in m.functions.iter_mut() {
         cx.function(f, &mut scratch, &mut gone);
     }
@@ -125,6 +127,8 @@ struct Scratch {
     repl: Vec<u32>,
     /// Operand words naming each id.
     uses: Vec<u32>,
+    /// Where each pure instruction is, while looking for unused ones.
+    def_at: Vec<(u32, u32)>,
 }
 
 impl Cx {
@@ -165,13 +169,15 @@ impl Cx {
             }
             id
         };
-        let cfg = Cfg::new(f);
+        // (One block: nothing to dominate, no graph to build.)
+        let cfg = (f.blocks.len() > 1).then(|| Cfg::new(f));
         let mut replaced: Vec<u32> = vec![];
         // Equal instructions seen: key → (block, id) of each.
-        let mut avail: HashMap<Key, smallvec::SmallVec<[(usize, u32); 2]>> = HashMap::default();
+        let n: usize = f.blocks.iter().map(|b| b.insts.len()).sum();
+        let mut avail: HashMap<Key, smallvec::SmallVec<[(usize, u32); 2]>> = HashMap::with_capacity_and_hasher(n / 2, Default::default());
         let mut constructs: HashMap<u32, Ops> = HashMap::default();
         for (k, blk) in f.blocks.iter_mut().enumerate() {
-            let reachable = cfg.reachable(k);
+            let reachable = cfg.as_ref().is_none_or(|c| c.reachable(k));
             for inst in blk.insts.iter_mut() {
                 if !replaced.is_empty() {
                     for n in self.id_operands(inst) {
@@ -210,7 +216,7 @@ impl Cx {
                 }
                 // An equal instruction in this block or a dominating one.
                 let seen = avail.entry((inst.op, inst.ty, self.decorated(inst.id), inst.ops.clone())).or_default();
-                match seen.iter().find(|&&(b, _)| b == k || (reachable && cfg.reachable(b) && cfg.dominates(b, k))) {
+                match seen.iter().find(|&&(b, _)| b == k || (reachable && cfg.as_ref().is_some_and(|c| c.reachable(b) && c.dominates(b, k)))) {
                     Some(&(_, e)) => {
                         s.repl[inst.id as usize] = e;
                         replaced.push(inst.id);
@@ -233,36 +239,58 @@ impl Cx {
                 *u += 1;
             }
         }
-        let mut dead: HashSet<u32> = HashSet::default();
+        // Where each mergeable instruction is: (block, index) + 1 (0: not one).
         let mut work: Vec<u32> = vec![];
-        let defs: HashMap<u32, &Inst> = f.blocks.iter().flat_map(|b| b.insts.iter()).filter(|i| self.mergeable(i)).map(|i| (i.id, i)).collect();
-        work.extend(defs.keys().copied().filter(|&id| s.uses[id as usize] == 0));
+        for (k, blk) in f.blocks.iter().enumerate() {
+            for (n, i) in blk.insts.iter().enumerate().filter(|(_, i)| self.mergeable(i)) {
+                s.def_at[i.id as usize] = (k as u32 + 1, n as u32);
+                if s.uses[i.id as usize] == 0 {
+                    work.push(i.id);
+                }
+            }
+        }
+        let mut dead: Vec<u32> = vec![];
         while let Some(id) = work.pop() {
-            if !dead.insert(id) {
+            let (k, n) = s.def_at[id as usize];
+            if k == 0 {
                 continue;
             }
-            for &w in &defs[&id].ops {
+            s.def_at[id as usize].0 = 0;
+            dead.push(id);
+            for &w in &f.blocks[k as usize - 1].insts[n as usize].ops {
                 if let Some(u) = s.uses.get_mut(w as usize) {
                     *u -= 1;
-                    if *u == 0 && defs.contains_key(&w) {
+                    if *u == 0 && s.def_at[w as usize].0 != 0 {
                         work.push(w);
                     }
                 }
             }
         }
-        drop(defs);
         // The tables back to zero for the next function.
-        for w in f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| i.ops.iter()) {
-            if let Some(u) = s.uses.get_mut(*w as usize) {
-                *u = 0;
+        for blk in f.blocks.iter() {
+            for i in blk.insts.iter() {
+                for &w in i.ops.iter() {
+                    if let Some(u) = s.uses.get_mut(w as usize) {
+                        *u = 0;
+                    }
+                }
+                if let Some(d) = s.def_at.get_mut(i.id as usize) {
+                    *d = (0, 0);
+                }
             }
         }
         for id in replaced {
             s.repl[id as usize] = 0;
         }
         if !dead.is_empty() {
+            for &id in &dead {
+                s.def_at[id as usize].1 = u32::MAX;
+            }
             for blk in f.blocks.iter_mut() {
-                blk.insts.retain(|i| !dead.contains(&i.id));
+                blk.insts.retain(|i| s.def_at.get(i.id as usize).is_none_or(|d| d.1 != u32::MAX));
+            }
+            for &id in &dead {
+                s.def_at[id as usize] = (0, 0);
             }
             gone.extend(dead);
         }
