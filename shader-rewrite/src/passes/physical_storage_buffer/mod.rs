@@ -56,7 +56,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::bda::BdaTable;
 use crate::builder::{model, sc, Builder, Emitter};
-use crate::byte_address::Backend;
+use crate::byte_address::{AliasKind, Backend};
 use crate::error::RewriteError;
 use crate::module::{leading_id_operands, op, Function, Inst, Module};
 use crate::stats::Stats;
@@ -140,7 +140,8 @@ fn lower(
         }
     }
     let words_only = words_only(&b, functions, &types, retyped);
-    let table = Table::new(&mut b, *cfg, &mut backend, &options.target, words_only);
+    let mut table = Table::new(&mut b, *cfg, &mut backend, &options.target, words_only);
+    table.length_unit = one_unit(&b, functions, &types, retyped);
     let mut cx = Cx {
         b: &mut b,
         layouts,
@@ -199,6 +200,39 @@ fn words_only(b: &Builder, functions: &[Function], types: &HashMap<u32, u32>, re
         };
         ptr.is_none_or(|t| !contains_width(b, t, &[8, 16]) && aligned(mem))
     })
+}
+
+/// The view every access through a physical pointer is one unit of, when they all are one
+/// unit of the same 8- or 16-byte view: only loads and stores of a 64/128-bit scalar or vector
+/// with `Aligned` at least its size (no composite, copy or atomic). A buffer's length counted
+/// in those units is then exact for every access (an aligned unit fits in L bytes exactly when
+/// it fits in the whole units of L), so the word view need not be declared for it.
+fn one_unit(b: &Builder, functions: &[Function], types: &HashMap<u32, u32>, retyped: &types::Retyped) -> Option<AliasKind> {
+    let pointee = |id: u32| types.get(&id).or_else(|| retyped.global_values.get(&id)).and_then(|t| retyped.ptrs.get(t)).map(|p| p.pointee);
+    let mut unit = None;
+    for i in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|blk| blk.insts.iter()) {
+        let through = |k: usize| i.ops.get(k).and_then(|&p| pointee(p));
+        let (ty, mem) = match i.op {
+            op::LOAD => (through(0), i.ops.get(1..).unwrap_or(&[])),
+            op::STORE => (through(0), i.ops.get(2..).unwrap_or(&[])),
+            op::COPY_MEMORY if through(0).or(through(1)).is_some() => return None,
+            opcode if is_atomic(opcode) && through(0).is_some() => return None,
+            _ => continue,
+        };
+        let Some(ty) = ty else { continue };
+        let sv = b.scalar_vec(ty)?;
+        let size = sv.n * sv.width / 8;
+        let kind = match size {
+            8 => AliasKind::U32x2,
+            16 => AliasKind::U32x4,
+            _ => return None,
+        };
+        if crate::passes::util::split_memory_operands(mem).1.is_none_or(|a| a < size) || unit.is_some_and(|u| u != kind) {
+            return None;
+        }
+        unit = Some(kind);
+    }
+    unit
 }
 
 /// Lowering state.
