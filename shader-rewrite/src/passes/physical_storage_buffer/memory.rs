@@ -48,8 +48,9 @@ impl<'l> LeafAccess<'l> {
     }
 
     /// One leaf, without a branch: when the bytes [offset + leaf.off, + size) lie inside the
-    /// buffer it is accessed there; else a load reads offset 0 (of this buffer when `size`
-    /// bytes fit in it, else of slot 0, a null descriptor) and yields 0 (or the poison pattern),
+    /// buffer it is accessed there; else a load reads offset 0 (of slot 0 after the
+    /// one-comparison check, [`whole_unit_check`]; else of this buffer when `size` bytes fit in
+    /// it, else of slot 0, a null descriptor) and yields 0 (or the poison pattern),
     /// a store writes to offset 0 of slot 0 (dropped by the null descriptor; a real buffer there
     /// would only see writes nobody reads).
     pub fn emit(&mut self, backend: &mut Backend, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, value: Option<u32>) -> u32 {
