@@ -43,9 +43,10 @@
 //! NonUniform, or one slot at a time in a subgroup waterfall loop under
 //! Target::nonuniform_array_length_broken, in the functions of GLCompute and Fragment entry
 //! points only; in whole units of the 8/16-byte view every access uses, when they all use one).
-//! Each scalar/vector leaf, and each atomic, checks `offset + size <= length` (`offset < length
-//! - size + 1`; one `(offset | size - 4) < length` where the length is whole words and the
-//! access one unit of the `size`-byte view, `memory::whole_unit_check`): a load outside reads
+//! Each scalar/vector leaf, and each atomic, checks `offset + size <= length` (as
+//! `offset < length - size + 1`, or as one `(offset | size - 4) < length` where the length is
+//! whole words and the access one unit of the `size`-byte view, `memory::whole_unit_check`):
+//! a load outside reads
 //! offset 0 (of slot 0 after the one-comparison check; else of the buffer when the size fits
 //! in it at all, else of slot 0) and yields 0 (or the debug poison pattern), a store goes
 //! to offset 0 of slot 0, atomics branch around and return 0. Without branches: the layer
