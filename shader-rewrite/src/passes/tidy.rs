@@ -1,5 +1,5 @@
 //! After a lowering (buffer device addresses, bindless handles), the words it made for nothing
-//! go: copies of a value of the same type
+//! go: copies of a value of the same type and bitcasts back to it
 //! (re-used loads, inlined helpers' results, pointer-to-address copies), members taken out of
 //! a value just constructed, pure instructions computed again where an equal one dominates
 //! (a record's members extracted in every block, a push-constant pointer re-loaded where its
@@ -176,6 +176,7 @@ impl Cx {
         let n: usize = f.blocks.iter().map(|b| b.insts.len()).sum();
         let mut avail: HashMap<Key, smallvec::SmallVec<[(usize, u32); 2]>> = HashMap::with_capacity_and_hasher(n / 2, Default::default());
         let mut constructs: HashMap<u32, Ops> = HashMap::default();
+        let mut bitcasts: HashMap<u32, u32> = HashMap::default();
         for (k, blk) in f.blocks.iter_mut().enumerate() {
             let reachable = cfg.as_ref().is_none_or(|c| c.reachable(k));
             for inst in blk.insts.iter_mut() {
@@ -201,6 +202,16 @@ impl Cx {
                     } else {
                         inst.ops.remove(1);
                         inst.ops[0] = part;
+                    }
+                }
+                // A bitcast back to the type a bitcast came from is that value (bitcasts
+                // between helpers of the same bits and their callers).
+                if inst.op == op::BITCAST {
+                    match bitcasts.get(&inst.ops[0]) {
+                        Some(&from) if self.ty(from) == inst.ty => *inst = Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![from]),
+                        _ => {
+                            bitcasts.insert(inst.id, inst.ops[0]);
+                        }
                     }
                 }
                 // A copy of a value of the same type is that value. (Replaced instructions stay
