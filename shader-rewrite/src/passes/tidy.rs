@@ -71,12 +71,14 @@ struct Cx {
     read_only: Vec<bool>,
     /// OpExtInstImport ids of GLSL.std.450 (every operand after the instruction number an id).
     glsl_std450: Vec<u32>,
+    /// Constants whose words are all 0.
+    zero: Vec<bool>,
 }
 
 /// Tidies every function of `m`; returns the ids no longer defined.
 pub(crate) fn tidy(m: &mut Module) -> HashSet<u32> {
     let bound = m.header[3] as usize;
-    let mut cx = Cx { decorated: vec![Decorated::No; bound], types: vec![0; bound], vector_len: vec![0; bound], read_only: vec![false; bound], glsl_std450: vec![] };
+    let mut cx = Cx { decorated: vec![Decorated::No; bound], types: vec![0; bound], vector_len: vec![0; bound], read_only: vec![false; bound], glsl_std450: vec![], zero: vec![false; bound] };
     for a in m.annotations.iter() {
         let Some(&t) = a.ops.first() else { continue };
         match a.op {
@@ -102,6 +104,7 @@ pub(crate) fn tidy(m: &mut Module) -> HashSet<u32> {
         match g.op {
             op::TYPE_VECTOR => cx.vector_len[g.id as usize] = g.ops[1] as u8,
             op::TYPE_POINTER => cx.read_only[g.id as usize] = matches!(g.ops[0], sc::PUSH_CONSTANT | sc::UNIFORM_CONSTANT),
+            op::CONSTANT => cx.zero[g.id as usize] = g.ops.iter().all(|&w| w == 0),
             _ => {}
         }
     }
@@ -213,6 +216,10 @@ impl Cx {
                             bitcasts.insert(inst.id, inst.ops[0]);
                         }
                     }
+                }
+                // x + 0 is x (offsets of constant deltas inlined into branching helpers).
+                if inst.op == op::I_ADD && self.ty(inst.ops[0]) == inst.ty && self.zero.get(inst.ops[1] as usize).copied().unwrap_or(false) {
+                    *inst = Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![inst.ops[0]]);
                 }
                 // A copy of a value of the same type is that value. (Replaced instructions stay
                 // until no operand names them: a use the substitution does not reach, after a

@@ -173,7 +173,10 @@ fn lower(
     functions.append(&mut cx.h.functions);
     {
         // A helper called once costs a function for nothing: its body replaces the call.
-        let (gone, inlined) = inline::inline_single_calls(cx.b, functions, &helper_ids);
+        let (mut gone, mut inlined) = inline::inline_single_calls(cx.b, functions, &helper_ids);
+        let (gone_too, inlined_too) = inline::inline_branching_single_calls(cx.b, functions, &helper_ids);
+        gone.extend(gone_too);
+        inlined.extend(inlined_too);
         for (caller, helper) in inlined {
             let vars = cx.h.table.used_by.get(&helper).cloned().unwrap_or_default();
             cx.h.table.used_by.entry(caller).or_default().extend(vars);
