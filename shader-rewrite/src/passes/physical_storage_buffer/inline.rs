@@ -69,17 +69,7 @@ pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>
             Folder::blocks(b, &mut f.blocks);
         }
     }
-    let called: HashSet<u32> = functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL).map(|i| i.ops[0]).collect();
-    let gone: HashSet<u32> = bodies.keys().copied().filter(|id| !called.contains(id)).collect();
-    // The removed bodies' ids (their decorations must go too).
-    let mut ids: HashSet<u32> = HashSet::default();
-    for f in functions.iter().filter(|f| gone.contains(&f.def.id)) {
-        ids.extend(f.params.iter().map(|p| p.id).chain(f.blocks.iter().flat_map(|b| b.insts.iter().map(|i| i.id).chain(std::iter::once(b.label)))));
-        ids.insert(f.def.id);
-    }
-    ids.remove(&0);
-    functions.retain(|f| !gone.contains(&f.def.id));
-    (ids, inlined)
+    (remove_uncalled(functions, &bodies), inlined)
 }
 
 /// Inlines the many-block `helpers` (an atomic's branch around, the array-length waterfall
@@ -184,6 +174,12 @@ pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec
             k += n;
         }
     }
+    (remove_uncalled(functions, &bodies), inlined)
+}
+
+/// Removes the inlined `bodies` no call names any more; returns their ids and their bodies'
+/// (whose names and decorations must go).
+fn remove_uncalled(functions: &mut Vec<Function>, bodies: &HashMap<u32, Function>) -> HashSet<u32> {
     let called: HashSet<u32> = functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL).map(|i| i.ops[0]).collect();
     let gone: HashSet<u32> = bodies.keys().copied().filter(|id| !called.contains(id)).collect();
     let mut ids: HashSet<u32> = HashSet::default();
@@ -193,5 +189,5 @@ pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec
     }
     ids.remove(&0);
     functions.retain(|f| !gone.contains(&f.def.id));
-    (ids, inlined)
+    ids
 }
