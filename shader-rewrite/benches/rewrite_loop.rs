@@ -2,7 +2,8 @@
 //! instruction counts do not move with the machine's load): rewrites the corpus modules whose
 //! name contains `$F` (see benches/common) `$N` times (default 1000) with option profile `$P`
 //! (`device` or `core`), and prints the mean wall time per rewrite. `DUMP=dir` writes the
-//! selected modules there as .spv instead (inputs for the CLI or the layer).
+//! selected modules there as .spv instead (inputs for the CLI or the layer), and their rewrites
+//! under `$P` as .`$P`.out.spv.
 //!
 //! Run: `cargo bench -p shader-rewrite --bench rewrite_loop` (or the built binary under a profiler:
 //! `F=bab-float4 N=2000 valgrind --tool=callgrind target/release/deps/rewrite_loop-*`).
@@ -19,6 +20,10 @@ fn main() {
         for m in &modules {
             let bytes: Vec<u8> = m.words.iter().flat_map(|w| w.to_le_bytes()).collect();
             std::fs::write(format!("{dir}/{}.spv", m.name.replace('/', "__")), bytes).unwrap();
+            if let Ok(r) = shader_rewrite::rewrite(&m.words, &options) {
+                let bytes: Vec<u8> = r.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                std::fs::write(format!("{dir}/{}.{profile}.out.spv", m.name.replace('/', "__")), bytes).unwrap();
+            }
         }
         return;
     }

@@ -89,13 +89,15 @@ fn caps(dis: &str) -> Vec<String> {
 fn assert_nonuniform_clamped(name: &str, dis: &str, stats: &Stats) {
     let nonuniform: BTreeSet<&str> = lines(dis, "OpDecorate").filter(|w| w.get(2) == Some(&"NonUniform")).map(|w| w[1]).collect();
     let umins: Vec<Vec<&str>> = lines(dis, "OpExtInst").filter(|w| w.contains(&"UMin")).collect();
-    assert_eq!(umins.len() as u32, stats.bindless_descriptor_loads, "{name}: one clamp per descriptor load\n{dis}");
     for u in &umins {
         assert!(nonuniform.contains(u[0]), "{name}: index {} not NonUniform\n{dis}", u[0]);
     }
-    // Each table access: a descriptor load, or a texel pointer for an image atomic.
+    // Each table access: a descriptor load, or a texel pointer for an image atomic; the same
+    // descriptor loaded again where an equal load dominates is that load (passes::tidy), so
+    // there are at most as many as the lowering made, each with its own clamp.
     let table_loads = lines(dis, "OpLoad").chain(lines(dis, "OpImageTexelPointer")).filter(|w| nonuniform.contains(w[0])).count() as u32;
-    assert_eq!(table_loads, stats.bindless_descriptor_loads, "{name}: NonUniform loads and texel pointers\n{dis}");
+    assert_eq!(umins.len() as u32, table_loads, "{name}: one clamp per descriptor load\n{dis}");
+    assert!(table_loads >= 1 && table_loads <= stats.bindless_descriptor_loads, "{name}: NonUniform loads and texel pointers\n{dis}");
     assert!(caps(dis).contains(&"ShaderNonUniform".to_string()), "{name}\n{dis}");
 }
 
@@ -150,8 +152,10 @@ fn addressing_64_u64_storage_image_and_reverse_conversions() {
     assert!(c.contains(&"StorageImageArrayNonUniformIndexing".to_string()) && !c.contains(&"SampledImageArrayNonUniformIndexing".to_string()), "{dis}");
     // SPIR-V 1.6 has descriptor indexing in core.
     assert!(!dis.contains("SPV_EXT_descriptor_indexing"), "{dis}");
-    // The low word of a u64 handle: OpUConvert; handle → uvec2 result: OpBitcast.
-    assert!(lines(&dis, "OpUConvert").count() == 3 && lines(&dis, "OpBitcast").count() == 2, "{dis}");
+    // The low word of a u64 handle: OpUConvert (once per handle value: the same handle's
+    // three uses share it, passes::tidy). The uvec2 handle converted to a sampled image and
+    // back is the loaded uvec2 again (its two OpBitcasts, to u64 and back, fold away).
+    assert!(lines(&dis, "OpUConvert").count() == 1 && lines(&dis, "OpBitcast").count() == 0, "{dis}");
     // Only "main" uses the table: only its interface gains the alias (SPIR-V 1.4+ rule).
     let eps: Vec<Vec<&str>> = lines(&dis, "OpEntryPoint").collect();
     let alias: Vec<&str> = lines(&dis, "OpDecorate").filter(|w| w[2] == "DescriptorSet" && w[3] == "5").map(|w| w[1]).collect();

@@ -5,4 +5,5 @@ pub(crate) mod leaves;
 pub mod physical_storage_buffer;
 pub mod raw_access_chains;
 pub mod small_storage;
+pub(crate) mod tidy;
 pub(crate) mod util;

@@ -55,7 +55,9 @@ pub fn run(m: &mut Module, table: &BindlessTable, _options: &Options, stats: &mu
     let mut functions = std::mem::take(&mut m.functions);
     let result = lower(m, &mut functions, table, width, stats);
     m.functions = functions;
-    let dropped = result?;
+    let mut dropped = result?;
+    // Handles decoded again at every use (the same slot, the same descriptor loaded): once.
+    dropped.extend(super::tidy::tidy(m));
     remove_extension(m);
     forget_ids(m, &dropped);
     // Old function types (with opaque parameters) and opaque types only handles used.

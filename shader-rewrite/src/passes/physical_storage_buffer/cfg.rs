@@ -7,7 +7,7 @@ use crate::module::{op, Function};
 
 const OP_SWITCH: u32 = 251;
 
-pub(super) struct Cfg {
+pub(crate) struct Cfg {
     /// Block labels in the function's order (index 0 = entry).
     pub labels: Vec<u32>,
     /// Immediate dominator of each block (the entry's is itself; unreachable blocks: usize::MAX).

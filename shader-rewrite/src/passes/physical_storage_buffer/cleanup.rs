@@ -12,9 +12,17 @@ const CAP_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING: u32 = 5308;
 const RESTRICT_POINTER: u32 = 5355;
 const ALIASED_POINTER: u32 = 5356;
 
-pub(super) fn finish(m: &mut Module, table: Table, addr_values: &HashSet<u32>, elided: &HashSet<u32>, addr: Addr) {
+pub(super) fn finish(m: &mut Module, mut table: Table, addr_values: &HashSet<u32>, elided: &HashSet<u32>, addr: Addr) {
     // Access chains only accessed through are not defined: their names and decorations go.
     forget_ids(m, elided);
+    // A view whose pointers were all made for nothing (every access takes the word view's
+    // pointer with its own, tidy drops the unused ones) is not used by that function.
+    for f in m.functions.iter() {
+        if let Some(vars) = table.used_by.get_mut(&f.def.id) {
+            let named: HashSet<u32> = f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| i.ops.iter().copied()).filter(|w| vars.contains(w)).collect();
+            vars.retain(|v| named.contains(v));
+        }
+    }
     // Views no access used go (an 8-bit or 16-bit one would need its capability).
     let unused = table.unused_declarations(m);
     m.globals.retain(|g| !unused.contains(&g.id));

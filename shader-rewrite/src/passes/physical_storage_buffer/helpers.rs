@@ -53,6 +53,10 @@ pub(super) struct Helpers<'l> {
     /// SPIR-V < 1.4: OpSelect of vectors wants a vector condition.
     pub old_select: bool,
     made: HashMap<Kind, u32>,
+    /// Access helpers of 32/64-bit scalars and vectors by (store, width, components, alignment,
+    /// memory operands) → the value type of the first one made: another type of the same bits
+    /// (float/int, signed/unsigned) uses it through OpBitcast instead of a helper of its own.
+    by_bits: HashMap<(bool, u32, u32, u32, Vec<u32>), u32>,
     /// The helpers' definitions, to append to the module's functions.
     pub functions: Vec<Function>,
     /// Ids the helpers' bodies made and dropped unused (their decorations must go).
@@ -61,7 +65,7 @@ pub(super) struct Helpers<'l> {
 
 impl<'l> Helpers<'l> {
     pub fn new(backend: Backend, table: Table, addr: Addr, layouts: &'l Layouts, old_select: bool) -> Self {
-        Helpers { backend, table, addr, layouts, old_select, made: HashMap::default(), functions: vec![], dead: HashSet::default() }
+        Helpers { backend, table, addr, layouts, old_select, made: HashMap::default(), by_bits: HashMap::default(), functions: vec![], dead: HashSet::default() }
     }
 
     /// The record type: uvec3(slot, offset, length).
@@ -82,14 +86,42 @@ impl<'l> Helpers<'l> {
         }
     }
 
+    /// A call of the access helper for a `ty` value at `off` from record `rec` (`value`: the
+    /// value a store writes, a 32-bit twin for 8/16-bit scalars); returns the loaded value
+    /// (`result` when given). A helper made for another type of the same bits serves through
+    /// OpBitcast: a bitcast per call costs less than a second helper.
+    #[allow(clippy::too_many_arguments)]
+    pub fn call_access(&mut self, e: &mut Emitter, b: &mut Builder, ty: u32, align: u32, mem: &[u32], rec: u32, off: u32, value: Option<u32>, result: Option<u32>, inst: &Inst) -> Result<u32, RewriteError> {
+        let store = value.is_some();
+        let hty = match b.scalar_vec(ty) {
+            Some(sv) if sv.width >= 32 => *self.by_bits.entry((store, sv.width, sv.n, align_for(sv.n * sv.width / 8, align), mem.to_vec())).or_insert(ty),
+            _ => ty,
+        };
+        let f = self.get(b, Kind::Access { store, ty: hty, align, mem: mem.to_vec() }, inst)?;
+        let result = result.unwrap_or_else(|| b.id());
+        match value {
+            Some(v) => {
+                let v = if hty == ty { v } else { e.op(b, op::BITCAST, hty, ops![v]) };
+                let void = b.t_void();
+                e.push(Inst::new(op::FUNCTION_CALL, void, result, ops![f, rec, off, v]));
+            }
+            None if hty == ty => {
+                let rt = Self::boundary_ty(b, ty);
+                e.push(Inst::new(op::FUNCTION_CALL, rt, result, ops![f, rec, off]));
+            }
+            None => {
+                let r = e.op(b, op::FUNCTION_CALL, hty, ops![f, rec, off]);
+                e.push(Inst::new(op::BITCAST, ty, result, ops![r]));
+            }
+        }
+        Ok(result)
+    }
+
     /// The helper for `kind` (built on first use); `inst` names the access in errors.
     pub fn get(&mut self, b: &mut Builder, mut kind: Kind, inst: &Inst) -> Result<u32, RewriteError> {
         if let Kind::Access { ty, align, .. } = &mut kind {
-            // A scalar/vector's accesses use no unit wider than its size: alignment past the
-            // largest power of two in it changes nothing (one helper for all).
             if let Some(sv) = b.scalar_vec(*ty) {
-                let size = sv.n * sv.width / 8;
-                *align = (*align).min(1 << (31 - size.leading_zeros()));
+                *align = align_for(sv.n * sv.width / 8, *align);
             }
         }
         if let Some(&f) = self.made.get(&kind) {
@@ -177,19 +209,11 @@ impl<'l> Helpers<'l> {
         cur.off = delta;
         let mut splitter = Splitter::new(self.layouts);
         let mut err = None;
-        let mut call = |this: &mut Self, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, v: Option<u32>| {
-            let kind = Kind::Access { store: v.is_some(), ty: leaf.ty, align: leaf.align, mem: mem.to_vec() };
-            match this.get(b, kind, inst) {
-                Ok(f) => {
-                    let rt = if v.is_some() { b.t_void() } else { Self::boundary_ty(b, leaf.ty) };
-                    let mut ops = ops![f, rec, leaf.off];
-                    ops.extend(v);
-                    e.op(b, op::FUNCTION_CALL, rt, ops)
-                }
-                Err(x) => {
-                    err.get_or_insert(x);
-                    0
-                }
+        let mut call = |this: &mut Self, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, v: Option<u32>| match this.call_access(e, b, leaf.ty, leaf.align, mem, rec, leaf.off, v, None, inst) {
+            Ok(r) => r,
+            Err(x) => {
+                err.get_or_insert(x);
+                0
             }
         };
         let r = match value {
@@ -225,7 +249,13 @@ impl<'l> Helpers<'l> {
         if !word {
             at.typed = Some(self.table.typed_view(e, b, uty, d.slot, &mut at.used));
         }
-        let ok = fits(e, b, at.offset, len, sv.width / 8);
+        // One element of the u32 view or of the typed view: the one-comparison check holds
+        // whatever the offset's alignment (memory::whole_unit_check).
+        let size = sv.width / 8;
+        let ok = match super::memory::whole_unit_check(&self.backend, e, b, at.offset, len, size, size) {
+            Some(ok) => ok,
+            None => fits(e, b, at.offset, len, size),
+        };
         let view_ptrs = if word { at.view_ptrs(e, b, &[AliasKind::U32]).to_vec() } else { vec![] };
         self.table.used(function, &at);
         let backend = &self.backend;
@@ -264,6 +294,13 @@ impl<'l> Helpers<'l> {
         );
         r.first().copied()
     }
+}
+
+/// The alignment that matters for a scalar/vector of `size` bytes: its accesses use no unit
+/// wider than its size, so alignment past the largest power of two in it changes nothing (one
+/// helper for all).
+fn align_for(size: u32, align: u32) -> u32 {
+    align.min(1 << (31 - size.leading_zeros()))
 }
 
 /// `size` bytes at `offset` lie inside `len` bytes: `len >= size && offset <= len - size`.

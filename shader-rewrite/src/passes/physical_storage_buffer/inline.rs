@@ -3,7 +3,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::builder::{deco, Builder};
-use crate::module::{op, Function, Inst};
+use crate::module::{op, Block, Function, Inst};
 use crate::ops;
 
 use super::fold::Folder;
@@ -69,9 +69,119 @@ pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>
             Folder::blocks(b, &mut f.blocks);
         }
     }
+    (remove_uncalled(functions, &bodies), inlined)
+}
+
+/// Inlines the many-block `helpers` (an atomic's branch around, the array-length waterfall
+/// loop) called once in `functions`, where the calling block may be split: it holds no merge
+/// instruction and is no loop's continue target, so its first part (keeping its label) starts
+/// the helper's body and the helper's returning block goes on with the rest of it (SPIR-V
+/// structure: the helper's constructs nest inside the block's). Returns what
+/// [`inline_single_calls`] does.
+pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec<Function>, helpers: &HashSet<u32>) -> (HashSet<u32>, Vec<(u32, u32)>) {
+    let mut inlined = vec![];
+    let mut calls: HashMap<u32, u32> = HashMap::default();
+    for i in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL) {
+        *calls.entry(i.ops[0]).or_default() += 1;
+    }
+    let returns = |f: &Function| f.blocks.iter().filter(|blk| blk.insts.last().is_some_and(|t| matches!(t.op, op::RETURN | op::RETURN_VALUE))).count();
+    let bodies: HashMap<u32, Function> = functions
+        .iter()
+        .filter(|f| helpers.contains(&f.def.id) && f.blocks.len() > 1 && calls.get(&f.def.id) == Some(&1) && returns(f) == 1 && f.blocks.last().is_some_and(|blk| blk.insts.last().is_some_and(|t| matches!(t.op, op::RETURN | op::RETURN_VALUE))))
+        .map(|f| (f.def.id, f.clone()))
+        .collect();
+    if bodies.is_empty() {
+        return (HashSet::default(), inlined);
+    }
+    for f in functions.iter_mut().filter(|f| !bodies.contains_key(&f.def.id)) {
+        let continue_targets: HashSet<u32> = f.blocks.iter().flat_map(|blk| blk.insts.iter()).filter(|i| i.op == op::LOOP_MERGE).map(|i| i.ops[1]).collect();
+        let mut k = 0;
+        while k < f.blocks.len() {
+            let blk = &f.blocks[k];
+            let has_merge = blk.insts.iter().any(|i| matches!(i.op, op::LOOP_MERGE | op::SELECTION_MERGE));
+            let at = blk.insts.iter().position(|i| i.op == op::FUNCTION_CALL && bodies.contains_key(&i.ops[0]));
+            let Some(at) = at.filter(|_| !has_merge && !continue_targets.contains(&blk.label)) else {
+                k += 1;
+                continue;
+            };
+            let call = blk.insts[at].clone();
+            let h = &bodies[&call.ops[0]];
+            inlined.push((f.def.id, call.ops[0]));
+            // Fresh ids for the body's results and labels; its entry label is the block's own.
+            let mut map: HashMap<u32, u32> = h.params.iter().map(|p| p.id).zip(call.ops[1..].iter().copied()).collect();
+            map.insert(h.blocks[0].label, blk.label);
+            for hb in &h.blocks[1..] {
+                map.insert(hb.label, b.id());
+            }
+            for i in h.blocks.iter().flat_map(|hb| hb.insts.iter()).filter(|i| i.id != 0) {
+                let fresh = b.id();
+                if b.has_decoration(i.id, deco::NON_UNIFORM) {
+                    b.decorate(fresh, deco::NON_UNIFORM, &[]);
+                }
+                map.insert(i.id, fresh);
+            }
+            let renamed = |i: &Inst| {
+                let mut c = i.clone();
+                // Every operand word: the helpers' bodies hold no literal equal to one of their ids
+                // but constants' ids (globals, never in the map).
+                for o in c.ops.iter_mut() {
+                    if let Some(&m) = map.get(o) {
+                        *o = m;
+                    }
+                }
+                if c.id != 0 {
+                    c.id = map[&i.id];
+                }
+                c
+            };
+            let mut rest = f.blocks[k].insts.split_off(at);
+            rest.remove(0); // the call
+            let last_label = map[&h.blocks.last().expect("blocks").label];
+            let mut new_blocks: Vec<Block> = vec![];
+            for (n, hb) in h.blocks.iter().enumerate() {
+                let mut insts: Vec<Inst> = hb.insts.iter().map(&renamed).collect();
+                if n + 1 == h.blocks.len() {
+                    let ret = insts.pop().expect("a return");
+                    if ret.op == op::RETURN_VALUE {
+                        insts.push(Inst::new(op::COPY_OBJECT, call.ty, call.id, ops![ret.ops[0]]));
+                    }
+                    insts.append(&mut rest);
+                }
+                if n == 0 {
+                    f.blocks[k].insts.extend(insts);
+                } else {
+                    new_blocks.push(Block { label: map[&hb.label], insts });
+                }
+            }
+            // The block's successors now follow the helper's last block.
+            let old_label = f.blocks[k].label;
+            let succs: HashSet<u32> = new_blocks.last().and_then(|blk| blk.insts.last()).map(|t| t.ops.iter().copied().collect()).unwrap_or_default();
+            for other in f.blocks.iter_mut() {
+                if !succs.contains(&other.label) {
+                    continue;
+                }
+                for phi in other.insts.iter_mut().filter(|i| i.op == op::PHI) {
+                    for pair in phi.ops.chunks_mut(2) {
+                        if pair.len() == 2 && pair[1] == old_label {
+                            pair[1] = last_label;
+                        }
+                    }
+                }
+            }
+            let n = new_blocks.len();
+            f.blocks.splice(k + 1..k + 1, new_blocks);
+            // On to the block holding the rest (another call may follow).
+            k += n;
+        }
+    }
+    (remove_uncalled(functions, &bodies), inlined)
+}
+
+/// Removes the inlined `bodies` no call names any more; returns their ids and their bodies'
+/// (whose names and decorations must go).
+fn remove_uncalled(functions: &mut Vec<Function>, bodies: &HashMap<u32, Function>) -> HashSet<u32> {
     let called: HashSet<u32> = functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL).map(|i| i.ops[0]).collect();
     let gone: HashSet<u32> = bodies.keys().copied().filter(|id| !called.contains(id)).collect();
-    // The removed bodies' ids (their decorations must go too).
     let mut ids: HashSet<u32> = HashSet::default();
     for f in functions.iter().filter(|f| gone.contains(&f.def.id)) {
         ids.extend(f.params.iter().map(|p| p.id).chain(f.blocks.iter().flat_map(|b| b.insts.iter().map(|i| i.id).chain(std::iter::once(b.label)))));
@@ -79,5 +189,5 @@ pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>
     }
     ids.remove(&0);
     functions.retain(|f| !gone.contains(&f.def.id));
-    (ids, inlined)
+    ids
 }

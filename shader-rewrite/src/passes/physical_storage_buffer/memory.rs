@@ -3,13 +3,12 @@
 //! holding 8/16-bit scalars are split here, each such leaf crossing the call as its 32-bit twin.
 use super::*;
 use crate::builder::sc;
-use crate::byte_address::{AccessShape, Robustness};
+use crate::byte_address::{AccessShape, AliasKind, Robustness};
 use crate::ops;
 use crate::passes::layout::contains_width;
 use crate::passes::leaves::{Cursor, Leaf};
 use crate::passes::util::{split_memory_operands, without_aligned};
 use crate::target::Target;
-use helpers::{Helpers, Kind};
 use table::Located;
 
 /// What every leaf of one access shares: the buffer, the memory operands for the emitted
@@ -49,8 +48,9 @@ impl<'l> LeafAccess<'l> {
     }
 
     /// One leaf, without a branch: when the bytes [offset + leaf.off, + size) lie inside the
-    /// buffer it is accessed there; else a load reads offset 0 (of this buffer when `size`
-    /// bytes fit in it, else of slot 0, a null descriptor) and yields 0 (or the poison pattern),
+    /// buffer it is accessed there; else a load reads offset 0 (of slot 0 after the
+    /// one-comparison check, [`whole_unit_check`]; else of this buffer when `size` bytes fit in
+    /// it, else of slot 0, a null descriptor) and yields 0 (or the poison pattern),
     /// a store writes to offset 0 of slot 0 (dropped by the null descriptor; a real buffer there
     /// would only see writes nobody reads).
     pub fn emit(&mut self, backend: &mut Backend, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, value: Option<u32>) -> u32 {
@@ -58,11 +58,46 @@ impl<'l> LeafAccess<'l> {
         let zero = b.c_u32(0);
         let a = if leaf.off == zero { self.at.offset } else { e.op(b, op::I_ADD, u32t, ops![self.at.offset, leaf.off]) };
         let size = leaf.sv.n * leaf.sv.width / 8;
+        if let Some(ok) = whole_unit_check(backend, e, b, a, self.at.len, size, leaf.align) {
+            // Outside: offset 0 of slot 0 (a null descriptor, or at least 16 bytes nothing reads).
+            let a = e.op(b, op::SELECT, u32t, ops![ok, a, zero]);
+            let slot = e.op(b, op::SELECT, u32t, ops![ok, self.at.slot(), zero]);
+            let mut at = self.at.at_slot(slot);
+            return self.finish(backend, e, b, leaf, value, a, ok, &mut at);
+        }
         let n = self.limit(e, b, size);
         let ok = e.op(b, op::U_LESS_THAN, bool_t, ops![a, self.limits[n].1]);
         let a = e.op(b, op::SELECT, u32t, ops![ok, a, zero]);
-        let shape = AccessShape {
-            store: value.is_some(),
+        if value.is_some() {
+            let slot = e.op(b, op::SELECT, u32t, ops![ok, self.at.slot(), zero]);
+            let mut at = self.at.at_slot(slot);
+            return self.finish(backend, e, b, leaf, value, a, ok, &mut at);
+        }
+        // (Loads of one size share the buffer they read, view pointers included.)
+        let mut at = self.limits[n].2.clone();
+        let v = self.finish(backend, e, b, leaf, value, a, ok, &mut at);
+        self.limits[n].2 = at;
+        v
+    }
+
+    /// The access itself at checked offset `a` through the buffer `at` (the views it needs made
+    /// there), a load selected to the out-of-range value where `ok` is false.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(&mut self, backend: &mut Backend, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, value: Option<u32>, a: u32, ok: u32, at: &mut Located) -> u32 {
+        let shape = self.shape(leaf, value.is_some());
+        let views = shape.views_used(&self.target);
+        let view_ptrs = at.view_ptrs(e, b, &views).to_vec();
+        self.at.used.extend(at.used.iter().copied());
+        let v = backend.emit(e, b, &shape, &view_ptrs, a, None, None, value);
+        if value.is_some() {
+            return v;
+        }
+        self.select_loaded(e, b, leaf, ok, v)
+    }
+
+    fn shape(&self, leaf: &Leaf, store: bool) -> AccessShape {
+        AccessShape {
+            store,
             storage: sc::STORAGE_BUFFER,
             value_ty: leaf.ty,
             value: leaf.sv,
@@ -71,24 +106,12 @@ impl<'l> LeafAccess<'l> {
             mem_ops: self.mem.to_vec(),
             nonuniform: true,
             wide: leaf.sv.width < 32,
-        };
-        let views = shape.views_used(&self.target);
-        let view_ptrs = if value.is_some() {
-            let slot = e.op(b, op::SELECT, u32t, ops![ok, self.at.slot(), zero]);
-            let mut at = self.at.at_slot(slot);
-            let p = at.view_ptrs(e, b, &views).to_vec();
-            self.at.used.extend(at.used);
-            p
-        } else {
-            let at = &mut self.limits[n].2;
-            let p = at.view_ptrs(e, b, &views).to_vec();
-            self.at.used.extend(at.used.iter().copied());
-            p
-        };
-        let v = backend.emit(e, b, &shape, &view_ptrs, a, None, None, value);
-        if value.is_some() {
-            return v;
         }
+    }
+
+    /// `ok ? v : the out-of-range value` for a loaded leaf.
+    fn select_loaded(&self, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, ok: u32, v: u32) -> u32 {
+        let bool_t = b.t_bool();
         // The loaded value's type: the leaf's, or its 32-bit twin.
         let ty = helpers::Helpers::boundary_ty(b, leaf.ty);
         let oob = oob_value(b, ty, self.oob_poison);
@@ -101,6 +124,27 @@ impl<'l> LeafAccess<'l> {
         };
         e.op(b, op::SELECT, ty, ops![cond, v, oob])
     }
+}
+
+/// The check that `size` bytes at byte offset `a` lie inside a buffer of `len` bytes, in one
+/// comparison, where `len` is a whole number of words (taken through the word view) and the
+/// access is one unit of the `size`-byte view (`size` 4, 8 or 16 and `Aligned` at least that:
+/// `plan` in crate::byte_address then takes exactly one such unit): `(a | (size - 4)) < len`.
+/// For `a` a multiple of `size` that is `a + size <= len`; for any other `a` the unit read,
+/// `size` bytes at `a` rounded down to a multiple of `size`, still lies inside (`len` is a
+/// multiple of 4). None where the general check is needed.
+pub(super) fn whole_unit_check(backend: &Backend, e: &mut Emitter, b: &mut Builder, a: u32, len: u32, size: u32, align: u32) -> Option<u32> {
+    if backend.length_view(sc::STORAGE_BUFFER) != AliasKind::U32 || !matches!(size, 4 | 8 | 16) || align < size {
+        return None;
+    }
+    let (u32t, bool_t) = (b.t_u32(), b.t_bool());
+    let probe = if size == 4 {
+        a
+    } else {
+        let low = b.c_u32(size - 4);
+        e.op(b, op::BITWISE_OR, u32t, ops![a, low])
+    };
+    Some(e.op(b, op::U_LESS_THAN, bool_t, ops![probe, len]))
 }
 
 /// What an out-of-range load of a `ty` (a 32/64-bit scalar or vector) returns: 0, or the debug
@@ -143,22 +187,15 @@ impl Cx<'_, '_> {
         let ty = a.cur.ty;
         let result = if result == 0 { self.b.id() } else { result };
         if !contains_width(self.b, ty, &[8, 16]) {
-            let rt = Helpers::boundary_ty(self.b, ty);
-            let f = self.h.get(self.b, Kind::Access { store: false, ty, align: a.cur.align, mem: a.mem }, inst)?;
-            e.push(Inst::new(op::FUNCTION_CALL, rt, result, ops![f, a.rec, a.delta]));
-            return Ok(result);
+            return self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, None, Some(result), inst);
         }
         let (h, rec) = (&mut self.h, a.rec);
         let mut err = None;
-        let v = self.splitter.load(e, self.b, &a.cur, inst, &mut |e, b, leaf| {
-            let kind = Kind::Access { store: false, ty: leaf.ty, align: leaf.align, mem: a.mem.clone() };
-            let rt = Helpers::boundary_ty(b, leaf.ty);
-            match h.get(b, kind, inst) {
-                Ok(f) => e.op(b, op::FUNCTION_CALL, rt, ops![f, rec, leaf.off]),
-                Err(x) => {
-                    err.get_or_insert(x);
-                    0
-                }
+        let v = self.splitter.load(e, self.b, &a.cur, inst, &mut |e, b, leaf| match h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, None, None, inst) {
+            Ok(r) => r,
+            Err(x) => {
+                err.get_or_insert(x);
+                0
             }
         })?;
         if let Some(x) = err {
@@ -172,23 +209,15 @@ impl Cx<'_, '_> {
         let a = self.access(e, ptr, mem)?;
         self.stats.physical_stores += 1;
         let ty = a.cur.ty;
-        let void = self.b.t_void();
         if !contains_width(self.b, ty, &[8, 16]) {
-            let f = self.h.get(self.b, Kind::Access { store: true, ty, align: a.cur.align, mem: a.mem }, inst)?;
-            e.op(self.b, op::FUNCTION_CALL, void, ops![f, a.rec, a.delta, value]);
+            self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, Some(value), None, inst)?;
             return Ok(());
         }
         let (h, rec) = (&mut self.h, a.rec);
         let mut err = None;
         self.splitter.store(e, self.b, &a.cur, value, inst, &mut |e, b, leaf, v| {
-            let kind = Kind::Access { store: true, ty: leaf.ty, align: leaf.align, mem: a.mem.clone() };
-            match h.get(b, kind, inst) {
-                Ok(f) => {
-                    e.op(b, op::FUNCTION_CALL, void, ops![f, rec, leaf.off, v]);
-                }
-                Err(x) => {
-                    err.get_or_insert(x);
-                }
+            if let Err(x) = h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, Some(v), None, inst) {
+                err.get_or_insert(x);
             }
         })?;
         err.map_or(Ok(()), Err)

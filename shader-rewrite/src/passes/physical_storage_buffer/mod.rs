@@ -29,7 +29,10 @@
 //!    record and the offset; composites call one helper per scalar/vector leaf; a helper
 //!    called once is inlined (`inline`), constant offsets folded (`fold`). Accesses never
 //!    branch: no block is split.
-//! 6. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
+//! 6. `tidy`: copies of same-typed values, members of just-constructed values and pure
+//!    instructions an equal dominating one computed already (a record's members, a re-loaded
+//!    push constant) go, and pure instructions nothing uses.
+//! 7. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
 //!    go (Logical); the capabilities the table needs come in (descriptor indexing, Int64 for u64
 //!    addresses, 8/16-bit storage for the byte views the target has and the accesses need).
 //!
@@ -39,9 +42,13 @@
 //! every access is whole aligned words; a plain OpArrayLength for a uniform class, else
 //! NonUniform, or one slot at a time in a subgroup waterfall loop under
 //! Target::nonuniform_array_length_broken, in the functions of GLCompute and Fragment entry
-//! points only). Each scalar/vector leaf, and each atomic, checks `offset + size <= length`
-//! (`offset < length - size + 1`): a load outside reads offset 0 (of the buffer when the size
-//! fits in it at all, else of slot 0) and yields 0 (or the debug poison pattern), a store goes
+//! points only; in whole units of the 8/16-byte view every access uses, when they all use one).
+//! Each scalar/vector leaf, and each atomic, checks `offset + size <= length` (as
+//! `offset < length - size + 1`, or as one `(offset | size - 4) < length` where the length is
+//! whole words and the access one unit of the `size`-byte view, `memory::whole_unit_check`):
+//! a load outside reads
+//! offset 0 (of slot 0 after the one-comparison check; else of the buffer when the size fits
+//! in it at all, else of slot 0) and yields 0 (or the debug poison pattern), a store goes
 //! to offset 0 of slot 0, atomics branch around and return 0. Without branches: the layer
 //! must keep slot 0 (never handed out) holding a null descriptor (or a buffer of at least 16
 //! bytes nothing reads), and a valid or null descriptor in every slot below `count`.
@@ -53,7 +60,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::bda::BdaTable;
 use crate::builder::{model, sc, Builder, Emitter};
-use crate::byte_address::Backend;
+use crate::byte_address::{AliasKind, Backend};
 use crate::error::RewriteError;
 use crate::module::{leading_id_operands, op, Function, Inst, Module};
 use crate::stats::Stats;
@@ -66,7 +73,7 @@ use super::util::call_tree;
 mod address;
 mod atomics;
 mod blocks;
-mod cfg;
+pub(crate) mod cfg;
 mod chains;
 mod cleanup;
 mod fold;
@@ -95,8 +102,9 @@ pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats)
     let mut functions = std::mem::take(&mut m.functions);
     let lowered = lower(m, &mut functions, cfg, options, addr, &retyped, &layouts, stats);
     m.functions = functions;
-    let (table, addr_values, elided) = lowered?;
+    let (table, addr_values, mut elided) = lowered?;
     types::retype_functions(m, &retyped.ptrs, addr_ty);
+    elided.extend(super::tidy::tidy(m));
     cleanup::finish(m, table, &addr_values, &elided, addr);
     Ok(())
 }
@@ -136,7 +144,8 @@ fn lower(
         }
     }
     let words_only = words_only(&b, functions, &types, retyped);
-    let table = Table::new(&mut b, *cfg, &mut backend, &options.target, words_only);
+    let mut table = Table::new(&mut b, *cfg, &mut backend, &options.target, words_only);
+    table.length_unit = one_unit(&b, functions, &types, retyped);
     let mut cx = Cx {
         b: &mut b,
         layouts,
@@ -164,7 +173,10 @@ fn lower(
     functions.append(&mut cx.h.functions);
     {
         // A helper called once costs a function for nothing: its body replaces the call.
-        let (gone, inlined) = inline::inline_single_calls(cx.b, functions, &helper_ids);
+        let (mut gone, mut inlined) = inline::inline_single_calls(cx.b, functions, &helper_ids);
+        let (gone_too, inlined_too) = inline::inline_branching_single_calls(cx.b, functions, &helper_ids);
+        gone.extend(gone_too);
+        inlined.extend(inlined_too);
         for (caller, helper) in inlined {
             let vars = cx.h.table.used_by.get(&helper).cloned().unwrap_or_default();
             cx.h.table.used_by.entry(caller).or_default().extend(vars);
@@ -195,6 +207,39 @@ fn words_only(b: &Builder, functions: &[Function], types: &HashMap<u32, u32>, re
         };
         ptr.is_none_or(|t| !contains_width(b, t, &[8, 16]) && aligned(mem))
     })
+}
+
+/// The view every access through a physical pointer is one unit of, when they all are one
+/// unit of the same 8- or 16-byte view: only loads and stores of a 64/128-bit scalar or vector
+/// with `Aligned` at least its size (no composite, copy or atomic). A buffer's length counted
+/// in those units is then exact for every access (an aligned unit fits in L bytes exactly when
+/// it fits in the whole units of L), so the word view need not be declared for it.
+fn one_unit(b: &Builder, functions: &[Function], types: &HashMap<u32, u32>, retyped: &types::Retyped) -> Option<AliasKind> {
+    let pointee = |id: u32| types.get(&id).or_else(|| retyped.global_values.get(&id)).and_then(|t| retyped.ptrs.get(t)).map(|p| p.pointee);
+    let mut unit = None;
+    for i in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|blk| blk.insts.iter()) {
+        let through = |k: usize| i.ops.get(k).and_then(|&p| pointee(p));
+        let (ty, mem) = match i.op {
+            op::LOAD => (through(0), i.ops.get(1..).unwrap_or(&[])),
+            op::STORE => (through(0), i.ops.get(2..).unwrap_or(&[])),
+            op::COPY_MEMORY if through(0).or(through(1)).is_some() => return None,
+            opcode if is_atomic(opcode) && through(0).is_some() => return None,
+            _ => continue,
+        };
+        let Some(ty) = ty else { continue };
+        let sv = b.scalar_vec(ty)?;
+        let size = sv.n * sv.width / 8;
+        let kind = match size {
+            8 => AliasKind::U32x2,
+            16 => AliasKind::U32x4,
+            _ => return None,
+        };
+        if crate::passes::util::split_memory_operands(mem).1.is_none_or(|a| a < size) || unit.is_some_and(|u| u != kind) {
+            return None;
+        }
+        unit = Some(kind);
+    }
+    unit
 }
 
 /// Lowering state.

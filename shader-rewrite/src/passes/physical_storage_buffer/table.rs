@@ -85,6 +85,9 @@ pub(super) struct Table {
     typed: BTreeMap<u32, (u32, u32)>,
     /// Function → table variables it uses (for the entry points' interfaces).
     pub used_by: BTreeMap<u32, BTreeSet<u32>>,
+    /// The 8/16-byte view every access is one unit of (`one_unit` in the module): lengths are
+    /// taken through it, in whole units, and the word view is not needed for them.
+    pub length_unit: Option<AliasKind>,
 }
 
 impl Table {
@@ -99,7 +102,7 @@ impl Table {
         let vars = views.struct_ty.clone().into_iter().map(|st| declare(b, &cfg, st)).collect();
         let struct_ptrs = views.struct_ptr.clone();
         backend.views.insert(sc::STORAGE_BUFFER, views);
-        Table { cfg, vars, kinds, struct_ptrs, first_id, typed: BTreeMap::new(), used_by: BTreeMap::new() }
+        Table { cfg, vars, kinds, struct_ptrs, first_id, typed: BTreeMap::new(), used_by: BTreeMap::new(), length_unit: None }
     }
 
     /// The declarations of the views no access used: each view's variable and the types only it
@@ -159,7 +162,7 @@ impl Table {
     /// table, without a branch (lavapipe crashes on an OpArrayLength in a branch no invocation
     /// of the subgroup takes).
     pub fn length(&self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, how: Length, used: &mut BTreeSet<u32>) -> u32 {
-        let length_view = backend.length_view(sc::STORAGE_BUFFER);
+        let length_view = self.length_unit.unwrap_or(backend.length_view(sc::STORAGE_BUFFER));
         let n = self.kinds.iter().position(|&k| k == length_view).expect("the length view is declared");
         let (var, struct_ptr) = (self.vars[n], self.struct_ptrs[n]);
         used.insert(var);
@@ -175,12 +178,15 @@ impl Table {
                 if how == Length::NonUniform {
                     b.decorate(p, deco::NON_UNIFORM, &[]);
                 }
-                let mut view_ptrs = vec![0; self.vars.len()];
-                view_ptrs[n] = p;
-                backend.byte_length(e, b, sc::STORAGE_BUFFER, &view_ptrs)
+                backend.length_of_view(e, b, sc::STORAGE_BUFFER, p)
             }
         };
-        let l = length(e, b);
+        let mut l = length(e, b);
+        if let Some(unit) = self.length_unit {
+            // The backend counts the view's elements as words (× 4): × the unit's words more.
+            let shift = b.c_u32((unit.bytes() / 4).trailing_zeros());
+            l = e.op(b, op::SHIFT_LEFT_LOGICAL, u32t, ops![l, shift]);
+        }
         e.op(b, op::SELECT, u32t, ops![d.in_table, l, zero])
     }
 
