@@ -2,8 +2,9 @@
 //! access now goes through the layer's alias views, e.g. the `uint[]` block of `Aligned 16`
 //! vec4 chains, read through a `uvec4[]` view), and the types and constants left unused, are
 //! removed: the driver parses every declaration at every pipeline creation (the kernels bench's
-//! unchecked vec4 kernel: 277 → 217 words). Run only when the lowering made new views (the
-//! walk costs ~10 % of such a rewrite; without new views nothing became dead).
+//! unchecked vec4 kernel: 277 → 217 words). Run only when the lowering made new views (without
+//! them nothing became dead), and only when a buffer variable is unused: a walk that stops once
+//! it has met them all (a whole sweep where nothing is dead cost ~10 % of a rewrite).
 use crate::builder::sc;
 use crate::module::{op, Inst, Module};
 use crate::passes::util::{forget_ids, refs, sweep_dead_globals};
@@ -18,6 +19,35 @@ fn removable(g: &Inst) -> bool {
         op::CONSTANT | op::CONSTANT_COMPOSITE | op::CONSTANT_NULL | op::CONSTANT_TRUE | op::CONSTANT_FALSE => true,
         _ => false,
     }
+}
+
+/// [`sweep`], when some StorageBuffer or Uniform variable is not referred to by any function.
+pub fn sweep_if_unused(m: &mut Module) {
+    let mut pending = vec![false; m.header[3] as usize];
+    let mut left = 0;
+    for g in m.globals.iter().filter(|g| removable(g) && g.op == op::VARIABLE) {
+        if let Some(p) = pending.get_mut(g.id as usize).filter(|p| !**p) {
+            *p = true;
+            left += 1;
+        }
+    }
+    if left == 0 {
+        return;
+    }
+    for f in &m.functions {
+        for i in f.blocks.iter().flat_map(|b| &b.insts) {
+            for &w in &i.ops {
+                if let Some(p) = pending.get_mut(w as usize).filter(|p| **p) {
+                    *p = false;
+                    left -= 1;
+                    if left == 0 {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+    sweep(m);
 }
 
 fn mark(live: &mut [bool], w: u32) {

@@ -53,7 +53,7 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     m.functions.extend(result?);
     // A buffer read only through new views is dead now (a reused word view keeps it alive).
     if stats.alias_variables > views {
-        cleanup::sweep(m);
+        cleanup::sweep_if_unused(m);
     }
     Ok(())
 }
