@@ -407,8 +407,8 @@ impl Module {
         }
     }
 
-    pub fn assemble(&self) -> Vec<u32> {
-        let sections = [
+    fn sections(&self) -> [&Vec<Inst>; SECTIONS] {
+        [
             &self.capabilities,
             &self.extensions,
             &self.ext_inst_imports,
@@ -418,16 +418,25 @@ impl Module {
             &self.debug,
             &self.annotations,
             &self.globals,
-        ];
-        // Exact size first: a large rewritten module would otherwise be copied as it grows.
+        ]
+    }
+
+    /// The module's size in words, header included (what [`Module::assemble`] returns).
+    pub fn word_count(&self) -> usize {
         let words = |list: &[Inst]| list.iter().map(Inst::word_count).sum::<usize>();
-        let size = HEADER_WORDS
-            + sections.iter().map(|s| words(s)).sum::<usize>()
+        HEADER_WORDS
+            + self.sections().iter().map(|s| words(s)).sum::<usize>()
             + self
                 .functions
                 .iter()
                 .map(|f| words(std::slice::from_ref(&f.def)) + words(&f.params) + words(&f.end) + f.blocks.iter().map(|b| 2 + words(&b.insts)).sum::<usize>())
-                .sum::<usize>();
+                .sum::<usize>()
+    }
+
+    pub fn assemble(&self) -> Vec<u32> {
+        let sections = self.sections();
+        // Exact size first: a large rewritten module would otherwise be copied as it grows.
+        let size = self.word_count();
         let mut out = Vec::with_capacity(size);
         out.extend_from_slice(&self.header);
         for section in sections {

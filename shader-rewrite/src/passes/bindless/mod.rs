@@ -52,12 +52,18 @@ const CONVERT_SAMPLED_IMAGE_TO_U: u32 = 5396;
 
 pub fn run(m: &mut Module, table: &BindlessTable, _options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
     let width = addressing_width(m)?;
+    let words_in = m.word_count();
     let mut functions = std::mem::take(&mut m.functions);
     let result = lower(m, &mut functions, table, width, stats);
     m.functions = functions;
     let mut dropped = result?;
-    // Handles decoded again at every use (the same slot, the same descriptor loaded): once.
-    dropped.extend(super::tidy::tidy(m));
+    // Handles decoded again at every use (the same slot, the same descriptor loaded): once,
+    // where the repeats more than doubled the module. Below that the cleanup buys only words:
+    // drivers merge the repeats themselves (lavapipe's pipeline creation barely moved with it),
+    // and it costs a quarter of a small module's rewrite and a fifth more on the first call.
+    if m.word_count() > 2 * words_in {
+        dropped.extend(super::tidy::tidy(m));
+    }
     remove_extension(m);
     forget_ids(m, &dropped);
     // Old function types (with opaque parameters) and opaque types only handles used.
