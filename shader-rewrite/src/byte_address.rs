@@ -454,7 +454,7 @@ impl Backend {
     /// Can `shape`'s edge path be a shared function: a per-component vector of 32/64-bit
     /// components (8/16-bit ones merge raw bits per component) through views other than a
     /// uniform buffer's fixed uvec4 array.
-    fn shares_edge(&self, shape: &AccessShape) -> bool {
+    pub fn shares_edge(&self, shape: &AccessShape) -> bool {
         shape.robustness == Robustness::PerComponent && shape.value.n > 1 && shape.comp_bytes() >= 4 && self.views.get(&shape.storage).is_some_and(|v| !v.vec4_words)
     }
 

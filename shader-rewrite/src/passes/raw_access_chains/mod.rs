@@ -355,8 +355,12 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
 
     // Edge paths the counted accesses could share (see Backend::count_edge).
     for a in &walk.accesses {
-        if let Some(base) = shared_base(&backend, &shadow, &bases[a.chain as usize], walk.shapes[a.shape as usize].storage)? {
-            backend.count_edge(&walk.shapes[a.shape as usize], &base);
+        let shape = &walk.shapes[a.shape as usize];
+        if !backend.shares_edge(shape) {
+            continue;
+        }
+        if let Some(base) = shared_base(&backend, &shadow, &bases[a.chain as usize], shape.storage)? {
+            backend.count_edge(shape, &base);
         }
     }
 
@@ -459,7 +463,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                     }
                     let view_ptrs = shadow.all(chain.base, views_of(&backend, shape.storage, chain.base)?)?;
                     if counted[c] {
-                        let shared = shared_base(&backend, &shadow, &bases[c], shape.storage)?;
+                        let shared = if backend.shares_edge(shape) { shared_base(&backend, &shadow, &bases[c], shape.storage)? } else { None };
                         if inst.op == op::STORE {
                             backend.emit_counted(&mut e, &mut b, shape, &view_ptrs, addr, Some(elem), Some(inst.ops[1]), None, shared.as_ref());
                             stats.stores += 1;
