@@ -14,7 +14,7 @@
 //! still gets its rounding done in integer code (the decoration is only valid on conversions
 //! stored through 16-bit pointers, which the lowering removed).
 use crate::builder::cap;
-use super::round::{f16_bits, f32_of_f16_bits, f32_round_to_odd};
+use super::round::{f32_round_to_odd, round_to_f16};
 use super::*;
 
 const FP_ROUNDING_MODE: u32 = 39;
@@ -208,12 +208,9 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                             src
                         } else {
                             let x = if fk.width == 64 { f32_round_to_odd(&mut e, &mut b, src, n) } else { src };
-                            // No FPRoundingMode: round to nearest even in integer code too. The
-                            // cheaper UnpackHalf2x16(PackHalf2x16(x)) is folded to x by Mesa's
-                            // NIR, which would skip the rounding a real f16 value undergoes.
-                            let bits = f16_bits(&mut e, &mut b, x, n, rtz);
+                            // No FPRoundingMode: round to nearest even.
+                            let f = round_to_f16(&mut e, &mut b, x, n, rtz);
                             stats.rounded_conversions += 1;
-                            let f = f32_of_f16_bits(&mut e, &mut b, bits, n);
                             if small_to { f } else { e.op(&mut b, op::F_CONVERT, inst.ty, ops![f]) } // exact
                         };
                         e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
@@ -224,6 +221,11 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                         } else {
                             e.push(inst); // f32 → f64: exact
                         }
+                    }
+                    (op::U_CONVERT | op::S_CONVERT, Some(fk), Some(tk)) if (small_from || small_to) && holds_result(&inst, fk, tk, small_from, small_to, exact) => {
+                        // The source's 32 bits are already the result's.
+                        let opcode = if sub_of(ty_of(src)) == inst.ty { op::COPY_OBJECT } else { op::BITCAST };
+                        e.push(Inst::new(opcode, inst.ty, inst.id, ops![src]));
                     }
                     (op::U_CONVERT | op::S_CONVERT, Some(fk), Some(tk)) if small_from || small_to => {
                         let n = fk.n;
@@ -294,6 +296,17 @@ pub(super) fn f16_to_f32(h: u16) -> f32 {
         31 => f32::from_bits(0x7f80_0000 | ((h as u32 & 0x8000) << 16) | ((h as u32 & 0x3ff) << 13)),
         _ => sign * (1.0 + mant / 1024.0) * 2f32.powi(exp - 15),
     }
+}
+
+/// Does the 32-bit twin of an int conversion's source already hold its result? A small value's
+/// twin holds its extension by its own signedness (see the module documentation), and an exact
+/// conversion from 8/16-bit memory converts the twin the backend extended that way. Widening by
+/// the source's own signedness then changes no bit, up to 32 bits, or to a small result of
+/// that signedness.
+fn holds_result(inst: &Inst, from: Small, to: Small, small_from: bool, small_to: bool, exact: &HashSet<u32>) -> bool {
+    let op_signed = inst.op == op::S_CONVERT;
+    (small_to && exact.contains(&inst.id))
+        || (small_from && from.width < to.width && op_signed == from.signed && (to.width == 32 || (small_to && to.signed == op_signed)))
 }
 
 /// The low `width` bits of uint value(s) `x`, sign- or zero-extended to 32 bits (as uint).

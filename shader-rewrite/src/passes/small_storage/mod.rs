@@ -24,6 +24,7 @@ use super::layout::Layouts;
 use super::util::{forget_ids, pointer_operands, sweep_dead_globals, without_aligned};
 
 mod blocks;
+mod fold;
 mod io;
 mod legalize;
 mod round;
@@ -72,17 +73,18 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
         }
     }
 
+    let first_new = m.header[3];
     let layouts = Layouts::read(m);
     let lowered_before = (stats.small_storage_blocks, stats.widened_io_variables);
     let mut functions = std::mem::take(&mut m.functions);
     let result = (|| {
-        let exact = {
+        let mut exact = {
             let mut b = Builder::new(m);
             blocks::lower(&mut b, &mut functions, &layouts, &plan, options, stats)?
         };
         if lowered.storage_input_output_16 {
             let mut b = Builder::new(m);
-            io::widen(&mut b, &mut functions, &layouts, stats)?;
+            exact.extend(io::widen(&mut b, &mut functions, &layouts, stats)?);
         }
         Ok::<_, RewriteError>(exact)
     })();
@@ -100,6 +102,7 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
         sweep_dead_globals(m, &[]);
     }
     legalize::legalize(m, &exact, stats)?;
+    fold::fold(m, first_new);
     Ok(())
 }
 

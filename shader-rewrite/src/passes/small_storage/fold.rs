@@ -1,0 +1,214 @@
+//! Clean-up of what the lowering emitted, so it costs no words the driver must compile:
+//! - an OpCopyObject (which the lowering emits for the result id of an instruction it replaced
+//!   by a value it already had) is folded into its uses;
+//! - u32 scalar arithmetic of constants the lowering emitted (offsets of members at constant
+//!   positions) becomes the constant, and `x + 0`, `x * 1`, shifts by 0 become `x`;
+//! - pure instructions the lowering emitted whose result nothing uses are dropped.
+//!
+//! Uses are rewritten only where an operand is certainly an id (leading id operands, OpPhi,
+//! GLSL.std.450 operands, instructions whose trailing operands are literals only). A folded id
+//! appearing anywhere else (where it might be an id, say an image operand) keeps its
+//! instruction, so no use is ever left without a definition.
+use super::*;
+use crate::module::leading_id_operands;
+
+/// GLSL.std.450 instructions the lowering emits that have no side effect.
+const OP_NOT: u32 = 200;
+const OP_SHIFT_RIGHT_ARITHMETIC: u32 = 195;
+
+/// Memory operand bits whose operands are literals: Volatile, Aligned, Nontemporal.
+const LITERAL_MEMORY_OPERANDS: u32 = 0x1 | 0x2 | 0x4;
+
+/// Where `inst`'s id operands are: `Some(n)` when they are exactly the first `n` operands
+/// (the rest literals), `None` when operands after the leading ids may be ids too.
+fn id_operands(inst: &Inst) -> Option<usize> {
+    let len = inst.ops.len();
+    let lead = leading_id_operands(inst.op).min(len);
+    match inst.op {
+        _ if lead == len => Some(len),
+        op::PHI => Some(len),
+        op::COMPOSITE_EXTRACT | op::COMPOSITE_INSERT | op::VECTOR_SHUFFLE => Some(lead),
+        op::LOAD | op::STORE if inst.ops[lead] & !LITERAL_MEMORY_OPERANDS == 0 => Some(lead),
+        _ => None,
+    }
+}
+
+/// Calls `f` on every operand of `inst` that is certainly an id; returns false when some
+/// other operand may be an id as well.
+fn for_ids(inst: &mut Inst, glsl: Option<u32>, f: &mut impl FnMut(&mut u32)) -> bool {
+    if inst.op == op::EXT_INST && glsl.is_some() && inst.ops.first().copied() == glsl {
+        // Set, instruction number (a literal), then ids.
+        for (k, o) in inst.ops.iter_mut().enumerate() {
+            if k != 1 {
+                f(o);
+            }
+        }
+        return true;
+    }
+    match id_operands(inst) {
+        Some(n) => {
+            inst.ops[..n].iter_mut().for_each(f);
+            true
+        }
+        None => {
+            let lead = leading_id_operands(inst.op).min(inst.ops.len());
+            inst.ops[..lead].iter_mut().for_each(f);
+            false
+        }
+    }
+}
+
+/// Is an instruction with this opcode free of side effects (dropped when unused)?
+fn is_pure(opcode: u32) -> bool {
+    matches!(
+        opcode,
+        op::COPY_OBJECT
+            | op::BITCAST
+            | op::I_ADD
+            | op::I_SUB
+            | op::I_MUL
+            | op::U_DIV
+            | op::SHIFT_LEFT_LOGICAL
+            | op::SHIFT_RIGHT_LOGICAL
+            | OP_SHIFT_RIGHT_ARITHMETIC
+            | op::BITWISE_AND
+            | op::BITWISE_OR
+            | OP_NOT
+            | op::COMPOSITE_CONSTRUCT
+            | op::COMPOSITE_EXTRACT
+            | op::SELECT
+            | op::I_EQUAL
+            | op::U_LESS_THAN
+            | op::U_GREATER_THAN_EQUAL
+            | op::ACCESS_CHAIN
+    )
+}
+
+/// Folds the module's functions (`first_new`: the first id the lowering allocated; only its
+/// own arithmetic is folded or dropped, the module's is left as it was).
+pub(super) fn fold(m: &mut Module, first_new: u32) {
+    let glsl = m.ext_inst_imports.iter().find(|i| crate::module::string_is(&i.ops, "GLSL.std.450")).map(|i| i.id);
+    let decorated: HashSet<u32> = m
+        .annotations
+        .iter()
+        .filter(|a| matches!(a.op, op::DECORATE | op::DECORATE_ID | op::DECORATE_STRING))
+        .filter_map(|a| a.ops.first().copied())
+        .collect();
+    let mut functions = std::mem::take(&mut m.functions);
+    let mut gone: HashSet<u32> = HashSet::default();
+    {
+        let mut b = Builder::new(m);
+        let u32t = b.t_u32();
+        for f in functions.iter_mut() {
+            fold_function(&mut b, f, u32t, glsl, first_new, &decorated, &mut gone);
+        }
+    }
+    m.functions = functions;
+    forget_ids(m, &gone);
+}
+
+fn fold_function(b: &mut Builder, f: &mut Function, u32t: u32, glsl: Option<u32>, first_new: u32, decorated: &HashSet<u32>, gone: &mut HashSet<u32>) {
+    let bound = b.m.header[3] as usize;
+    // Id → what it stands for (0: itself).
+    let mut alias: Vec<u32> = vec![0; bound];
+    let resolve = |alias: &Vec<u32>, id: u32| match alias.get(id as usize) {
+        Some(&a) if a != 0 => a,
+        _ => id,
+    };
+    let mut any = false;
+    for blk in f.blocks.iter_mut() {
+        for inst in blk.insts.iter_mut() {
+            if inst.op == op::PHI {
+                continue; // operands may be defined later: rewritten below
+            }
+            for_ids(inst, glsl, &mut |o| *o = resolve(&alias, *o));
+            let (x, y) = (inst.ops.first().copied().unwrap_or(0), inst.ops.get(1).copied().unwrap_or(0));
+            let to = match inst.op {
+                op::COPY_OBJECT if inst.ops.len() == 1 && !decorated.contains(&inst.id) => x,
+                _ if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 2 => {
+                    match fold_u32(inst.op, u32_value(b, x), u32_value(b, y), x, y) {
+                        Some(Ok(v)) => b.c_u32(v),
+                        Some(Err(same)) => same,
+                        None => 0,
+                    }
+                }
+                _ => 0,
+            };
+            if to != 0 && (inst.id as usize) < bound {
+                alias[inst.id as usize] = to;
+                any = true;
+            }
+        }
+    }
+    // Uses where an alias may stand in an unknown operand position keep its definition.
+    let mut kept: Vec<bool> = vec![false; if any { bound } else { 0 }];
+    if any {
+        for inst in f.blocks.iter_mut().flat_map(|blk| blk.insts.iter_mut()) {
+            let lead = leading_id_operands(inst.op).min(inst.ops.len());
+            let complete = for_ids(inst, glsl, &mut |o| *o = resolve(&alias, *o));
+            if !complete {
+                for &w in &inst.ops[lead..] {
+                    if alias.get(w as usize).is_some_and(|&a| a != 0) {
+                        kept[w as usize] = true;
+                    }
+                }
+            }
+        }
+    }
+    // Uses of the lowering's own pure results, to drop the unused ones.
+    let mut used: Vec<u32> = vec![0; bound];
+    for inst in f.blocks.iter().flat_map(|blk| blk.insts.iter()) {
+        for &w in inst.ops.iter() {
+            if let Some(u) = used.get_mut(w as usize) {
+                *u += 1;
+            }
+        }
+    }
+    for blk in f.blocks.iter_mut().rev() {
+        let mut keep: Vec<bool> = Vec::with_capacity(blk.insts.len());
+        for inst in blk.insts.iter().rev() {
+            let id = inst.id as usize;
+            let folded = alias.get(id).is_some_and(|&a| a != 0) && !kept.get(id).copied().unwrap_or(false);
+            let dead = inst.id >= first_new && is_pure(inst.op) && used.get(id) == Some(&0) && !decorated.contains(&inst.id);
+            let drop = inst.id != 0 && (folded || dead);
+            if drop {
+                gone.insert(inst.id);
+                for &w in inst.ops.iter() {
+                    if let Some(u) = used.get_mut(w as usize) {
+                        *u = u.saturating_sub(1);
+                    }
+                }
+            }
+            keep.push(!drop);
+        }
+        keep.reverse();
+        let mut k = keep.into_iter();
+        blk.insts.retain(|_| k.next().unwrap_or(true));
+    }
+}
+
+fn u32_value(b: &Builder, id: u32) -> Option<u32> {
+    b.const_value(id).and_then(|v| u32::try_from(v).ok())
+}
+
+/// `x op y` on u32 scalars: Ok(value) for constants, Err(id) for an identity, None otherwise.
+fn fold_u32(opcode: u32, vx: Option<u32>, vy: Option<u32>, x: u32, y: u32) -> Option<Result<u32, u32>> {
+    Some(match (opcode, vx, vy) {
+        (op::I_ADD, Some(p), Some(q)) => Ok(p.wrapping_add(q)),
+        (op::I_SUB, Some(p), Some(q)) => Ok(p.wrapping_sub(q)),
+        (op::I_MUL, Some(p), Some(q)) => Ok(p.wrapping_mul(q)),
+        (op::U_DIV, Some(p), Some(q)) if q != 0 => Ok(p / q),
+        (op::BITWISE_AND, Some(p), Some(q)) => Ok(p & q),
+        (op::BITWISE_OR, Some(p), Some(q)) => Ok(p | q),
+        // Shifts by 32 or more are undefined (SPIR-V spec OpShiftLeftLogical): left alone.
+        (op::SHIFT_LEFT_LOGICAL, Some(p), Some(q)) if q < 32 => Ok(p << q),
+        (op::SHIFT_RIGHT_LOGICAL, Some(p), Some(q)) if q < 32 => Ok(p >> q),
+        (op::I_ADD | op::BITWISE_OR, Some(0), _) => Err(y),
+        (op::I_ADD | op::I_SUB | op::BITWISE_OR | op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL, _, Some(0)) => Err(x),
+        (op::I_MUL, Some(1), _) => Err(y),
+        (op::I_MUL | op::U_DIV, _, Some(1)) => Err(x),
+        (op::I_MUL | op::BITWISE_AND, Some(0), _) | (op::I_MUL | op::BITWISE_AND, _, Some(0)) => Ok(0),
+        (op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL, Some(0), _) => Ok(0),
+        _ => return None,
+    })
+}
