@@ -85,8 +85,9 @@ fn is_pure(opcode: u32) -> bool {
 }
 
 /// Folds the module's functions (`first_new`: the first id the lowering allocated; only its
-/// own arithmetic is folded or dropped, the module's is left as it was).
-pub(super) fn fold(m: &mut Module, first_new: u32) {
+/// own arithmetic is folded or dropped, the module's is left as it was). True when something
+/// was dropped.
+pub(super) fn fold(m: &mut Module, first_new: u32) -> bool {
     let glsl = m.ext_inst_imports.iter().find(|i| crate::module::string_is(&i.ops, "GLSL.std.450")).map(|i| i.id);
     let decorated: HashSet<u32> = m
         .annotations
@@ -105,6 +106,33 @@ pub(super) fn fold(m: &mut Module, first_new: u32) {
     }
     m.functions = functions;
     forget_ids(m, &gone);
+    !gone.is_empty()
+}
+
+/// Removes the variables of `vars` (alias views the lowering declared) that no instruction
+/// uses, from the globals and the entry points' interfaces. True when one was removed.
+pub(super) fn drop_unused_variables(m: &mut Module, vars: &[u32], stats: &mut Stats) -> bool {
+    if vars.is_empty() {
+        return false;
+    }
+    let mut unused: HashSet<u32> = vars.iter().copied().collect();
+    for inst in m.functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
+        for w in inst.ops.iter() {
+            unused.remove(w);
+        }
+    }
+    if unused.is_empty() {
+        return false;
+    }
+    m.globals.retain(|g| !unused.contains(&g.id));
+    for ep in m.entry_points.iter_mut() {
+        let name_end = ep.ops.len() - blocks::interface_ids(ep).len();
+        let kept: crate::module::Ops = ep.ops.iter().enumerate().filter(|(i, id)| *i < name_end || !unused.contains(id)).map(|(_, id)| *id).collect();
+        ep.ops = kept;
+    }
+    stats.alias_variables -= unused.len() as u32;
+    forget_ids(m, &unused);
+    true
 }
 
 fn fold_function(b: &mut Builder, f: &mut Function, u32t: u32, glsl: Option<u32>, first_new: u32, decorated: &HashSet<u32>, gone: &mut HashSet<u32>) {
@@ -125,6 +153,7 @@ fn fold_function(b: &mut Builder, f: &mut Function, u32t: u32, glsl: Option<u32>
             let (x, y) = (inst.ops.first().copied().unwrap_or(0), inst.ops.get(1).copied().unwrap_or(0));
             let to = match inst.op {
                 op::COPY_OBJECT if inst.ops.len() == 1 && !decorated.contains(&inst.id) => x,
+                OP_NOT if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 1 => u32_value(b, x).map_or(0, |v| b.c_u32(!v)),
                 _ if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 2 => {
                     match fold_u32(inst.op, u32_value(b, x), u32_value(b, y), x, y) {
                         Some(Ok(v)) => b.c_u32(v),

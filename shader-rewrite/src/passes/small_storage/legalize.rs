@@ -14,7 +14,7 @@
 //! still gets its rounding done in integer code (the decoration is only valid on conversions
 //! stored through 16-bit pointers, which the lowering removed).
 use crate::builder::cap;
-use super::round::{f32_round_to_odd, round_to_f16};
+use super::round::{round_to_f16_const, RoundKey, Rounders};
 use super::*;
 
 const FP_ROUNDING_MODE: u32 = 39;
@@ -174,6 +174,23 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
     let mut functions = std::mem::take(&mut m.functions);
     let mut b = Builder::new(m);
     let u32t = b.t_u32();
+    // How an FConvert to a 16-bit float that is not exact rounds (None: a constant, rounded
+    // here), given its source, original result type and id.
+    let round_key = |b: &Builder, src: u32, orig_ty: u32, id: u32| -> Option<RoundKey> {
+        let (fk, tk) = (kind_of(ty_of(src))?, kind_of(orig_ty)?);
+        let small_to = is_small(orig_ty);
+        let rounds = small_to || (tk.width == 16 && rounding.contains_key(&id));
+        let constant = fk.width == 32 && tk.n == 1 && b.global(src).is_some_and(|c| c.op == op::CONSTANT);
+        (rounds && !(exact.contains(&id) && small_to) && !constant).then(|| (fk.width == 64, tk.n, rounding.get(&id) == Some(&ROUNDING_RTZ)))
+    };
+    let mut rounders = Rounders::default();
+    for inst in functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
+        if inst.op == op::F_CONVERT {
+            if let Some(key) = round_key(&b, inst.ops.first().copied().unwrap_or(0), inst.ty, inst.id) {
+                rounders.count(key);
+            }
+        }
+    }
     for f in functions.iter_mut() {
         f.def.ty = sub_of(f.def.ty);
         if let Some(t) = f.def.ops.get_mut(1) {
@@ -201,19 +218,25 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                 let small_from = is_small(ty_of(src));
                 let small_to = is_small(orig_ty);
                 match (inst.op, from, to) {
-                    (op::F_CONVERT, Some(fk), Some(tk)) if small_to || (tk.width == 16 && rounding.contains_key(&inst.id)) => {
+                    (op::F_CONVERT, Some(_), Some(tk)) if small_to || (tk.width == 16 && rounding.contains_key(&inst.id)) => {
                         let rtz = rounding.get(&inst.id) == Some(&ROUNDING_RTZ);
-                        let n = tk.n;
                         let v = if exact.contains(&inst.id) && small_to {
                             src
                         } else {
-                            let x = if fk.width == 64 { f32_round_to_odd(&mut e, &mut b, src, n) } else { src };
                             // No FPRoundingMode: round to nearest even.
-                            let f = round_to_f16(&mut e, &mut b, x, n, rtz);
+                            let f = match round_key(&b, src, orig_ty, inst.id) {
+                                Some(key) => rounders.round(&mut e, &mut b, src, key),
+                                None => {
+                                    let x = b.global(src).map_or(0, |c| c.ops[0]);
+                                    b.c_f32(round_to_f16_const(f32::from_bits(x), rtz))
+                                }
+                            };
                             stats.rounded_conversions += 1;
                             if small_to { f } else { e.op(&mut b, op::F_CONVERT, inst.ty, ops![f]) } // exact
                         };
-                        e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
+                        if !e.rename_last(v, inst.id) {
+                            e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
+                        }
                     }
                     (op::F_CONVERT, Some(_), Some(tk)) if small_from => {
                         if tk.width == 32 {
@@ -266,6 +289,7 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
             blk.insts = e.take_insts();
         }
     }
+    functions.append(&mut rounders.functions);
     b.m.functions = functions;
     let m = b.m;
     m.annotations.retain(|a| !(a.op == op::DECORATE && a.ops.len() >= 2 && a.ops[1] == FP_ROUNDING_MODE));

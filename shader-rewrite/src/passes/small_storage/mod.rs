@@ -78,18 +78,18 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     let lowered_before = (stats.small_storage_blocks, stats.widened_io_variables);
     let mut functions = std::mem::take(&mut m.functions);
     let result = (|| {
-        let mut exact = {
+        let mut blocks = {
             let mut b = Builder::new(m);
             blocks::lower(&mut b, &mut functions, &layouts, &plan, options, stats)?
         };
         if lowered.storage_input_output_16 {
             let mut b = Builder::new(m);
-            exact.extend(io::widen(&mut b, &mut functions, &layouts, stats)?);
+            blocks.exact.extend(io::widen(&mut b, &mut functions, &layouts, stats)?);
         }
-        Ok::<_, RewriteError>(exact)
+        Ok::<_, RewriteError>(blocks)
     })();
     m.functions = functions;
-    let exact = result?;
+    let blocks = result?;
     for (ext, caps) in [("SPV_KHR_16bit_storage", &[4433, 4434, 4435, 4436][..]), ("SPV_KHR_8bit_storage", &[4448, 4449, 4450][..])] {
         if !caps.iter().any(|&c| m.has_capability(c)) {
             m.remove_extension(ext);
@@ -101,8 +101,11 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
         order_globals(m);
         sweep_dead_globals(m, &[]);
     }
-    legalize::legalize(m, &exact, stats)?;
-    fold::fold(m, first_new);
+    legalize::legalize(m, &blocks.exact, stats)?;
+    if fold::fold(m, first_new) | fold::drop_unused_variables(m, &blocks.alias_vars, stats) {
+        // Constants only folded code used, and the types of dropped variables.
+        sweep_dead_globals(m, &[]);
+    }
     Ok(())
 }
 

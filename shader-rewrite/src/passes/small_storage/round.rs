@@ -11,6 +11,7 @@ const FABS: u32 = 4;
 const UMAX: u32 = 41;
 
 const OP_F_MUL: u32 = 133;
+const OP_BITWISE_XOR: u32 = 198;
 const OP_F_ORD_NOT_EQUAL: u32 = 182;
 const OP_F_ORD_GREATER_THAN: u32 = 186;
 
@@ -65,11 +66,76 @@ pub(super) fn round_to_f16(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz
         let past = e.op(b, op::U_GREATER_THAN_EQUAL, bt, ops![a, c65520]);
         (past, e.op(b, op::EXT_INST, ut, ops![glsl, UMAX, a, cexp]))
     };
-    let csign = k(b, 0x8000_0000);
-    let sign = e.op(b, op::BITWISE_AND, ut, ops![bits, csign]);
+    let sign = e.op(b, OP_BITWISE_XOR, ut, ops![bits, a]);
     let big_bits = e.op(b, op::BITWISE_OR, ut, ops![sign, magnitude]);
     let big = e.op(b, op::BITCAST, ft, ops![big_bits]);
     e.op(b, op::SELECT, ft, ops![past, big, rounded])
+}
+
+/// What makes two roundings the same code: (from f64, components, toward zero).
+pub(super) type RoundKey = (bool, u32, bool);
+
+/// The roundings of a module: a rounding the module does more than once is a function its
+/// conversions call (one body instead of one per conversion; drivers inline it back), a
+/// rounding done once is emitted in place.
+#[derive(Default)]
+pub(super) struct Rounders {
+    counts: Vec<(RoundKey, u32)>,
+    made: Vec<(RoundKey, u32)>,
+    /// The shared functions, for the caller to append to the module.
+    pub functions: Vec<Function>,
+}
+
+impl Rounders {
+    /// Notes one conversion rounding the `key` way (before any [`Rounders::round`]).
+    pub fn count(&mut self, key: RoundKey) {
+        match self.counts.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => self.counts.push((key, 1)),
+        }
+    }
+
+    /// f32 value(s) of `x` (f32, or f64 for `key.0`) rounded to binary16.
+    pub fn round(&mut self, e: &mut Emitter, b: &mut Builder, x: u32, key: RoundKey) -> u32 {
+        let shared = self.counts.iter().any(|&(k, n)| k == key && n >= 2);
+        if !shared {
+            return round_inline(e, b, x, key);
+        }
+        let f = match self.made.iter().find(|(k, _)| *k == key) {
+            Some(&(_, f)) => f,
+            None => self.function(b, key),
+        };
+        let f32t = b.t_float(32);
+        let ret = b.t_vec(f32t, key.1);
+        e.op(b, op::FUNCTION_CALL, ret, ops![f, x])
+    }
+
+    fn function(&mut self, b: &mut Builder, key: RoundKey) -> u32 {
+        let (from64, n, _) = key;
+        let f32t = b.t_float(32);
+        let ret = b.t_vec(f32t, n);
+        let param_scalar = if from64 { b.t_float(64) } else { f32t };
+        let param_ty = b.t_vec(param_scalar, n);
+        let fn_ty = b.t_fn(ret, &[param_ty]);
+        let (id, param, label) = (b.id(), b.id(), b.id());
+        let mut e = Emitter::new(label);
+        let r = round_inline(&mut e, b, param, key);
+        e.stmt(op::RETURN_VALUE, ops![r]);
+        // Function control Inline: a hint (SPIR-V spec 3.24).
+        self.functions.push(Function {
+            def: Inst::new(op::FUNCTION, ret, id, ops![1, fn_ty]),
+            params: vec![Inst::new(op::FUNCTION_PARAMETER, param_ty, param, ops![])],
+            blocks: vec![crate::module::Block { label, insts: e.take_insts() }],
+            end: vec![Inst::new(op::FUNCTION_END, 0, 0, ops![])],
+        });
+        self.made.push((key, id));
+        id
+    }
+}
+
+fn round_inline(e: &mut Emitter, b: &mut Builder, x: u32, (from64, n, rtz): RoundKey) -> u32 {
+    let x = if from64 { f32_round_to_odd(e, b, x, n) } else { x };
+    round_to_f16(e, b, x, n, rtz)
 }
 
 /// f64 → f32 rounded to odd (truncate, then set the lowest bit if anything was lost), so a
@@ -98,10 +164,9 @@ pub(super) fn f32_round_to_odd(e: &mut Emitter, b: &mut Builder, d: u32, n: u32)
     e.op(b, op::BITCAST, ft, ops![r])
 }
 
-/// The same rounding in Rust (the same steps on f32 and u32), the reference the unit tests
-/// hold to IEEE 754 and the emitted code to.
-#[cfg(test)]
-pub(crate) fn round_to_f16_ref(x: f32, rtz: bool) -> f32 {
+/// The same rounding in Rust (the same steps on f32 and u32): conversions of constants are
+/// rounded at rewrite time, and the unit tests hold it to IEEE 754.
+pub(super) fn round_to_f16_const(x: f32, rtz: bool) -> f32 {
     let bits = x.to_bits();
     let a = bits & 0x7fff_ffff;
     let exp = a.max(113 << 23) & 0x7f80_0000;
@@ -116,7 +181,7 @@ pub(crate) fn round_to_f16_ref(x: f32, rtz: bool) -> f32 {
         (a >= 0x477f_f000, a.max(0x7f80_0000))
     };
     if past {
-        f32::from_bits((bits & 0x8000_0000) | magnitude)
+        f32::from_bits((bits ^ a) | magnitude)
     } else {
         rounded
     }
@@ -124,7 +189,7 @@ pub(crate) fn round_to_f16_ref(x: f32, rtz: bool) -> f32 {
 
 #[cfg(test)]
 mod tests {
-    use super::round_to_f16_ref;
+    use super::round_to_f16_const;
 
     /// binary16 of `x` rounded toward zero (IEEE 754; a finite value saturates at 65504).
     fn f16_rtz(x: f32) -> f32 {
@@ -144,7 +209,7 @@ mod tests {
 
     fn check(x: f32) {
         for (rtz, want) in [(false, half::f16::from_f32(x).to_f32()), (true, f16_rtz(x))] {
-            let got = round_to_f16_ref(x, rtz);
+            let got = round_to_f16_const(x, rtz);
             if x.is_nan() {
                 assert!(got.is_nan(), "{:#x}", x.to_bits());
             } else {
