@@ -97,11 +97,15 @@ pub(super) fn fold(m: &mut Module, first_new: u32) -> bool {
         .collect();
     let mut functions = std::mem::take(&mut m.functions);
     let mut gone: HashSet<u32> = HashSet::default();
+    let bound = m.header[3] as usize;
+    // A builder (for the folded constants) only where there is u32 arithmetic to fold.
+    let u32t = m.globals.iter().find(|g| g.op == op::TYPE_INT && g.ops[..] == [32, 0]).map_or(0, |g| g.id);
+    let foldable = |i: &Inst| i.id >= first_new && i.ty == u32t && u32t != 0 && (i.op == OP_NOT || is_u32_arith(i.op));
+    let any_foldable = functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())).any(foldable);
     {
-        let mut b = Builder::new(m);
-        let u32t = b.t_u32();
+        let mut b = any_foldable.then(|| Builder::new(m));
         for f in functions.iter_mut() {
-            fold_function(&mut b, f, u32t, glsl, first_new, &decorated, &mut gone);
+            fold_function(&mut b, bound, f, u32t, glsl, first_new, &decorated, &mut gone);
         }
     }
     m.functions = functions;
@@ -135,8 +139,13 @@ pub(super) fn drop_unused_variables(m: &mut Module, vars: &[u32], stats: &mut St
     true
 }
 
-fn fold_function(b: &mut Builder, f: &mut Function, u32t: u32, glsl: Option<u32>, first_new: u32, decorated: &HashSet<u32>, gone: &mut HashSet<u32>) {
-    let bound = b.m.header[3] as usize;
+/// Opcodes [`fold_u32`] folds.
+fn is_u32_arith(opcode: u32) -> bool {
+    matches!(opcode, op::I_ADD | op::I_SUB | op::I_MUL | op::U_DIV | op::BITWISE_AND | op::BITWISE_OR | op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: u32, glsl: Option<u32>, first_new: u32, decorated: &HashSet<u32>, gone: &mut HashSet<u32>) {
     // Id → what it stands for (0: itself).
     let mut alias: Vec<u32> = vec![0; bound];
     let resolve = |alias: &Vec<u32>, id: u32| match alias.get(id as usize) {
@@ -151,10 +160,10 @@ fn fold_function(b: &mut Builder, f: &mut Function, u32t: u32, glsl: Option<u32>
             }
             for_ids(inst, glsl, &mut |o| *o = resolve(&alias, *o));
             let (x, y) = (inst.ops.first().copied().unwrap_or(0), inst.ops.get(1).copied().unwrap_or(0));
-            let to = match inst.op {
-                op::COPY_OBJECT if inst.ops.len() == 1 && !decorated.contains(&inst.id) => x,
-                OP_NOT if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 1 => u32_value(b, x).map_or(0, |v| b.c_u32(!v)),
-                _ if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 2 => {
+            let to = match (inst.op, b.as_mut()) {
+                (op::COPY_OBJECT, _) if inst.ops.len() == 1 && !decorated.contains(&inst.id) => x,
+                (OP_NOT, Some(b)) if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 1 => u32_value(b, x).map_or(0, |v| b.c_u32(!v)),
+                (_, Some(b)) if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 2 && is_u32_arith(inst.op) => {
                     match fold_u32(inst.op, u32_value(b, x), u32_value(b, y), x, y) {
                         Some(Ok(v)) => b.c_u32(v),
                         Some(Err(same)) => same,

@@ -78,9 +78,13 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     let lowered_before = (stats.small_storage_blocks, stats.widened_io_variables);
     let mut functions = std::mem::take(&mut m.functions);
     let result = (|| {
-        let mut blocks = {
+        // Only variables of these storage classes can be blocks to lower.
+        let any_block = m.globals.iter().any(|g| g.op == op::VARIABLE && matches!(g.ops.first(), Some(&(sc::STORAGE_BUFFER | sc::UNIFORM | sc::PUSH_CONSTANT))));
+        let mut blocks = if any_block {
             let mut b = Builder::new(m);
             blocks::lower(&mut b, &mut functions, &layouts, &plan, options, stats)?
+        } else {
+            blocks::Lowered::default()
         };
         if lowered.storage_input_output_16 {
             let mut b = Builder::new(m);
@@ -96,14 +100,15 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
         }
     }
     // Only a lowered block or a widened variable leaves types behind (or a variable before its
-    // new type).
-    if (stats.small_storage_blocks, stats.widened_io_variables) != lowered_before {
+    // new type); folding leaves constants only folded code used, dropped alias views their
+    // types. One sweep at the end: legalization works the same with dead types around.
+    let lowered_any = (stats.small_storage_blocks, stats.widened_io_variables) != lowered_before;
+    if lowered_any {
         order_globals(m);
-        sweep_dead_globals(m, &[]);
     }
     legalize::legalize(m, &blocks.exact, stats)?;
-    if fold::fold(m, first_new) | fold::drop_unused_variables(m, &blocks.alias_vars, stats) {
-        // Constants only folded code used, and the types of dropped variables.
+    let folded = fold::fold(m, first_new);
+    if fold::drop_unused_variables(m, &blocks.alias_vars, stats) || folded || lowered_any {
         sweep_dead_globals(m, &[]);
     }
     Ok(())
