@@ -102,10 +102,11 @@ pub(super) fn fold(m: &mut Module, first_new: u32) -> bool {
     let u32t = m.globals.iter().find(|g| g.op == op::TYPE_INT && g.ops[..] == [32, 0]).map_or(0, |g| g.id);
     let foldable = |i: &Inst| i.id >= first_new && i.ty == u32t && u32t != 0 && (i.op == OP_NOT || is_u32_arith(i.op));
     let any_foldable = functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())).any(foldable);
+    let cx = Globals::of(m, glsl, first_new, decorated);
     {
         let mut b = any_foldable.then(|| Builder::new(m));
         for f in functions.iter_mut() {
-            fold_function(&mut b, bound, f, u32t, glsl, first_new, &decorated, &mut gone);
+            fold_function(&mut b, bound, f, u32t, &cx, &mut gone);
         }
     }
     m.functions = functions;
@@ -144,8 +145,68 @@ fn is_u32_arith(opcode: u32) -> bool {
     matches!(opcode, op::I_ADD | op::I_SUB | op::I_MUL | op::U_DIV | op::BITWISE_AND | op::BITWISE_OR | op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: u32, glsl: Option<u32>, first_new: u32, decorated: &HashSet<u32>, gone: &mut HashSet<u32>) {
+/// What folding needs to know of the module's globals.
+struct Globals {
+    glsl: Option<u32>,
+    first_new: u32,
+    decorated: HashSet<u32>,
+    /// Variables whose memory the shader cannot write: push constants, uniform buffers (not
+    /// BufferBlock): loads of the same pointer give the same value.
+    read_only: HashSet<u32>,
+    /// Struct types, and vector types with their sizes (an OpCompositeConstruct of those
+    /// takes one constituent per member or component when it has that many).
+    structs: HashSet<u32>,
+    vectors: HashMap<u32, u32>,
+}
+
+impl Globals {
+    fn of(m: &Module, glsl: Option<u32>, first_new: u32, decorated: HashSet<u32>) -> Self {
+        let mut structs = HashSet::default();
+        let mut vectors = HashMap::default();
+        let mut pointees = HashMap::default();
+        let mut elems: HashMap<u32, u32> = HashMap::default();
+        for g in &m.globals {
+            match g.op {
+                op::TYPE_STRUCT => drop(structs.insert(g.id)),
+                op::TYPE_VECTOR => drop(vectors.insert(g.id, g.ops[1])),
+                op::TYPE_POINTER => drop(pointees.insert(g.id, (g.ops[0], g.ops[1]))),
+                op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => drop(elems.insert(g.id, g.ops[0])),
+                _ => {}
+            }
+        }
+        let buffer_block: HashSet<u32> = m.annotations.iter().filter(|a| a.op == op::DECORATE && a.ops.get(1) == Some(&deco::BUFFER_BLOCK)).map(|a| a.ops[0]).collect();
+        let read_only = m
+            .globals
+            .iter()
+            .filter(|g| g.op == op::VARIABLE)
+            .filter(|g| match pointees.get(&g.ty) {
+                Some(&(sc::PUSH_CONSTANT, _)) => true,
+                Some(&(sc::UNIFORM, mut t)) => {
+                    while let Some(&e) = elems.get(&t) {
+                        t = e;
+                    }
+                    structs.contains(&t) && !buffer_block.contains(&t)
+                }
+                _ => false,
+            })
+            .map(|g| g.id)
+            .collect();
+        Globals { glsl, first_new, decorated, read_only, structs, vectors }
+    }
+}
+
+/// GLSL.std.450 instructions without side effects or pointer operands that the lowering emits.
+fn pure_glsl(number: u32) -> bool {
+    matches!(number, 2 | 3 | 4 | 38 | 41 | 58 | 62)
+}
+
+fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: u32, cx: &Globals, gone: &mut HashSet<u32>) {
+    let (glsl, first_new, decorated) = (cx.glsl, cx.first_new, &cx.decorated);
+    // Pointers into read-only memory, and the constituents of composite constructs.
+    let mut read_only: HashSet<u32> = HashSet::default();
+    let mut constructs: HashMap<u32, crate::module::Ops> = HashMap::default();
+    // The lowering's pure instructions of the current block, for reuse.
+    let mut seen: HashMap<(u32, u32, crate::module::Ops), u32> = HashMap::default();
     // Id → what it stands for (0: itself).
     let mut alias: Vec<u32> = vec![0; bound];
     let resolve = |alias: &Vec<u32>, id: u32| match alias.get(id as usize) {
@@ -154,13 +215,35 @@ fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: 
     };
     let mut any = false;
     for blk in f.blocks.iter_mut() {
+        seen.clear();
         for inst in blk.insts.iter_mut() {
             if inst.op == op::PHI {
                 continue; // operands may be defined later: rewritten below
             }
             for_ids(inst, glsl, &mut |o| *o = resolve(&alias, *o));
+            // An extract from a construct: the constituent, or an extract from it.
+            let mut part_of = 0;
+            if inst.op == op::COMPOSITE_EXTRACT && inst.ops.len() >= 2 {
+                if let Some(&part) = constructs.get(&inst.ops[0]).and_then(|parts| parts.get(inst.ops[1] as usize)) {
+                    if inst.ops.len() == 2 {
+                        part_of = part;
+                    } else {
+                        let rest: crate::module::Ops = inst.ops[2..].iter().copied().collect();
+                        inst.ops = std::iter::once(part).chain(rest).collect();
+                    }
+                }
+            }
+            if inst.op == op::COMPOSITE_CONSTRUCT && (cx.structs.contains(&inst.ty) || cx.vectors.get(&inst.ty) == Some(&(inst.ops.len() as u32))) {
+                constructs.insert(inst.id, inst.ops.clone());
+            }
+            if matches!(inst.op, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::COPY_OBJECT)
+                && inst.ops.first().is_some_and(|p| cx.read_only.contains(p) || read_only.contains(p))
+            {
+                read_only.insert(inst.id);
+            }
             let (x, y) = (inst.ops.first().copied().unwrap_or(0), inst.ops.get(1).copied().unwrap_or(0));
             let to = match (inst.op, b.as_mut()) {
+                _ if part_of != 0 && !decorated.contains(&inst.id) => part_of,
                 (op::COPY_OBJECT, _) if inst.ops.len() == 1 && !decorated.contains(&inst.id) => x,
                 (OP_NOT, Some(b)) if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 1 => u32_value(b, x).map_or(0, |v| b.c_u32(!v)),
                 (_, Some(b)) if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 2 && is_u32_arith(inst.op) => {
@@ -171,6 +254,26 @@ fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: 
                     }
                 }
                 _ => 0,
+            };
+            // The same pure instruction (or load of read-only memory) earlier in the block.
+            let cse = inst.id >= first_new
+                && !decorated.contains(&inst.id)
+                && match inst.op {
+                    op::COPY_OBJECT => false,
+                    op::EXT_INST => inst.ops.first().copied() == glsl && glsl.is_some() && inst.ops.get(1).is_some_and(|&n| pure_glsl(n)),
+                    op::LOAD => inst.ops.len() == 1 && read_only.contains(&inst.ops[0]),
+                    opcode => is_pure(opcode),
+                };
+            let to = if to == 0 && cse {
+                match seen.get(&(inst.op, inst.ty, inst.ops.clone())) {
+                    Some(&earlier) => earlier,
+                    None => {
+                        seen.insert((inst.op, inst.ty, inst.ops.clone()), inst.id);
+                        0
+                    }
+                }
+            } else {
+                to
             };
             if to != 0 && (inst.id as usize) < bound {
                 alias[inst.id as usize] = to;
