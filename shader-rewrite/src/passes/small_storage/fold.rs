@@ -203,10 +203,10 @@ fn pure_glsl(number: u32) -> bool {
 fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: u32, cx: &Globals, gone: &mut HashSet<u32>) {
     let (glsl, first_new, decorated) = (cx.glsl, cx.first_new, &cx.decorated);
     // Pointers into read-only memory, and the constituents of composite constructs.
-    let mut read_only: HashSet<u32> = HashSet::default();
+    let mut read_only: Vec<bool> = vec![false; bound];
     let mut constructs: HashMap<u32, crate::module::Ops> = HashMap::default();
-    // The lowering's pure instructions of the current block, for reuse.
-    let mut seen: HashMap<(u32, u32, crate::module::Ops), u32> = HashMap::default();
+    // The lowering's pure instructions (up to four operands) of the current block, for reuse.
+    let mut seen: HashMap<(u32, u32, [u32; 4]), u32> = HashMap::default();
     // Id → what it stands for (0: itself).
     let mut alias: Vec<u32> = vec![0; bound];
     let resolve = |alias: &Vec<u32>, id: u32| match alias.get(id as usize) {
@@ -237,9 +237,11 @@ fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: 
                 constructs.insert(inst.id, inst.ops.clone());
             }
             if matches!(inst.op, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::COPY_OBJECT)
-                && inst.ops.first().is_some_and(|p| cx.read_only.contains(p) || read_only.contains(p))
+                && inst.ops.first().is_some_and(|&p| cx.read_only.contains(&p) || read_only.get(p as usize) == Some(&true))
             {
-                read_only.insert(inst.id);
+                if let Some(r) = read_only.get_mut(inst.id as usize) {
+                    *r = true;
+                }
             }
             let (x, y) = (inst.ops.first().copied().unwrap_or(0), inst.ops.get(1).copied().unwrap_or(0));
             let to = match (inst.op, b.as_mut()) {
@@ -261,14 +263,16 @@ fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: 
                 && match inst.op {
                     op::COPY_OBJECT => false,
                     op::EXT_INST => inst.ops.first().copied() == glsl && glsl.is_some() && inst.ops.get(1).is_some_and(|&n| pure_glsl(n)),
-                    op::LOAD => inst.ops.len() == 1 && read_only.contains(&inst.ops[0]),
+                    op::LOAD => inst.ops.len() == 1 && read_only.get(inst.ops[0] as usize) == Some(&true),
                     opcode => is_pure(opcode),
                 };
-            let to = if to == 0 && cse {
-                match seen.get(&(inst.op, inst.ty, inst.ops.clone())) {
-                    Some(&earlier) => earlier,
-                    None => {
-                        seen.insert((inst.op, inst.ty, inst.ops.clone()), inst.id);
+            let to = if to == 0 && cse && inst.ops.len() <= 4 {
+                let mut key_ops = [u32::MAX; 4];
+                key_ops[..inst.ops.len()].copy_from_slice(&inst.ops);
+                match seen.entry((inst.op, inst.ty, key_ops)) {
+                    std::collections::hash_map::Entry::Occupied(o) => *o.get(),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(inst.id);
                         0
                     }
                 }
