@@ -89,24 +89,18 @@ fn is_pure(opcode: u32) -> bool {
 /// was dropped.
 pub(super) fn fold(m: &mut Module, first_new: u32) -> bool {
     let glsl = m.ext_inst_imports.iter().find(|i| crate::module::string_is(&i.ops, "GLSL.std.450")).map(|i| i.id);
-    let decorated: HashSet<u32> = m
-        .annotations
-        .iter()
-        .filter(|a| matches!(a.op, op::DECORATE | op::DECORATE_ID | op::DECORATE_STRING))
-        .filter_map(|a| a.ops.first().copied())
-        .collect();
     let mut functions = std::mem::take(&mut m.functions);
-    let mut gone: HashSet<u32> = HashSet::default();
+    let mut gone: HashSet<u32> = HashSet::with_capacity_and_hasher(128, Default::default());
     let bound = m.header[3] as usize;
     // A builder (for the folded constants) only where there is u32 arithmetic to fold.
     let u32t = m.globals.iter().find(|g| g.op == op::TYPE_INT && g.ops[..] == [32, 0]).map_or(0, |g| g.id);
     let foldable = |i: &Inst| i.id >= first_new && i.ty == u32t && u32t != 0 && (i.op == OP_NOT || is_u32_arith(i.op));
     let any_foldable = functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())).any(foldable);
-    let cx = Globals::of(m, glsl, first_new, decorated);
+    let mut cx = Globals::of(m, glsl, first_new, bound);
     {
         let mut b = any_foldable.then(|| Builder::new(m));
         for f in functions.iter_mut() {
-            fold_function(&mut b, bound, f, u32t, &cx, &mut gone);
+            fold_function(&mut b, bound, f, u32t, &mut cx, &mut gone);
         }
     }
     m.functions = functions;
@@ -145,53 +139,66 @@ fn is_u32_arith(opcode: u32) -> bool {
     matches!(opcode, op::I_ADD | op::I_SUB | op::I_MUL | op::U_DIV | op::BITWISE_AND | op::BITWISE_OR | op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL)
 }
 
-/// What folding needs to know of the module's globals.
+/// What folding needs to know of the module's globals, in dense tables by id.
 struct Globals {
     glsl: Option<u32>,
     first_new: u32,
-    decorated: HashSet<u32>,
-    /// Variables whose memory the shader cannot write: push constants, uniform buffers (not
-    /// BufferBlock): loads of the same pointer give the same value.
-    read_only: HashSet<u32>,
-    /// Struct types, and vector types with their sizes (an OpCompositeConstruct of those
-    /// takes one constituent per member or component when it has that many).
-    structs: HashSet<u32>,
-    vectors: HashMap<u32, u32>,
+    decorated: Vec<bool>,
+    /// Pointers into memory the shader cannot write: push constants, uniform buffers (not
+    /// BufferBlock): loads of the same pointer give the same value. Variables first, access
+    /// chains into them added as the functions are folded.
+    read_only: Vec<bool>,
+    /// Struct types (u32::MAX) and vector types (their size): an OpCompositeConstruct of those
+    /// takes one constituent per member or component when it has that many.
+    shape: Vec<u32>,
 }
 
 impl Globals {
-    fn of(m: &Module, glsl: Option<u32>, first_new: u32, decorated: HashSet<u32>) -> Self {
-        let mut structs = HashSet::default();
-        let mut vectors = HashMap::default();
-        let mut pointees = HashMap::default();
-        let mut elems: HashMap<u32, u32> = HashMap::default();
-        for g in &m.globals {
+    fn of(m: &Module, glsl: Option<u32>, first_new: u32, bound: usize) -> Self {
+        let mut decorated = vec![false; bound];
+        let mut buffer_block = vec![false; bound];
+        for a in m.annotations.iter().filter(|a| matches!(a.op, op::DECORATE | op::DECORATE_ID | op::DECORATE_STRING)) {
+            if let Some(&t) = a.ops.first().filter(|&&t| (t as usize) < bound) {
+                decorated[t as usize] = true;
+                buffer_block[t as usize] |= a.op == op::DECORATE && a.ops.get(1) == Some(&deco::BUFFER_BLOCK);
+            }
+        }
+        let mut shape = vec![0u32; bound];
+        // Position + 1 of each global.
+        let mut index = vec![0u32; bound];
+        for (n, g) in m.globals.iter().enumerate() {
+            let Some(slot) = index.get_mut(g.id as usize).filter(|_| g.id != 0) else { continue };
+            *slot = n as u32 + 1;
             match g.op {
-                op::TYPE_STRUCT => drop(structs.insert(g.id)),
-                op::TYPE_VECTOR => drop(vectors.insert(g.id, g.ops[1])),
-                op::TYPE_POINTER => drop(pointees.insert(g.id, (g.ops[0], g.ops[1]))),
-                op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => drop(elems.insert(g.id, g.ops[0])),
+                op::TYPE_STRUCT => shape[g.id as usize] = u32::MAX,
+                op::TYPE_VECTOR => shape[g.id as usize] = g.ops[1],
                 _ => {}
             }
         }
-        let buffer_block: HashSet<u32> = m.annotations.iter().filter(|a| a.op == op::DECORATE && a.ops.get(1) == Some(&deco::BUFFER_BLOCK)).map(|a| a.ops[0]).collect();
-        let read_only = m
-            .globals
-            .iter()
-            .filter(|g| g.op == op::VARIABLE)
-            .filter(|g| match pointees.get(&g.ty) {
-                Some(&(sc::PUSH_CONSTANT, _)) => true,
-                Some(&(sc::UNIFORM, mut t)) => {
-                    while let Some(&e) = elems.get(&t) {
-                        t = e;
+        let global = |id: u32| index.get(id as usize).filter(|&&n| n != 0).map(|&n| &m.globals[n as usize - 1]);
+        let mut read_only = vec![false; bound];
+        for g in m.globals.iter().filter(|g| g.op == op::VARIABLE && (g.id as usize) < bound) {
+            let Some(ptr) = global(g.ty).filter(|p| p.op == op::TYPE_POINTER) else { continue };
+            read_only[g.id as usize] = match ptr.ops[0] {
+                sc::PUSH_CONSTANT => true,
+                sc::UNIFORM => {
+                    let mut t = ptr.ops[1];
+                    for _ in 0..8 {
+                        match global(t) {
+                            Some(a) if matches!(a.op, op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY) => t = a.ops[0],
+                            _ => break,
+                        }
                     }
-                    structs.contains(&t) && !buffer_block.contains(&t)
+                    shape.get(t as usize) == Some(&u32::MAX) && !buffer_block[t as usize]
                 }
                 _ => false,
-            })
-            .map(|g| g.id)
-            .collect();
-        Globals { glsl, first_new, decorated, read_only, structs, vectors }
+            };
+        }
+        Globals { glsl, first_new, decorated, read_only, shape }
+    }
+
+    fn decorated(&self, id: u32) -> bool {
+        self.decorated.get(id as usize).copied().unwrap_or(false)
     }
 }
 
@@ -200,13 +207,12 @@ fn pure_glsl(number: u32) -> bool {
     matches!(number, 2 | 3 | 4 | 38 | 41 | 58 | 62)
 }
 
-fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: u32, cx: &Globals, gone: &mut HashSet<u32>) {
-    let (glsl, first_new, decorated) = (cx.glsl, cx.first_new, &cx.decorated);
-    // Pointers into read-only memory, and the constituents of composite constructs.
-    let mut read_only: Vec<bool> = vec![false; bound];
-    let mut constructs: HashMap<u32, crate::module::Ops> = HashMap::default();
+fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: u32, cx: &mut Globals, gone: &mut HashSet<u32>) {
+    let (glsl, first_new) = (cx.glsl, cx.first_new);
+    // The constituents of composite constructs.
+    let mut constructs: HashMap<u32, crate::module::Ops> = HashMap::with_capacity_and_hasher(16, Default::default());
     // The lowering's pure instructions (up to four operands) of the current block, for reuse.
-    let mut seen: HashMap<(u32, u32, [u32; 4]), u32> = HashMap::default();
+    let mut seen: HashMap<(u32, u32, [u32; 4]), u32> = HashMap::with_capacity_and_hasher(64, Default::default());
     // Id → what it stands for (0: itself).
     let mut alias: Vec<u32> = vec![0; bound];
     let resolve = |alias: &Vec<u32>, id: u32| match alias.get(id as usize) {
@@ -233,20 +239,20 @@ fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: 
                     }
                 }
             }
-            if inst.op == op::COMPOSITE_CONSTRUCT && (cx.structs.contains(&inst.ty) || cx.vectors.get(&inst.ty) == Some(&(inst.ops.len() as u32))) {
+            if inst.op == op::COMPOSITE_CONSTRUCT && cx.shape.get(inst.ty as usize).is_some_and(|&k| k == u32::MAX || k == inst.ops.len() as u32) {
                 constructs.insert(inst.id, inst.ops.clone());
             }
             if matches!(inst.op, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::COPY_OBJECT)
-                && inst.ops.first().is_some_and(|&p| cx.read_only.contains(&p) || read_only.get(p as usize) == Some(&true))
+                && inst.ops.first().is_some_and(|&p| cx.read_only.get(p as usize) == Some(&true))
             {
-                if let Some(r) = read_only.get_mut(inst.id as usize) {
+                if let Some(r) = cx.read_only.get_mut(inst.id as usize) {
                     *r = true;
                 }
             }
             let (x, y) = (inst.ops.first().copied().unwrap_or(0), inst.ops.get(1).copied().unwrap_or(0));
             let to = match (inst.op, b.as_mut()) {
-                _ if part_of != 0 && !decorated.contains(&inst.id) => part_of,
-                (op::COPY_OBJECT, _) if inst.ops.len() == 1 && !decorated.contains(&inst.id) => x,
+                _ if part_of != 0 && !cx.decorated(inst.id) => part_of,
+                (op::COPY_OBJECT, _) if inst.ops.len() == 1 && !cx.decorated(inst.id) => x,
                 (OP_NOT, Some(b)) if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 1 => u32_value(b, x).map_or(0, |v| b.c_u32(!v)),
                 (_, Some(b)) if inst.id >= first_new && inst.ty == u32t && inst.ops.len() == 2 && is_u32_arith(inst.op) => {
                     match fold_u32(inst.op, u32_value(b, x), u32_value(b, y), x, y) {
@@ -259,11 +265,11 @@ fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: 
             };
             // The same pure instruction (or load of read-only memory) earlier in the block.
             let cse = inst.id >= first_new
-                && !decorated.contains(&inst.id)
+                && !cx.decorated(inst.id)
                 && match inst.op {
                     op::COPY_OBJECT => false,
                     op::EXT_INST => inst.ops.first().copied() == glsl && glsl.is_some() && inst.ops.get(1).is_some_and(|&n| pure_glsl(n)),
-                    op::LOAD => inst.ops.len() == 1 && read_only.get(inst.ops[0] as usize) == Some(&true),
+                    op::LOAD => inst.ops.len() == 1 && cx.read_only.get(inst.ops[0] as usize) == Some(&true),
                     opcode => is_pure(opcode),
                 };
             let to = if to == 0 && cse && inst.ops.len() <= 4 {
@@ -314,7 +320,7 @@ fn fold_function(b: &mut Option<Builder>, bound: usize, f: &mut Function, u32t: 
         for inst in blk.insts.iter().rev() {
             let id = inst.id as usize;
             let folded = alias.get(id).is_some_and(|&a| a != 0) && !kept.get(id).copied().unwrap_or(false);
-            let dead = inst.id >= first_new && is_pure(inst.op) && used.get(id) == Some(&0) && !decorated.contains(&inst.id);
+            let dead = inst.id >= first_new && is_pure(inst.op) && used.get(id) == Some(&0) && !cx.decorated(inst.id);
             let drop = inst.id != 0 && (folded || dead);
             if drop {
                 gone.insert(inst.id);
