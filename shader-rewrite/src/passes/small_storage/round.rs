@@ -1,75 +1,128 @@
-//! Rounding to binary16 in 32-bit code, for conversions whose rounding the module fixes
+//! Rounding to binary16 in 32-bit integer code, for conversions whose rounding the module fixes
 //! (FPRoundingMode RTE / RTZ, the only modes Vulkan allows) or that must happen without 16-bit
 //! types. Works on scalars and vectors alike (every operation is component-wise), exact
-//! whatever rounding mode the implementation's float arithmetic uses.
+//! whatever rounding mode the implementation's float arithmetic uses (no float arithmetic).
 use super::*;
 
 /// GLSL.std.450 instructions.
-const ROUND_EVEN: u32 = 2;
-const TRUNC: u32 = 3;
-const FABS: u32 = 4;
+const UMIN: u32 = 38;
 const UMAX: u32 = 41;
+const FABS: u32 = 4;
+const UNPACK_HALF_2X16: u32 = 62;
 
-const OP_F_MUL: u32 = 133;
-const OP_BITWISE_XOR: u32 = 198;
+const OP_U_GREATER_THAN: u32 = 172;
+const OP_U_LESS_THAN: u32 = 176;
+const OP_LOGICAL_OR: u32 = 166;
 const OP_F_ORD_NOT_EQUAL: u32 = 182;
 const OP_F_ORD_GREATER_THAN: u32 = 186;
 
-/// f32 value(s) `x` (`n` components) rounded to binary16 precision and range, as f32: to
-/// nearest even, or toward zero. Finite values: the quantum of `x`'s binade (2^(e - 10), the
-/// subnormal quantum 2^-24 below 2^-14) comes from the exponent bits; `x` scaled to units of it
-/// (exact: a power of two, the product between 2^-102 and 2^11) is rounded to an integer by
-/// RoundEven / Trunc (exact, defined without a floating-point rounding mode), and scaled back
-/// (exact). What lies past the largest finite binary16 value is chosen in integer code:
-/// infinity (RTE from 65520 on), 65504 (RTZ of a finite value from 65536 on); infinities and
-/// NaNs come through the scaling unchanged (RTE: UMax with infinity keeps them).
-/// The cheaper UnpackHalf2x16(PackHalf2x16(x)) is folded to x by Mesa's NIR, which would skip
-/// the rounding a real f16 value undergoes.
-pub(super) fn round_to_f16(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bool) -> u32 {
+/// binary16 bits (in the low half of each u32 component) of f32 value(s) `x` with `n`
+/// components, rounded to nearest even or toward zero.
+pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bool) -> u32 {
     let u32t = b.t_u32();
     let ut = b.t_vec(u32t, n);
-    let f32t = b.t_float(32);
-    let ft = b.t_vec(f32t, n);
     let bool_t = b.t_bool();
     let bt = b.t_vec(bool_t, n);
     let glsl = b.glsl_std450();
     let k = |b: &mut Builder, v: u32| b.c_u32_splat(v, n);
     let bits = e.op(b, op::BITCAST, ut, ops![x]);
+    let (c16, c8000) = (k(b, 16), k(b, 0x8000));
+    let hi = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![bits, c16]);
+    let sign = e.op(b, op::BITWISE_AND, ut, ops![hi, c8000]);
     let cabs = k(b, 0x7fff_ffff);
     let a = e.op(b, op::BITWISE_AND, ut, ops![bits, cabs]);
-    // Exponent field of the binade, at least that of 2^-14 (the subnormals' quantum is 2^-24).
-    let min_normal = k(b, 113 << 23);
-    let floor = e.op(b, op::EXT_INST, ut, ops![glsl, UMAX, a, min_normal]);
-    let cexp = k(b, 0x7f80_0000);
-    let exp = e.op(b, op::BITWISE_AND, ut, ops![floor, cexp]);
-    // 2^(10 - e): exponent field 137 - (E - 127) = 264 - E; 2^(e - 10): field 254 - (264 - E).
-    let c264 = k(b, 264 << 23);
-    let up_bits = e.op(b, op::I_SUB, ut, ops![c264, exp]);
-    let c254 = k(b, 254 << 23);
-    let down_bits = e.op(b, op::I_SUB, ut, ops![c254, up_bits]);
-    let up = e.op(b, op::BITCAST, ft, ops![up_bits]);
-    let down = e.op(b, op::BITCAST, ft, ops![down_bits]);
-    let scaled = e.op(b, OP_F_MUL, ft, ops![x, up]);
-    let whole = e.op(b, op::EXT_INST, ft, ops![glsl, if rtz { TRUNC } else { ROUND_EVEN }, scaled]);
-    let rounded = e.op(b, OP_F_MUL, ft, ops![whole, down]);
-    // Past the range: RTE from 65520 (the midpoint to 65536) on gives infinity, which UMax
-    // makes of every finite value and keeps for infinities and NaNs; RTZ gives 65504 for finite
-    // values from 65536 on (a wrapping subtraction leaves infinities and NaNs out).
-    let (past, magnitude) = if rtz {
-        let c65536 = k(b, 0x4780_0000);
-        let from = e.op(b, op::I_SUB, ut, ops![a, c65536]);
-        let span = k(b, 0x7f80_0000 - 0x4780_0000);
-        let past = e.op(b, op::U_LESS_THAN, bt, ops![from, span]);
-        (past, k(b, 0x477f_e000))
+    let c13 = k(b, 13);
+    let a13 = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![a, c13]);
+    let rebias = k(b, 112 << 10); // (127 - 15) << 10: f32 exponent bias to f16 bias
+
+    // Normal results (|x| ≥ 2^-14): drop 13 mantissa bits, rounding; a carry moves into the
+    // exponent, and past the largest finite value gives infinity (RTE) or stays at 0x7bff (RTZ).
+    let normal = if rtz {
+        let h = e.op(b, op::I_SUB, ut, ops![a13, rebias]);
+        let max = k(b, 0x7bff);
+        e.op(b, op::EXT_INST, ut, ops![glsl, UMIN, h, max])
     } else {
-        let c65520 = k(b, 0x477f_f000);
-        let past = e.op(b, op::U_GREATER_THAN_EQUAL, bt, ops![a, c65520]);
-        (past, e.op(b, op::EXT_INST, ut, ops![glsl, UMAX, a, cexp]))
+        let one = k(b, 1);
+        let lsb = e.op(b, op::BITWISE_AND, ut, ops![a13, one]);
+        let cfff = k(b, 0xfff);
+        let t = e.op(b, op::I_ADD, ut, ops![a, cfff]);
+        let t = e.op(b, op::I_ADD, ut, ops![t, lsb]);
+        let t = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![t, c13]);
+        let h = e.op(b, op::I_SUB, ut, ops![t, rebias]);
+        let inf = k(b, 0x7c00);
+        e.op(b, op::EXT_INST, ut, ops![glsl, UMIN, h, inf])
     };
-    let sign = e.op(b, OP_BITWISE_XOR, ut, ops![bits, a]);
-    let big_bits = e.op(b, op::BITWISE_OR, ut, ops![sign, magnitude]);
-    let big = e.op(b, op::BITCAST, ft, ops![big_bits]);
-    e.op(b, op::SELECT, ft, ops![past, big, rounded])
+
+    // Subnormal results (|x| < 2^-14): the 24-bit significand shifted right by 126 - exponent
+    // (clamped to 1..31: larger shifts give 0 either way, and shifts ≥ 32 are undefined).
+    let c23 = k(b, 23);
+    let exp = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![a, c23]);
+    let cmant = k(b, 0x7f_ffff);
+    let mant = e.op(b, op::BITWISE_AND, ut, ops![a, cmant]);
+    let implicit = k(b, 0x80_0000);
+    let m = e.op(b, op::BITWISE_OR, ut, ops![mant, implicit]);
+    let c126 = k(b, 126);
+    let s = e.op(b, op::I_SUB, ut, ops![c126, exp]);
+    let (c1, c31) = (k(b, 1), k(b, 31));
+    let s = e.op(b, op::EXT_INST, ut, ops![glsl, UMIN, s, c31]);
+    let s = e.op(b, op::EXT_INST, ut, ops![glsl, UMAX, s, c1]);
+    let q = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![m, s]);
+    let subnormal = if rtz {
+        q
+    } else {
+        let unit = e.op(b, op::SHIFT_LEFT_LOGICAL, ut, ops![c1, s]);
+        let mask = e.op(b, op::I_SUB, ut, ops![unit, c1]);
+        let rem = e.op(b, op::BITWISE_AND, ut, ops![m, mask]);
+        let s1 = e.op(b, op::I_SUB, ut, ops![s, c1]);
+        let half = e.op(b, op::SHIFT_LEFT_LOGICAL, ut, ops![c1, s1]);
+        let above = e.op(b, OP_U_GREATER_THAN, bt, ops![rem, half]);
+        let tie = e.op(b, op::I_EQUAL, bt, ops![rem, half]);
+        let odd_bit = e.op(b, op::BITWISE_AND, ut, ops![q, c1]);
+        let odd = e.op(b, op::I_EQUAL, bt, ops![odd_bit, c1]);
+        let tie_odd = e.op(b, op::LOGICAL_AND, bt, ops![tie, odd]);
+        let up = e.op(b, OP_LOGICAL_OR, bt, ops![above, tie_odd]);
+        let c0 = k(b, 0);
+        let inc = e.op(b, op::SELECT, ut, ops![up, c1, c0]);
+        e.op(b, op::I_ADD, ut, ops![q, inc])
+    };
+
+    // NaN keeps its top payload bits and becomes quiet; infinity stays infinity.
+    let min_normal = k(b, 0x3880_0000);
+    let is_sub = e.op(b, OP_U_LESS_THAN, bt, ops![a, min_normal]);
+    let finite = e.op(b, op::SELECT, ut, ops![is_sub, subnormal, normal]);
+    let cinf32 = k(b, 0x7f80_0000);
+    let is_nan = e.op(b, OP_U_GREATER_THAN, bt, ops![a, cinf32]);
+    let is_inf = e.op(b, op::I_EQUAL, bt, ops![a, cinf32]);
+    let c3ff = k(b, 0x3ff);
+    let payload = e.op(b, op::BITWISE_AND, ut, ops![a13, c3ff]);
+    let qnan = k(b, 0x7e00);
+    let nan = e.op(b, op::BITWISE_OR, ut, ops![payload, qnan]);
+    let inf16 = k(b, 0x7c00);
+    let special = e.op(b, op::SELECT, ut, ops![is_nan, nan, inf16]);
+    let is_special = e.op(b, OP_LOGICAL_OR, bt, ops![is_nan, is_inf]);
+    let h = e.op(b, op::SELECT, ut, ops![is_special, special, finite]);
+    e.op(b, op::BITWISE_OR, ut, ops![h, sign])
+}
+
+/// f32 value(s) of binary16 bits (low half of each component): exact, via UnpackHalf2x16.
+pub(super) fn f32_of_f16_bits(e: &mut Emitter, b: &mut Builder, bits: u32, n: u32) -> u32 {
+    let f32t = b.t_float(32);
+    let v2 = b.t_vec(f32t, 2);
+    let u32t = b.t_u32();
+    let glsl = b.glsl_std450();
+    let comps: Vec<u32> = (0..n)
+        .map(|i| {
+            let c = if n == 1 { bits } else { e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![bits, i]) };
+            let pair = e.op(b, op::EXT_INST, v2, ops![glsl, UNPACK_HALF_2X16, c]);
+            e.op(b, op::COMPOSITE_EXTRACT, f32t, ops![pair, 0])
+        })
+        .collect();
+    if n == 1 {
+        comps[0]
+    } else {
+        let ty = b.t_vec(f32t, n);
+        e.op(b, op::COMPOSITE_CONSTRUCT, ty, comps)
+    }
 }
 
 /// What makes two roundings the same code: (from f64, components, toward zero).
@@ -135,7 +188,10 @@ impl Rounders {
 
 fn round_inline(e: &mut Emitter, b: &mut Builder, x: u32, (from64, n, rtz): RoundKey) -> u32 {
     let x = if from64 { f32_round_to_odd(e, b, x, n) } else { x };
-    round_to_f16(e, b, x, n, rtz)
+    // The cheaper UnpackHalf2x16(PackHalf2x16(x)) is folded to x by Mesa's NIR, which would
+    // skip the rounding a real f16 value undergoes.
+    let bits = f16_bits(e, b, x, n, rtz);
+    f32_of_f16_bits(e, b, bits, n)
 }
 
 /// f64 → f32 rounded to odd (truncate, then set the lowest bit if anything was lost), so a
@@ -164,32 +220,44 @@ pub(super) fn f32_round_to_odd(e: &mut Emitter, b: &mut Builder, d: u32, n: u32)
     e.op(b, op::BITCAST, ft, ops![r])
 }
 
-/// The same rounding in Rust (the same steps on f32 and u32): conversions of constants are
-/// rounded at rewrite time, and the unit tests hold it to IEEE 754.
-pub(super) fn round_to_f16_const(x: f32, rtz: bool) -> f32 {
+/// The same rounding in Rust (the same integer steps as [`f16_bits`]): conversions of constants
+/// are rounded at rewrite time, and the unit tests hold it to IEEE 754.
+fn f16_bits_const(x: f32, rtz: bool) -> u16 {
     let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
     let a = bits & 0x7fff_ffff;
-    let exp = a.max(113 << 23) & 0x7f80_0000;
-    let up = (264u32 << 23).wrapping_sub(exp);
-    let down = (254u32 << 23).wrapping_sub(up);
-    let scaled = x * f32::from_bits(up);
-    let whole = if rtz { scaled.trunc() } else { scaled.round_ties_even() };
-    let rounded = whole * f32::from_bits(down);
-    let (past, magnitude) = if rtz {
-        (a.wrapping_sub(0x4780_0000) < 0x7f80_0000 - 0x4780_0000, 0x477f_e000)
+    let h = if a > 0x7f80_0000 {
+        0x7e00 | ((a >> 13) & 0x3ff)
+    } else if a == 0x7f80_0000 {
+        0x7c00
+    } else if a < 0x3880_0000 {
+        let exp = a >> 23;
+        let m = (a & 0x7f_ffff) | 0x80_0000;
+        let s = 126u32.wrapping_sub(exp).clamp(1, 31);
+        let q = m >> s;
+        if rtz {
+            q
+        } else {
+            let rem = m & ((1 << s) - 1);
+            let half = 1 << (s - 1);
+            q + (rem > half || (rem == half && q & 1 == 1)) as u32
+        }
+    } else if rtz {
+        ((a >> 13) - (112 << 10)).min(0x7bff)
     } else {
-        (a >= 0x477f_f000, a.max(0x7f80_0000))
+        (((a + 0xfff + ((a >> 13) & 1)) >> 13) - (112 << 10)).min(0x7c00)
     };
-    if past {
-        f32::from_bits((bits ^ a) | magnitude)
-    } else {
-        rounded
-    }
+    h as u16 | sign
+}
+
+/// f32 value of `x` rounded to binary16 as [`f16_bits`] then [`f32_of_f16_bits`] round it.
+pub(super) fn round_to_f16_const(x: f32, rtz: bool) -> f32 {
+    super::legalize::f16_to_f32(f16_bits_const(x, rtz))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::round_to_f16_const;
+    use super::{f16_bits_const, round_to_f16_const};
 
     /// binary16 of `x` rounded toward zero (IEEE 754; a finite value saturates at 65504).
     fn f16_rtz(x: f32) -> f32 {
@@ -208,6 +276,13 @@ mod tests {
     }
 
     fn check(x: f32) {
+        // The bits a store writes (NaNs: quiet, with the top payload bits).
+        let (got, want) = (f16_bits_const(x, false), half::f16::from_f32(x).to_bits());
+        if x.is_nan() {
+            assert!(got & 0x7e00 == 0x7e00, "{:#x}", x.to_bits());
+        } else {
+            assert_eq!(got, want, "{:#010x} ({x:e})", x.to_bits());
+        }
         for (rtz, want) in [(false, half::f16::from_f32(x).to_f32()), (true, f16_rtz(x))] {
             let got = round_to_f16_const(x, rtz);
             if x.is_nan() {
