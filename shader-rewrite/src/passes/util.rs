@@ -149,8 +149,18 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
     };
     for f in &m.functions {
         for i in std::iter::once(&f.def).chain(f.params.iter()).chain(f.blocks.iter().flat_map(|b| b.insts.iter())) {
-            for r in refs(i) {
-                mark(r, &mut work);
+            // Literal operands of the common instructions are skipped (an OpExtInst's
+            // instruction number, composite indices), so a type whose id equals one is not kept.
+            let literals = match i.op {
+                op::EXT_INST => 1..2,
+                op::COMPOSITE_EXTRACT => 1..i.ops.len(),
+                op::COMPOSITE_INSERT | op::VECTOR_SHUFFLE => 2..i.ops.len(),
+                _ => 0..0,
+            };
+            for (k, &r) in std::iter::once(&i.ty).chain(i.ops.iter()).enumerate() {
+                if r != 0 && (k == 0 || !literals.contains(&(k - 1))) {
+                    mark(r, &mut work);
+                }
             }
         }
     }

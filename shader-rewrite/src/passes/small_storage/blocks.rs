@@ -79,8 +79,17 @@ struct Ptr {
     nonuniform: bool,
 }
 
-/// Lowers every block `plan` selects. Returns the ids of width conversions that are exact (the
-/// value came from 8/16-bit memory), which type legalization may turn into copies.
+/// What [`lower`] leaves for the later steps.
+#[derive(Default)]
+pub(super) struct Lowered {
+    /// Width conversions that are exact (the value came from 8/16-bit memory), which type
+    /// legalization may turn into copies.
+    pub exact: HashSet<u32>,
+    /// The alias variables declared (those no access uses go at the end).
+    pub alias_vars: Vec<u32>,
+}
+
+/// Lowers every block `plan` selects.
 pub(super) fn lower(
     b: &mut Builder,
     functions: &mut [Function],
@@ -88,7 +97,7 @@ pub(super) fn lower(
     plan: &Plan,
     options: &Options,
     stats: &mut Stats,
-) -> Result<HashSet<u32>, RewriteError> {
+) -> Result<Lowered, RewriteError> {
     let vulkan_mm = b.m.memory_model.first().is_some_and(|i| i.ops.get(1) == Some(&model::MEMORY_MODEL_VULKAN));
     let mut backend = Backend::new(options.target, None, vulkan_mm);
     let mut roots: HashMap<u32, Root> = HashMap::default();
@@ -195,7 +204,7 @@ pub(super) fn lower(
         stats.small_storage_blocks += 1;
     }
     if roots.is_empty() {
-        return Ok(HashSet::default());
+        return Ok(Lowered::default());
     }
 
     let mut types: HashMap<u32, u32> = HashMap::default();
@@ -228,7 +237,8 @@ pub(super) fn lower(
     }
     forget_ids(b.m, &removed);
     stats.atomic_subword_stores += backend.atomic_subword_stores;
-    Ok(exact)
+    let alias_vars = roots.values().flat_map(|r| r.vars.iter().copied()).collect();
+    Ok(Lowered { exact, alias_vars })
 }
 
 /// Words of an OpEntryPoint's name literal (after the execution model and function).

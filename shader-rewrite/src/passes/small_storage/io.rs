@@ -14,8 +14,33 @@ const MAX_INTERFACE_ELEMENTS: u64 = 4096;
 /// GLSL.std.450 InterpolateAtCentroid / AtSample / AtOffset: they read an Input through a pointer.
 const INTERPOLATE_AT: [u32; 3] = [76, 77, 78];
 
-pub(super) fn widen(b: &mut Builder, functions: &mut [Function], layouts: &Layouts, stats: &mut Stats) -> Result<(), RewriteError> {
-    let mut wide = Wide { map: HashMap::default() };
+/// Decorations: Flat, and PerVertexKHR (SPV_KHR_fragment_shader_barycentric).
+const FLAT: u32 = 14;
+const PER_VERTEX_KHR: u32 = 5285;
+
+/// Execution models whose Input variables take values other than a previous stage's Output
+/// verbatim: Vertex (vertex attributes, whose formats may be wider than the variable) and
+/// Fragment (interpolation, unless Flat or PerVertexKHR).
+const VERTEX: u32 = 0;
+const FRAGMENT: u32 = 4;
+
+/// Does every value variable `var` holds come from a 16-bit value, so its narrowing is exact?
+/// Outputs hold what the stage stored (widened exactly); inputs of tessellation, geometry and
+/// flat fragment inputs what the previous stage output.
+fn holds_narrow_values(b: &Builder, storage: u32, var: u32) -> bool {
+    if storage == sc::OUTPUT {
+        return true;
+    }
+    let mut models = b.m.entry_points.iter().filter(|ep| blocks::interface_ids(ep).contains(&var)).map(|ep| ep.ops[0]);
+    models.all(|model| model != VERTEX && (model != FRAGMENT || b.has_decoration(var, FLAT) || b.has_decoration(var, PER_VERTEX_KHR)))
+}
+
+/// Widens the 16-bit Input/Output variables. Returns the ids of the narrowing conversions that
+/// are exact (see [`holds_narrow_values`]), which type legalization turns into copies.
+pub(super) fn widen(b: &mut Builder, functions: &mut [Function], layouts: &Layouts, stats: &mut Stats) -> Result<HashSet<u32>, RewriteError> {
+    let mut wide = Wide { map: HashMap::default(), emitted: vec![] };
+    let mut exact: HashSet<u32> = HashSet::default();
+    let mut exact_vars: HashSet<u32> = HashSet::default();
     let mut tracked: HashMap<u32, u32> = HashMap::default(); // pointer id → original pointee
     let vars: Vec<Inst> = b.m.globals.iter().filter(|g| g.op == op::VARIABLE).cloned().collect();
     for var in vars {
@@ -39,10 +64,13 @@ pub(super) fn widen(b: &mut Builder, functions: &mut [Function], layouts: &Layou
         let at = b.m.globals.iter().position(|g| g.id == var.id).expect("a global");
         b.m.globals[at].ty = pty;
         tracked.insert(var.id, pointee);
+        if holds_narrow_values(b, storage, var.id) {
+            exact_vars.insert(var.id);
+        }
         stats.widened_io_variables += 1;
     }
     if tracked.is_empty() {
-        return Ok(());
+        return Ok(exact);
     }
     let glsl = b.m.ext_inst_imports.iter().find(|i| crate::module::string_is(&i.ops, "GLSL.std.450")).map(|i| i.id);
     for f in functions.iter_mut() {
@@ -56,6 +84,9 @@ pub(super) fn widen(b: &mut Builder, functions: &mut [Function], layouts: &Layou
                         let w = wide.ty(b, pointee);
                         inst.ty = b.t_ptr(storage, w);
                         tracked.insert(inst.id, pointee);
+                        if exact_vars.contains(&first) {
+                            exact_vars.insert(inst.id);
+                        }
                         e.push(inst);
                     }
                     op::LOAD if tracked.contains_key(&first) => {
@@ -68,7 +99,15 @@ pub(super) fn widen(b: &mut Builder, functions: &mut [Function], layouts: &Layou
                         let (ty, id) = (inst.ty, inst.id);
                         let loaded = e.op(b, op::LOAD, w, inst.ops);
                         let v = wide.narrow(&mut e, b, loaded, t);
-                        e.push(Inst::new(op::COPY_OBJECT, ty, id, ops![v]));
+                        let renamed = e.rename_last(v, id);
+                        if exact_vars.contains(&first) {
+                            // The last conversion now has the load's id.
+                            exact.extend(wide.emitted.iter().map(|&c| if renamed && c == v { id } else { c }));
+                        }
+                        wide.emitted.clear();
+                        if !renamed {
+                            e.push(Inst::new(op::COPY_OBJECT, ty, id, ops![v]));
+                        }
                     }
                     op::STORE if tracked.contains_key(&first) => {
                         let t = tracked[&first];
@@ -87,8 +126,11 @@ pub(super) fn widen(b: &mut Builder, functions: &mut [Function], layouts: &Layou
                         let (ty, id) = (inst.ty, inst.id);
                         let w = wide.ty(b, t);
                         let r = e.op(b, op::EXT_INST, w, inst.ops);
-                        let v = wide.narrow(&mut e, b, r, t);
-                        e.push(Inst::new(op::COPY_OBJECT, ty, id, ops![v]));
+                        let v = wide.narrow(&mut e, b, r, t); // interpolated: never exact
+                        wide.emitted.clear();
+                        if !e.rename_last(v, id) {
+                            e.push(Inst::new(op::COPY_OBJECT, ty, id, ops![v]));
+                        }
                     }
                     _ => {
                         if let Some((_, id)) = pointer_operands(&inst).into_iter().find(|(_, id)| tracked.contains_key(id)) {
@@ -104,7 +146,7 @@ pub(super) fn widen(b: &mut Builder, functions: &mut [Function], layouts: &Layou
             blk.insts = e.take_insts();
         }
     }
-    Ok(())
+    Ok(exact)
 }
 
 /// How many scalars/vectors a value of `ty` holds (saturating; bounded depth).
@@ -138,6 +180,8 @@ fn struct_of(b: &Builder, ty: u32) -> Option<u32> {
 /// Types with their 16-bit scalars widened to 32 bits, and the conversions between the two.
 struct Wide {
     map: HashMap<u32, u32>,
+    /// The width conversions emitted since the caller last cleared it.
+    emitted: Vec<u32>,
 }
 
 impl Wide {
@@ -204,7 +248,9 @@ impl Wide {
         let to = if up { w } else { t };
         if let Some(sv) = b.scalar_vec(t) {
             let opcode = if sv.float { op::F_CONVERT } else if sv.signed { op::S_CONVERT } else { op::U_CONVERT };
-            return e.op(b, opcode, to, ops![v]);
+            let c = e.op(b, opcode, to, ops![v]);
+            self.emitted.push(c);
+            return c;
         }
         let g = b.global(t).cloned().expect("a composite type");
         // Interface arrays are small (Location limits); a malformed length must not exhaust memory.

@@ -14,7 +14,7 @@
 //! still gets its rounding done in integer code (the decoration is only valid on conversions
 //! stored through 16-bit pointers, which the lowering removed).
 use crate::builder::cap;
-use super::round::{f16_bits, f32_of_f16_bits, f32_round_to_odd};
+use super::round::{round_to_f16_const, RoundKey, Rounders};
 use super::*;
 
 const FP_ROUNDING_MODE: u32 = 39;
@@ -174,6 +174,23 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
     let mut functions = std::mem::take(&mut m.functions);
     let mut b = Builder::new(m);
     let u32t = b.t_u32();
+    // How an FConvert to a 16-bit float that is not exact rounds (None: a constant, rounded
+    // here), given its source, original result type and id.
+    let round_key = |b: &Builder, src: u32, orig_ty: u32, id: u32| -> Option<RoundKey> {
+        let (fk, tk) = (kind_of(ty_of(src))?, kind_of(orig_ty)?);
+        let small_to = is_small(orig_ty);
+        let rounds = small_to || (tk.width == 16 && rounding.contains_key(&id));
+        let constant = fk.width == 32 && tk.n == 1 && b.global(src).is_some_and(|c| c.op == op::CONSTANT);
+        (rounds && !(exact.contains(&id) && small_to) && !constant).then(|| (fk.width == 64, tk.n, rounding.get(&id) == Some(&ROUNDING_RTZ)))
+    };
+    let mut rounders = Rounders::default();
+    for inst in functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
+        if inst.op == op::F_CONVERT {
+            if let Some(key) = round_key(&b, inst.ops.first().copied().unwrap_or(0), inst.ty, inst.id) {
+                rounders.count(key);
+            }
+        }
+    }
     for f in functions.iter_mut() {
         f.def.ty = sub_of(f.def.ty);
         if let Some(t) = f.def.ops.get_mut(1) {
@@ -201,22 +218,25 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                 let small_from = is_small(ty_of(src));
                 let small_to = is_small(orig_ty);
                 match (inst.op, from, to) {
-                    (op::F_CONVERT, Some(fk), Some(tk)) if small_to || (tk.width == 16 && rounding.contains_key(&inst.id)) => {
+                    (op::F_CONVERT, Some(_), Some(tk)) if small_to || (tk.width == 16 && rounding.contains_key(&inst.id)) => {
                         let rtz = rounding.get(&inst.id) == Some(&ROUNDING_RTZ);
-                        let n = tk.n;
                         let v = if exact.contains(&inst.id) && small_to {
                             src
                         } else {
-                            let x = if fk.width == 64 { f32_round_to_odd(&mut e, &mut b, src, n) } else { src };
-                            // No FPRoundingMode: round to nearest even in integer code too. The
-                            // cheaper UnpackHalf2x16(PackHalf2x16(x)) is folded to x by Mesa's
-                            // NIR, which would skip the rounding a real f16 value undergoes.
-                            let bits = f16_bits(&mut e, &mut b, x, n, rtz);
+                            // No FPRoundingMode: round to nearest even.
+                            let f = match round_key(&b, src, orig_ty, inst.id) {
+                                Some(key) => rounders.round(&mut e, &mut b, src, key),
+                                None => {
+                                    let x = b.global(src).map_or(0, |c| c.ops[0]);
+                                    b.c_f32(round_to_f16_const(f32::from_bits(x), rtz))
+                                }
+                            };
                             stats.rounded_conversions += 1;
-                            let f = f32_of_f16_bits(&mut e, &mut b, bits, n);
                             if small_to { f } else { e.op(&mut b, op::F_CONVERT, inst.ty, ops![f]) } // exact
                         };
-                        e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
+                        if !e.rename_last(v, inst.id) {
+                            e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
+                        }
                     }
                     (op::F_CONVERT, Some(_), Some(tk)) if small_from => {
                         if tk.width == 32 {
@@ -224,6 +244,11 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                         } else {
                             e.push(inst); // f32 → f64: exact
                         }
+                    }
+                    (op::U_CONVERT | op::S_CONVERT, Some(fk), Some(tk)) if (small_from || small_to) && holds_result(&inst, fk, tk, small_from, small_to, exact) => {
+                        // The source's 32 bits are already the result's.
+                        let opcode = if sub_of(ty_of(src)) == inst.ty { op::COPY_OBJECT } else { op::BITCAST };
+                        e.push(Inst::new(opcode, inst.ty, inst.id, ops![src]));
                     }
                     (op::U_CONVERT | op::S_CONVERT, Some(fk), Some(tk)) if small_from || small_to => {
                         let n = fk.n;
@@ -264,6 +289,7 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
             blk.insts = e.take_insts();
         }
     }
+    functions.append(&mut rounders.functions);
     b.m.functions = functions;
     let m = b.m;
     m.annotations.retain(|a| !(a.op == op::DECORATE && a.ops.len() >= 2 && a.ops[1] == FP_ROUNDING_MODE));
@@ -294,6 +320,17 @@ pub(super) fn f16_to_f32(h: u16) -> f32 {
         31 => f32::from_bits(0x7f80_0000 | ((h as u32 & 0x8000) << 16) | ((h as u32 & 0x3ff) << 13)),
         _ => sign * (1.0 + mant / 1024.0) * 2f32.powi(exp - 15),
     }
+}
+
+/// Does the 32-bit twin of an int conversion's source already hold its result? A small value's
+/// twin holds its extension by its own signedness (see the module documentation), and an exact
+/// conversion from 8/16-bit memory converts the twin the backend extended that way. Widening by
+/// the source's own signedness then changes no bit, up to 32 bits, or to a small result of
+/// that signedness.
+fn holds_result(inst: &Inst, from: Small, to: Small, small_from: bool, small_to: bool, exact: &HashSet<u32>) -> bool {
+    let op_signed = inst.op == op::S_CONVERT;
+    (small_to && exact.contains(&inst.id))
+        || (small_from && from.width < to.width && op_signed == from.signed && (to.width == 32 || (small_to && to.signed == op_signed)))
 }
 
 /// The low `width` bits of uint value(s) `x`, sign- or zero-extended to 32 bits (as uint).

@@ -24,6 +24,7 @@ use super::layout::Layouts;
 use super::util::{forget_ids, pointer_operands, sweep_dead_globals, without_aligned};
 
 mod blocks;
+mod fold;
 mod io;
 mod legalize;
 mod round;
@@ -72,34 +73,44 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
         }
     }
 
+    let first_new = m.header[3];
     let layouts = Layouts::read(m);
     let lowered_before = (stats.small_storage_blocks, stats.widened_io_variables);
     let mut functions = std::mem::take(&mut m.functions);
     let result = (|| {
-        let exact = {
+        // Only variables of these storage classes can be blocks to lower.
+        let any_block = m.globals.iter().any(|g| g.op == op::VARIABLE && matches!(g.ops.first(), Some(&(sc::STORAGE_BUFFER | sc::UNIFORM | sc::PUSH_CONSTANT))));
+        let mut blocks = if any_block {
             let mut b = Builder::new(m);
             blocks::lower(&mut b, &mut functions, &layouts, &plan, options, stats)?
+        } else {
+            blocks::Lowered::default()
         };
         if lowered.storage_input_output_16 {
             let mut b = Builder::new(m);
-            io::widen(&mut b, &mut functions, &layouts, stats)?;
+            blocks.exact.extend(io::widen(&mut b, &mut functions, &layouts, stats)?);
         }
-        Ok::<_, RewriteError>(exact)
+        Ok::<_, RewriteError>(blocks)
     })();
     m.functions = functions;
-    let exact = result?;
+    let blocks = result?;
     for (ext, caps) in [("SPV_KHR_16bit_storage", &[4433, 4434, 4435, 4436][..]), ("SPV_KHR_8bit_storage", &[4448, 4449, 4450][..])] {
         if !caps.iter().any(|&c| m.has_capability(c)) {
             m.remove_extension(ext);
         }
     }
     // Only a lowered block or a widened variable leaves types behind (or a variable before its
-    // new type).
-    if (stats.small_storage_blocks, stats.widened_io_variables) != lowered_before {
+    // new type); folding leaves constants only folded code used, dropped alias views their
+    // types. One sweep at the end: legalization works the same with dead types around.
+    let lowered_any = (stats.small_storage_blocks, stats.widened_io_variables) != lowered_before;
+    if lowered_any {
         order_globals(m);
+    }
+    legalize::legalize(m, &blocks.exact, stats)?;
+    let folded = fold::fold(m, first_new);
+    if fold::drop_unused_variables(m, &blocks.alias_vars, stats) || folded || lowered_any {
         sweep_dead_globals(m, &[]);
     }
-    legalize::legalize(m, &exact, stats)?;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! Rounding to binary16 in 32-bit integer code, for conversions whose rounding the module fixes
 //! (FPRoundingMode RTE / RTZ, the only modes Vulkan allows) or that must happen without 16-bit
-//! types. Works on scalars and vectors alike (every operation is component-wise).
+//! types. Works on scalars and vectors alike (every operation is component-wise), exact
+//! whatever rounding mode the implementation's float arithmetic uses (no float arithmetic).
 use super::*;
 
 /// GLSL.std.450 instructions.
@@ -124,6 +125,75 @@ pub(super) fn f32_of_f16_bits(e: &mut Emitter, b: &mut Builder, bits: u32, n: u3
     }
 }
 
+/// What makes two roundings the same code: (from f64, components, toward zero).
+pub(super) type RoundKey = (bool, u32, bool);
+
+/// The roundings of a module: a rounding the module does more than once is a function its
+/// conversions call (one body instead of one per conversion; drivers inline it back), a
+/// rounding done once is emitted in place.
+#[derive(Default)]
+pub(super) struct Rounders {
+    counts: Vec<(RoundKey, u32)>,
+    made: Vec<(RoundKey, u32)>,
+    /// The shared functions, for the caller to append to the module.
+    pub functions: Vec<Function>,
+}
+
+impl Rounders {
+    /// Notes one conversion rounding the `key` way (before any [`Rounders::round`]).
+    pub fn count(&mut self, key: RoundKey) {
+        match self.counts.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => self.counts.push((key, 1)),
+        }
+    }
+
+    /// f32 value(s) of `x` (f32, or f64 for `key.0`) rounded to binary16.
+    pub fn round(&mut self, e: &mut Emitter, b: &mut Builder, x: u32, key: RoundKey) -> u32 {
+        let shared = self.counts.iter().any(|&(k, n)| k == key && n >= 2);
+        if !shared {
+            return round_inline(e, b, x, key);
+        }
+        let f = match self.made.iter().find(|(k, _)| *k == key) {
+            Some(&(_, f)) => f,
+            None => self.function(b, key),
+        };
+        let f32t = b.t_float(32);
+        let ret = b.t_vec(f32t, key.1);
+        e.op(b, op::FUNCTION_CALL, ret, ops![f, x])
+    }
+
+    fn function(&mut self, b: &mut Builder, key: RoundKey) -> u32 {
+        let (from64, n, _) = key;
+        let f32t = b.t_float(32);
+        let ret = b.t_vec(f32t, n);
+        let param_scalar = if from64 { b.t_float(64) } else { f32t };
+        let param_ty = b.t_vec(param_scalar, n);
+        let fn_ty = b.t_fn(ret, &[param_ty]);
+        let (id, param, label) = (b.id(), b.id(), b.id());
+        let mut e = Emitter::new(label);
+        let r = round_inline(&mut e, b, param, key);
+        e.stmt(op::RETURN_VALUE, ops![r]);
+        // Function control Inline: a hint (SPIR-V spec 3.24).
+        self.functions.push(Function {
+            def: Inst::new(op::FUNCTION, ret, id, ops![1, fn_ty]),
+            params: vec![Inst::new(op::FUNCTION_PARAMETER, param_ty, param, ops![])],
+            blocks: vec![crate::module::Block { label, insts: e.take_insts() }],
+            end: vec![Inst::new(op::FUNCTION_END, 0, 0, ops![])],
+        });
+        self.made.push((key, id));
+        id
+    }
+}
+
+fn round_inline(e: &mut Emitter, b: &mut Builder, x: u32, (from64, n, rtz): RoundKey) -> u32 {
+    let x = if from64 { f32_round_to_odd(e, b, x, n) } else { x };
+    // The cheaper UnpackHalf2x16(PackHalf2x16(x)) is folded to x by Mesa's NIR, which would
+    // skip the rounding a real f16 value undergoes.
+    let bits = f16_bits(e, b, x, n, rtz);
+    f32_of_f16_bits(e, b, bits, n)
+}
+
 /// f64 → f32 rounded to odd (truncate, then set the lowest bit if anything was lost), so a
 /// second rounding to binary16 gives the correctly rounded result.
 pub(super) fn f32_round_to_odd(e: &mut Emitter, b: &mut Builder, d: u32, n: u32) -> u32 {
@@ -150,9 +220,9 @@ pub(super) fn f32_round_to_odd(e: &mut Emitter, b: &mut Builder, d: u32, n: u32)
     e.op(b, op::BITCAST, ft, ops![r])
 }
 
-/// The same rounding in Rust, the reference the unit tests hold the emitted code to.
-#[cfg(test)]
-pub(crate) fn f16_bits_ref(x: f32, rtz: bool) -> u16 {
+/// The same rounding in Rust (the same integer steps as [`f16_bits`]): conversions of constants
+/// are rounded at rewrite time, and the unit tests hold it to IEEE 754.
+fn f16_bits_const(x: f32, rtz: bool) -> u16 {
     let bits = x.to_bits();
     let sign = ((bits >> 16) & 0x8000) as u16;
     let a = bits & 0x7fff_ffff;
@@ -180,39 +250,71 @@ pub(crate) fn f16_bits_ref(x: f32, rtz: bool) -> u16 {
     h as u16 | sign
 }
 
+/// f32 value of `x` rounded to binary16 as [`f16_bits`] then [`f32_of_f16_bits`] round it.
+pub(super) fn round_to_f16_const(x: f32, rtz: bool) -> f32 {
+    super::legalize::f16_to_f32(f16_bits_const(x, rtz))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::f16_bits_ref;
+    use super::{f16_bits_const, round_to_f16_const};
 
-    #[test]
-    fn reference_rounding_matches_ieee_round_to_nearest_even() {
-        // Every f32 with a stride that visits all exponents and many rounding cases.
-        let mut x: u32 = 0;
-        while x < u32::MAX - 9973 {
-            let f = f32::from_bits(x);
-            let want = half::f16::from_f32(f).to_bits();
-            let got = f16_bits_ref(f, false);
-            if f.is_nan() {
-                assert!(got & 0x7c00 == 0x7c00 && got & 0x3ff != 0, "{x:#x}");
+    /// binary16 of `x` rounded toward zero (IEEE 754; a finite value saturates at 65504).
+    fn f16_rtz(x: f32) -> f32 {
+        let h = half::f16::from_f32(x);
+        if !x.is_finite() {
+            return h.to_f32();
+        }
+        let mut bits = h.to_bits();
+        if h.to_f32().abs() > x.abs() {
+            bits -= 1;
+        }
+        if bits & 0x7fff == 0x7c00 {
+            bits -= 1;
+        }
+        half::f16::from_bits(bits).to_f32()
+    }
+
+    fn check(x: f32) {
+        // The bits a store writes (NaNs: quiet, with the top payload bits).
+        let (got, want) = (f16_bits_const(x, false), half::f16::from_f32(x).to_bits());
+        if x.is_nan() {
+            assert!(got & 0x7e00 == 0x7e00, "{:#x}", x.to_bits());
+        } else {
+            assert_eq!(got, want, "{:#010x} ({x:e})", x.to_bits());
+        }
+        for (rtz, want) in [(false, half::f16::from_f32(x).to_f32()), (true, f16_rtz(x))] {
+            let got = round_to_f16_const(x, rtz);
+            if x.is_nan() {
+                assert!(got.is_nan(), "{:#x}", x.to_bits());
             } else {
-                assert_eq!(got, want, "{x:#010x} ({f:e})");
+                assert_eq!(got.to_bits(), want.to_bits(), "{:#010x} ({x:e}) rtz {rtz}", x.to_bits());
             }
-            x += 9973;
         }
     }
 
     #[test]
-    fn reference_rounding_toward_zero() {
-        for (x, want) in [(1.0f32, 0x3c00u16), (65519.0, 0x7bff), (65520.0, 0x7bff), (1e9, 0x7bff), (f32::INFINITY, 0x7c00), (-1.0009, 0xbc00), (-1.0009766, 0xbc01), (5.9604645e-8, 1), (5.9e-8, 0)] {
-            assert_eq!(f16_bits_ref(x, true), want, "{x:e}");
+    fn reference_rounding_matches_ieee() {
+        // Every f32 with a stride that visits all exponents and many rounding cases, every
+        // binary16 value, the midpoints between neighbours and their neighbours.
+        let mut x: u32 = 0;
+        while x < u32::MAX - 9973 {
+            check(f32::from_bits(x));
+            x += 9973;
         }
-        // Truncation never rounds up in magnitude.
-        let mut x: u32 = 0x3000_0000;
-        while x < 0x4780_0000 {
-            let f = f32::from_bits(x);
-            let h = half::f16::from_bits(f16_bits_ref(f, true)).to_f32();
-            assert!(h <= f, "{f:e} → {h:e}");
-            x += 7919;
+        for h in 0..=u16::MAX {
+            let v = half::f16::from_bits(h).to_f32();
+            check(v);
+            let next = half::f16::from_bits(h.wrapping_add(1)).to_f32();
+            if v.is_finite() && next.is_finite() && (h & 0x7fff) < 0x7bff {
+                let mid = ((v as f64 + next as f64) / 2.0) as f32;
+                for m in [mid, f32::from_bits(mid.to_bits() - 1), f32::from_bits(mid.to_bits() + 1)] {
+                    check(m);
+                }
+            }
+        }
+        for x in [65504.0, 65519.99, 65520.0, 65536.0, 1e10, f32::MAX, -65520.0, f32::MIN_POSITIVE, 1e-40, -1e-45, 2.98e-8, 2.99e-8, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -0.0] {
+            check(x);
         }
     }
 }
