@@ -211,6 +211,13 @@ pub fn opcode_name(opcode: u32) -> String {
         .unwrap_or_else(|| format!("opcode {opcode}"))
 }
 
+/// Where the interface starts in an OpEntryPoint's operands: after the execution model, the
+/// function and the name (a literal string, its last word holding the nul; SPIR-V spec 2.2.1).
+pub fn interface_start(entry_point_ops: &[u32]) -> usize {
+    let name_words = entry_point_ops.iter().skip(2).position(|w| w.to_le_bytes().contains(&0)).map_or(0, |n| n + 1);
+    (2 + name_words).min(entry_point_ops.len())
+}
+
 /// Decodes a literal string operand (nul-terminated, packed little-endian into words).
 pub fn decode_string(words: &[u32]) -> String {
     let mut bytes = Vec::new();

@@ -462,8 +462,8 @@ impl<'m> Check<'m> {
         let m = self.m;
         let (_, _, decorations) = self.pass.removes_declarations();
         for ep in &m.entry_points {
-            let name_words = ep.ops.iter().skip(2).position(|w| w.to_le_bytes().contains(&0)).map_or(0, |n| n + 1);
-            for &x in ep.ops.iter().skip(1).take(1).chain(ep.ops.iter().skip(2 + name_words)) {
+            let start = crate::module::interface_start(&ep.ops);
+            for &x in ep.ops.iter().skip(1).take(1).chain(ep.ops.iter().skip(start)) {
                 self.defined(x).map_err(|f| (ep, f))?;
             }
         }

@@ -168,8 +168,8 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
     // point's name are not ids, and kept unrelated types with those ids alive (an unused
     // OpTypeSampledImage of a storage image, invalid in Vulkan, survived that way).
     for ep in &m.entry_points {
-        let name_words = ep.ops.iter().skip(2).position(|w| w.to_le_bytes().contains(&0)).map_or(0, |n| n + 1);
-        for &r in ep.ops.iter().skip(1).take(1).chain(ep.ops.iter().skip(2 + name_words)) {
+        let start = crate::module::interface_start(&ep.ops);
+        for &r in ep.ops.iter().skip(1).take(1).chain(ep.ops.iter().skip(start)) {
             mark(r, &mut work);
         }
     }

@@ -111,8 +111,7 @@ pub fn sweep(m: &mut Module) {
         return;
     }
     for ep in &mut m.entry_points {
-        let name_words = ep.ops.iter().skip(2).position(|w| w.to_le_bytes().contains(&0)).map_or(0, |n| n + 1);
-        let interface = (2 + name_words).min(ep.ops.len());
+        let interface = crate::module::interface_start(&ep.ops);
         if ep.ops[interface..].iter().any(|id| dead.contains(id)) {
             let kept: Vec<u32> = ep.ops[..interface].iter().copied().chain(ep.ops[interface..].iter().copied().filter(|id| !dead.contains(id))).collect();
             ep.ops = kept.into();
