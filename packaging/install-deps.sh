@@ -36,7 +36,7 @@ BACKPORTS_PKGS=(mesa-vulkan-drivers libvulkan1 vulkan-tools)
 PKGS=(vulkan-validationlayers libvulkan-dev python3 python3-pip gcc libc6-dev binutils curl ca-certificates xvfb xauth valgrind g++ pkg-config
       dpkg-dev lintian)
 
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+installed() { [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]; }
 
 mesa_ok() {
     # lavapipe from Mesa >= 23 (bookworm-backports has 25.x)
