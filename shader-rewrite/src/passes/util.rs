@@ -118,7 +118,7 @@ pub fn forget_ids(m: &mut Module, gone: &HashSet<u32>) {
 /// Ids a global refers to: its type and every operand word that may name a global. The literal
 /// operands of the common types and constants are skipped; other literals may alias ids, which
 /// only keeps more alive, never breaks order.
-pub(crate) fn refs(g: &Inst) -> impl Iterator<Item = u32> + '_ {
+fn refs(g: &Inst) -> impl Iterator<Item = u32> + '_ {
     let ids = match g.op {
         op::TYPE_INT | op::TYPE_FLOAT | op::CONSTANT | op::SPEC_CONSTANT => &g.ops[..0],
         op::TYPE_VECTOR | 24 /* OpTypeMatrix */ | op::TYPE_IMAGE => &g.ops[..1],
@@ -130,15 +130,25 @@ pub(crate) fn refs(g: &Inst) -> impl Iterator<Item = u32> + '_ {
 }
 
 /// Removes types and constants nothing refers to (a lowering's old types may still need the
-/// capabilities it removed), and globals with an opcode in `also_removable` nothing refers to.
+/// capabilities it removed), and the globals `also_removable` accepts that nothing refers to.
+/// A removable variable listed in an entry point's interface (SPIR-V 1.4+ lists every global
+/// the entry point references) is not kept alive by that, and leaves the interface with it.
 /// Dense per-id tables: every instruction of the module is looked at.
-pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
+pub fn sweep_dead_globals(m: &mut Module, also_removable: impl Fn(&Inst) -> bool) {
     let is_removable = |g: &Inst| {
         matches!(g.op, op::TYPE_STRUCT | op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY | op::TYPE_POINTER | op::TYPE_VECTOR | op::TYPE_INT | op::TYPE_FLOAT | 24)
             || matches!(g.op, op::CONSTANT | op::CONSTANT_COMPOSITE | op::CONSTANT_NULL | op::CONSTANT_TRUE | op::CONSTANT_FALSE)
-            || also_removable.contains(&g.op)
+            || also_removable(g)
     };
     let bound = m.header[3] as usize;
+    // Position + 1 of each global by id.
+    let mut index = vec![0u32; bound];
+    for (n, g) in m.globals.iter().enumerate() {
+        if let Some(x) = index.get_mut(g.id as usize).filter(|_| g.id != 0) {
+            *x = n as u32 + 1;
+        }
+    }
+    let removable_id = |id: u32| index.get(id as usize).is_some_and(|&n| n != 0 && is_removable(&m.globals[n as usize - 1]));
     let mut live = vec![false; bound];
     let mut work: Vec<u32> = vec![];
     let mut mark = |id: u32, work: &mut Vec<u32>| {
@@ -169,7 +179,7 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
     // OpTypeSampledImage of a storage image, invalid in Vulkan, survived that way).
     for ep in &m.entry_points {
         let start = crate::module::interface_start(&ep.ops);
-        for &r in ep.ops.iter().skip(1).take(1).chain(ep.ops.iter().skip(start)) {
+        for &r in ep.ops.iter().skip(1).take(1).chain(ep.ops.iter().skip(start).filter(|&&r| !removable_id(r))) {
             mark(r, &mut work);
         }
     }
@@ -186,15 +196,14 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
             mark(r, &mut work);
         }
     }
+    // A decoration group's targets stay (forget_ids does not edit the group's target lists).
+    for a in m.annotations.iter().filter(|a| matches!(a.op, op::GROUP_DECORATE | op::GROUP_MEMBER_DECORATE)) {
+        for &r in &a.ops {
+            mark(r, &mut work);
+        }
+    }
     for g in m.globals.iter().filter(|g| !is_removable(g)) {
         mark(g.id, &mut work);
-    }
-    // Position + 1 of each global by id.
-    let mut index = vec![0u32; bound];
-    for (n, g) in m.globals.iter().enumerate() {
-        if let Some(x) = index.get_mut(g.id as usize).filter(|_| g.id != 0) {
-            *x = n as u32 + 1;
-        }
     }
     while let Some(id) = work.pop() {
         if let Some(&n) = index.get(id as usize).filter(|&&n| n != 0) {
@@ -207,6 +216,13 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: &[u32]) {
         m.globals.iter().filter(|g| is_removable(g) && !live.get(g.id as usize).copied().unwrap_or(false)).map(|g| g.id).collect();
     if dead.is_empty() {
         return;
+    }
+    for ep in &mut m.entry_points {
+        let start = crate::module::interface_start(&ep.ops);
+        if ep.ops[start..].iter().any(|id| dead.contains(id)) {
+            let kept: Vec<u32> = ep.ops[..start].iter().copied().chain(ep.ops[start..].iter().copied().filter(|id| !dead.contains(id))).collect();
+            ep.ops = kept.into();
+        }
     }
     m.globals.retain(|g| !dead.contains(&g.id));
     forget_ids(m, &dead);

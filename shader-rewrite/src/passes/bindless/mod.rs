@@ -68,7 +68,7 @@ pub fn run(m: &mut Module, table: &BindlessTable, _options: &Options, stats: &mu
     remove_extension(m);
     forget_ids(m, &dropped);
     // Old function types (with opaque parameters) and opaque types only handles used.
-    sweep_dead_globals(m, &[op::TYPE_IMAGE, op::TYPE_SAMPLER, op::TYPE_SAMPLED_IMAGE, op::TYPE_FUNCTION]);
+    sweep_dead_globals(m, |g| matches!(g.op, op::TYPE_IMAGE | op::TYPE_SAMPLER | op::TYPE_SAMPLED_IMAGE | op::TYPE_FUNCTION));
     Ok(())
 }
 

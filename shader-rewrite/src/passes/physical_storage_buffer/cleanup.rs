@@ -77,5 +77,5 @@ pub(super) fn finish(m: &mut Module, mut table: Table, addr_values: &HashSet<u32
     m.functions = functions;
     // Types, constants and function types nothing uses any more (the views' element types,
     // the pointer types' pointees, the inlined helpers' function types).
-    sweep_dead_globals(m, &[op::TYPE_FUNCTION]);
+    sweep_dead_globals(m, |g| g.op == op::TYPE_FUNCTION);
 }

@@ -109,7 +109,7 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     legalize::legalize(m, &blocks.exact, stats)?;
     let folded = fold::fold(m, first_new);
     if fold::drop_unused_variables(m, &blocks.alias_vars, stats) || folded || lowered_any {
-        sweep_dead_globals(m, &[]);
+        sweep_dead_globals(m, |_| false);
     }
     Ok(())
 }
