@@ -25,7 +25,8 @@ pub enum Prepared {
     Failed,
 }
 
-pub use shader_rewrite::{module_hash, module_hash64};
+pub use shader_rewrite::module_hash;
+use shader_rewrite::module_hash64;
 
 /// Writes `path` whole or not at all: into a file private to this thread, then renamed over
 /// `path` (atomic on POSIX), so a tool or another thread reading the dump directory while
@@ -118,8 +119,8 @@ fn named(words: &[u32]) -> (String, Object) {
     (format!("{h:016x}"), Object { ty: vk::ObjectType::SHADER_MODULE, handle: 0, module_hash: h })
 }
 
-/// Dumps (`dump_shaders_dir`) and logs a rewrite of `words` into `out`, made at `start` (or
-/// found in the rewrite cache).
+/// Dumps (`dump_shaders_dir`) and logs a rewrite of `words` into `out`, made (or found in the
+/// rewrite cache) from `start` on: the logged time is the rewrite's, or the lookup's.
 #[allow(clippy::too_many_arguments)]
 fn report(dev: &DeviceData, hook: &str, hash: &str, words: &[u32], out: &[u32], stats: &shader_rewrite::Stats, start: Instant, from_cache: bool) {
     let us = start.elapsed().as_micros();
@@ -164,12 +165,12 @@ pub unsafe fn prepare(dev: &DeviceData, hook: &str, code: *const c_void, size: u
     // The device rewrote this code before: the same words again (crate::rewrite_cache), named
     // (its FNV hash, about 1 us a KiB) only when a dump or a message will show the name.
     let key = crate::rewrite_cache::key(&words);
-    let start = Instant::now();
+    let looked_up = Instant::now();
     if let Some((out, stats)) = dev.rewrite_cache.get(key, &words) {
         if dev.settings.dump_shaders_dir.is_some() || messages::wanted(Level::Info) {
             let (hash, module) = named(&words);
             let _in_scope = messages::with_object(module);
-            report(dev, hook, &hash, &words, &out, &stats, start, true);
+            report(dev, hook, &hash, &words, &out, &stats, looked_up, true);
         }
         return Prepared::Rewritten(out);
     }
@@ -179,6 +180,7 @@ pub unsafe fn prepare(dev: &DeviceData, hook: &str, code: *const c_void, size: u
         dump(dir, &hash, "before", &words);
     }
     let adjusted = without_unsupported_quirk(dev, hook, &hash, &words, options);
+    let start = Instant::now();
     match shader_rewrite::rewrite(&words, adjusted.as_ref().unwrap_or(options)) {
         Ok(out) => {
             dev.rewrite_cache.insert(key, &words, &out.words, &out.stats);
