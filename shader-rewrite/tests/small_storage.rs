@@ -116,6 +116,23 @@ fn input_output_16bit_widens_and_rounds_at_the_boundary() {
     }
 }
 
+/// An undecorated conversion under a 16-bit RoundingModeRTZ execution mode
+/// (SPV_KHR_float_controls) rounds toward zero: the integer code saturates at 0x7bff, the
+/// largest finite binary16, where rounding to nearest goes to infinity (0x7c00).
+#[test]
+fn float_controls_rounding_mode_rtz_rounds_toward_zero() {
+    let text = SSBO_F16_NO_ARITH.replace(r#""main" %gid"#, r#""main" %gid %in %out"#);
+    let rtz = text
+        .replace("OpCapability StorageBuffer16BitAccess\n", "OpCapability StorageBuffer16BitAccess\nOpCapability RoundingModeRTZ\n")
+        .replace("OpExecutionMode %main LocalSize 1 1 1\n", "OpExecutionMode %main LocalSize 1 1 1\nOpExecutionMode %main RoundingModeRTZ 16\n");
+    for (text, toward_zero) in [(&text, false), (&rtz, true)] {
+        let (dis, stats) = lower(text, "vulkan1.3", &core());
+        assert_eq!(stats.rounded_conversions, 1, "{stats}");
+        let saturates = dis.lines().any(|l| l.contains("OpConstant ") && l.trim_end().ends_with(" 31743"));
+        assert_eq!(saturates, toward_zero, "{dis}");
+    }
+}
+
 #[test]
 fn input_output_16bit_keeps_types_when_another_16bit_capability_remains() {
     let text = IO16_FRAGMENT.replace("OpCapability StorageInputOutput16\n", "OpCapability StorageInputOutput16\nOpCapability StorageBuffer16BitAccess\n");

@@ -7,8 +7,9 @@
 //! - ints: sign-extended for signed types, zero-extended for unsigned ones.
 //!
 //! Width conversions are rewritten to keep those meanings: f32 → f16 rounds in integer code (to
-//! nearest even, or toward zero under FPRoundingMode RTZ), conversions to wider types and
-//! conversions of values known to be exact become copies, int truncations re-extend.
+//! nearest even, or toward zero under FPRoundingMode RTZ or a 16-bit RoundingModeRTZ execution
+//! mode), conversions to wider types and conversions of values known to be exact become copies,
+//! int truncations re-extend.
 //!
 //! With the arithmetic capability present the types stay; FConvert decorated FPRoundingMode
 //! still gets its rounding done in integer code (the decoration is only valid on conversions
@@ -22,6 +23,8 @@ const ROUNDING_RTZ: u32 = 1;
 const OP_SHIFT_RIGHT_ARITHMETIC: u32 = 195;
 const OP_SPEC_CONSTANT: u32 = 50;
 const OP_SPEC_CONSTANT_OP: u32 = 52;
+/// Float-controls execution mode RoundingModeRTZ (SPV_KHR_float_controls), with a target width.
+const ROUNDING_MODE_RTZ: u32 = 4463;
 
 /// Which small types are still legal in the module.
 struct Legal {
@@ -174,6 +177,10 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
     let mut functions = std::mem::take(&mut m.functions);
     let mut b = Builder::new(m);
     let u32t = b.t_u32();
+    // An undecorated conversion rounds as a float-controls execution mode says
+    // (SPV_KHR_float_controls RoundingModeRTZ with width 16), else to nearest even.
+    let rtz_mode = b.m.execution_modes.iter().any(|e| e.ops.get(1) == Some(&ROUNDING_MODE_RTZ) && e.ops.get(2) == Some(&16));
+    let rtz_of = |id: u32| rounding.get(&id).map_or(rtz_mode, |&r| r == ROUNDING_RTZ);
     // How an FConvert to a 16-bit float that is not exact rounds (None: a constant, rounded
     // here), given its source, original result type and id.
     let round_key = |b: &Builder, src: u32, orig_ty: u32, id: u32| -> Option<RoundKey> {
@@ -181,7 +188,7 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
         let small_to = is_small(orig_ty);
         let rounds = small_to || (tk.width == 16 && rounding.contains_key(&id));
         let constant = fk.width == 32 && tk.n == 1 && b.global(src).is_some_and(|c| c.op == op::CONSTANT);
-        (rounds && !(exact.contains(&id) && small_to) && !constant).then(|| (fk.width == 64, tk.n, rounding.get(&id) == Some(&ROUNDING_RTZ)))
+        (rounds && !(exact.contains(&id) && small_to) && !constant).then(|| (fk.width == 64, tk.n, rtz_of(id)))
     };
     let mut rounders = Rounders::default();
     for inst in functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
@@ -219,7 +226,7 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                 let small_to = is_small(orig_ty);
                 match (inst.op, from, to) {
                     (op::F_CONVERT, Some(_), Some(tk)) if small_to || (tk.width == 16 && rounding.contains_key(&inst.id)) => {
-                        let rtz = rounding.get(&inst.id) == Some(&ROUNDING_RTZ);
+                        let rtz = rtz_of(inst.id);
                         let v = if exact.contains(&inst.id) && small_to {
                             src
                         } else {
