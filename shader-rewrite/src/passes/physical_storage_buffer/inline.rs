@@ -96,6 +96,8 @@ pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec
     }
     for f in functions.iter_mut().filter(|f| !bodies.contains_key(&f.def.id)) {
         let continue_targets: HashSet<u32> = f.blocks.iter().flat_map(|blk| blk.insts.iter()).filter(|i| i.op == op::LOOP_MERGE).map(|i| i.ops[1]).collect();
+        // The blocks cut off loop headers.
+        let mut cut: Vec<u32> = vec![];
         let mut k = 0;
         while k < f.blocks.len() {
             let blk = &f.blocks[k];
@@ -106,6 +108,7 @@ pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec
             };
             if blk.insts.iter().any(|i| i.op == op::LOOP_MERGE) {
                 split_loop_header(b, f, k, at);
+                cut.push(f.blocks[k + 1].label);
                 k += 1;
                 continue;
             }
@@ -167,6 +170,9 @@ pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec
             // On to the block holding the rest (another call may follow).
             k += n;
         }
+        for label in cut {
+            rejoin_loop_header(f, label);
+        }
     }
     (remove_uncalled(functions, &bodies), inlined)
 }
@@ -186,6 +192,30 @@ fn split_loop_header(b: &mut Builder, f: &mut Function, k: usize, at: usize) {
     f.blocks[k].insts.extend([loop_merge, Inst::new(op::BRANCH, 0, 0, ops![next])]);
     f.blocks.insert(k + 1, Block { label: next, insts: rest });
     repoint_phis(f, &succs, old_label, next);
+}
+
+/// Block `label`, cut off the loop header before it by [`split_loop_header`], back into the
+/// header where it now only branches on (the start of the inlined body, before a loop of its
+/// own): its instructions go before the header's OpLoopMerge, and the header branches where it
+/// did.
+fn rejoin_loop_header(f: &mut Function, label: u32) {
+    let Some(j) = f.blocks.iter().position(|blk| blk.label == label).filter(|&j| j > 0) else { return };
+    let blk = &f.blocks[j];
+    let header = &f.blocks[j - 1];
+    let merges = blk.insts.iter().any(|i| matches!(i.op, op::LOOP_MERGE | op::SELECTION_MERGE));
+    let n = header.insts.len();
+    let to_it = n >= 2 && header.insts[n - 2].op == op::LOOP_MERGE && header.insts[n - 1].op == op::BRANCH && header.insts[n - 1].ops[0] == label;
+    if merges || !to_it || blk.insts.last().is_none_or(|t| t.op != op::BRANCH) {
+        return;
+    }
+    let mut insts = f.blocks.remove(j).insts;
+    let branch = insts.pop().expect("a branch");
+    let header = &mut f.blocks[j - 1];
+    let merge_at = header.insts.len() - 2;
+    header.insts.splice(merge_at..merge_at, insts);
+    let (old, new) = (label, header.label);
+    *header.insts.last_mut().expect("a branch") = branch.clone();
+    repoint_phis(f, &[branch.ops[0]].into_iter().collect(), old, new);
 }
 
 /// The phis of the blocks in `succs` take their value from `new` where they took it from `old`.
