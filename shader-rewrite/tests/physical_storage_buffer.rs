@@ -512,6 +512,14 @@ fn array_length_quirk_takes_lengths_in_a_waterfall_loop() {
         let dis = disassemble(&out.words);
         validate(&out.words, "vulkan1.1").unwrap_or_else(|e| panic!("{e}\n{dis}"));
         assert!(dis.contains("OpGroupNonUniformBroadcastFirst") && dis.contains("OpLoopMerge"), "{dis}");
+        // The loop phi's class is located once, in the loop header: its waterfall loop is
+        // inlined there (the header cut after its OpLoopMerge), no helper function is left.
+        assert_eq!(dis.matches("OpFunction ").count(), 1, "{dis}");
+        // Every table access is one chain from the table variable (no chain from a chain).
+        let chains: Vec<Vec<&str>> = dis.lines().map(|l| l.split_whitespace().collect::<Vec<_>>()).filter(|w| w.get(2) == Some(&"OpAccessChain")).collect();
+        for c in &chains {
+            assert!(!chains.iter().any(|d| d[0] == c[4]), "{} chains from a chain\n{dis}", c[0]);
+        }
     }
     // Not in a vertex shader: lavapipe has no subgroup operations there.
     let text = std::fs::read_to_string(&path).unwrap().replace("OpEntryPoint GLCompute", "OpEntryPoint Vertex").replace("OpExecutionMode %main LocalSize 1 1 1", "");
