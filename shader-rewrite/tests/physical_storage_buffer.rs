@@ -259,6 +259,22 @@ fn atomics() {
     assert!(e.to_string().contains("shaderInt64"), "{e}");
 }
 
+/// An atomic (its helper branches around) alone of its kind, in a block that ends as a selection
+/// header: inlined there, the block's OpSelectionMerge going on with its branch.
+#[test]
+fn atomic_in_a_selection_header_is_inlined() {
+    let body = format!(
+        "%pu = OpTypePointer PhysicalStorageBuffer %uint\n{MAIN_X}%p = OpConvertUToPtr %pu %x\n\
+         %old = OpAtomicIAdd %uint %p %u1 %u0 %u1\n%nz = OpINotEqual %bool %old %u0\n\
+         OpSelectionMerge %m None\nOpBranchConditional %nz %t %m\n%t = OpLabel\nOpStore %p %old Aligned 4\nOpBranch %m\n\
+         %m = OpLabel\nOpReturn\nOpFunctionEnd\n"
+    );
+    let (dis, stats) = lower(&module(&[], "", &body));
+    assert_eq!(stats.physical_atomics, 1, "{stats:?}");
+    assert_eq!(dis.matches("OpFunction ").count(), 1, "{dis}");
+    assert_eq!(dis.matches("OpSelectionMerge").count(), 2, "{dis}");
+}
+
 /// Pointers through function parameters and results, OpSelect and OpPhi.
 #[test]
 fn pointers_through_calls_selects_and_phis() {
