@@ -259,6 +259,22 @@ fn atomics() {
     assert!(e.to_string().contains("shaderInt64"), "{e}");
 }
 
+/// An atomic (its helper branches around) alone of its kind, in a block that ends as a selection
+/// header: inlined there, the block's OpSelectionMerge going on with its branch.
+#[test]
+fn atomic_in_a_selection_header_is_inlined() {
+    let body = format!(
+        "%pu = OpTypePointer PhysicalStorageBuffer %uint\n{MAIN_X}%p = OpConvertUToPtr %pu %x\n\
+         %old = OpAtomicIAdd %uint %p %u1 %u0 %u1\n%nz = OpINotEqual %bool %old %u0\n\
+         OpSelectionMerge %m None\nOpBranchConditional %nz %t %m\n%t = OpLabel\nOpStore %p %old Aligned 4\nOpBranch %m\n\
+         %m = OpLabel\nOpReturn\nOpFunctionEnd\n"
+    );
+    let (dis, stats) = lower(&module(&[], "", &body));
+    assert_eq!(stats.physical_atomics, 1, "{stats:?}");
+    assert_eq!(dis.matches("OpFunction ").count(), 1, "{dis}");
+    assert_eq!(dis.matches("OpSelectionMerge").count(), 2, "{dis}");
+}
+
 /// Pointers through function parameters and results, OpSelect and OpPhi.
 #[test]
 fn pointers_through_calls_selects_and_phis() {
@@ -512,6 +528,14 @@ fn array_length_quirk_takes_lengths_in_a_waterfall_loop() {
         let dis = disassemble(&out.words);
         validate(&out.words, "vulkan1.1").unwrap_or_else(|e| panic!("{e}\n{dis}"));
         assert!(dis.contains("OpGroupNonUniformBroadcastFirst") && dis.contains("OpLoopMerge"), "{dis}");
+        // The loop phi's class is located once, in the loop header: its waterfall loop is
+        // inlined there (the header cut after its OpLoopMerge), no helper function is left.
+        assert_eq!(dis.matches("OpFunction ").count(), 1, "{dis}");
+        // Every table access is one chain from the table variable (no chain from a chain).
+        let chains: Vec<Vec<&str>> = dis.lines().map(|l| l.split_whitespace().collect::<Vec<_>>()).filter(|w| w.get(2) == Some(&"OpAccessChain")).collect();
+        for c in &chains {
+            assert!(!chains.iter().any(|d| d[0] == c[4]), "{} chains from a chain\n{dis}", c[0]);
+        }
     }
     // Not in a vertex shader: lavapipe has no subgroup operations there.
     let text = std::fs::read_to_string(&path).unwrap().replace("OpEntryPoint GLCompute", "OpEntryPoint Vertex").replace("OpExecutionMode %main LocalSize 1 1 1", "");

@@ -3,7 +3,9 @@
 //! (re-used loads, inlined helpers' results, pointer-to-address copies), members taken out of
 //! a value just constructed, pure instructions computed again where an equal one dominates
 //! (a record's members extracted in every block, a push-constant pointer re-loaded where its
-//! class is located), and pure instructions nothing uses.
+//! class is located), and pure instructions nothing uses. An OpAccessChain from another one is
+//! one chain from that one's base (a descriptor-array element's struct, then its member: one
+//! instruction and one NonUniform decoration fewer once the first chain has no other use).
 //!
 //! Only pure instructions move or go (their result depends on their operands alone: SPIR-V
 //! arithmetic, composites, access chains, GLSL.std.450 integer min/max/clamp, and loads without
@@ -179,6 +181,8 @@ impl Cx {
         let n: usize = f.blocks.iter().map(|b| b.insts.len()).sum();
         let mut avail: HashMap<Key, smallvec::SmallVec<[(usize, u32); 2]>> = HashMap::with_capacity_and_hasher(n / 2, Default::default());
         let mut constructs: HashMap<u32, Ops> = HashMap::default();
+        // OpAccessChains seen (not InBounds, not decorated but NonUniform): their operands.
+        let mut chains: HashMap<u32, Ops> = HashMap::default();
         let mut bitcasts: HashMap<u32, u32> = HashMap::default();
         for (k, blk) in f.blocks.iter_mut().enumerate() {
             let reachable = cfg.as_ref().is_none_or(|c| c.reachable(k));
@@ -231,6 +235,17 @@ impl Cx {
                 }
                 if inst.op == op::COMPOSITE_CONSTRUCT {
                     constructs.insert(inst.id, inst.ops.clone());
+                }
+                if inst.op == op::ACCESS_CHAIN {
+                    // A chain from a chain: one chain from its base, the indices of both in turn
+                    // (OpAccessChain indexes the same way from either). Only where the result
+                    // is at least as decorated: a NonUniform index stays under NonUniform.
+                    if let Some(inner) = chains.get(&inst.ops[0]).filter(|_| self.decorated(inst.ops[0]) == Decorated::No || self.decorated(inst.id) == Decorated::NonUniform) {
+                        let mut merged = inner.clone();
+                        merged.extend_from_slice(&inst.ops[1..]);
+                        inst.ops = merged;
+                    }
+                    chains.insert(inst.id, inst.ops.clone());
                 }
                 // An equal instruction in this block or a dominating one.
                 let seen = avail.entry((inst.op, inst.ty, self.decorated(inst.id), inst.ops.clone())).or_default();

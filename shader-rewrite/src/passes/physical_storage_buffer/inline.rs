@@ -73,11 +73,12 @@ pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>
 }
 
 /// Inlines the many-block `helpers` (an atomic's branch around, the array-length waterfall
-/// loop) called once in `functions`, where the calling block may be split: it holds no merge
-/// instruction and is no loop's continue target, so its first part (keeping its label) starts
-/// the helper's body and the helper's returning block goes on with the rest of it (SPIR-V
-/// structure: the helper's constructs nest inside the block's). Returns what
-/// [`inline_single_calls`] does.
+/// loop) called once in `functions`, where the calling block may be split: it is no loop's
+/// continue target, so its first part (keeping its label) starts the helper's body and the
+/// helper's returning block goes on with the rest of it (SPIR-V structure: the helper's
+/// constructs nest inside the block's). A selection header's OpSelectionMerge goes on with its
+/// branch, into the last part; a loop header is first cut after its OpLoopMerge
+/// ([`split_loop_header`]). Returns what [`inline_single_calls`] does.
 pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec<Function>, helpers: &HashSet<u32>) -> (HashSet<u32>, Vec<(u32, u32)>) {
     let mut inlined = vec![];
     let mut calls: HashMap<u32, u32> = HashMap::default();
@@ -95,15 +96,22 @@ pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec
     }
     for f in functions.iter_mut().filter(|f| !bodies.contains_key(&f.def.id)) {
         let continue_targets: HashSet<u32> = f.blocks.iter().flat_map(|blk| blk.insts.iter()).filter(|i| i.op == op::LOOP_MERGE).map(|i| i.ops[1]).collect();
+        // The blocks cut off loop headers.
+        let mut cut: Vec<u32> = vec![];
         let mut k = 0;
         while k < f.blocks.len() {
             let blk = &f.blocks[k];
-            let has_merge = blk.insts.iter().any(|i| matches!(i.op, op::LOOP_MERGE | op::SELECTION_MERGE));
             let at = blk.insts.iter().position(|i| i.op == op::FUNCTION_CALL && bodies.contains_key(&i.ops[0]));
-            let Some(at) = at.filter(|_| !has_merge && !continue_targets.contains(&blk.label)) else {
+            let Some(at) = at.filter(|_| !continue_targets.contains(&blk.label)) else {
                 k += 1;
                 continue;
             };
+            if blk.insts.iter().any(|i| i.op == op::LOOP_MERGE) {
+                split_loop_header(b, f, k, at);
+                cut.push(f.blocks[k + 1].label);
+                k += 1;
+                continue;
+            }
             let call = blk.insts[at].clone();
             let h = &bodies[&call.ops[0]];
             inlined.push((f.def.id, call.ops[0]));
@@ -156,25 +164,71 @@ pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec
             // The block's successors now follow the helper's last block.
             let old_label = f.blocks[k].label;
             let succs: HashSet<u32> = new_blocks.last().and_then(|blk| blk.insts.last()).map(|t| t.ops.iter().copied().collect()).unwrap_or_default();
-            for other in f.blocks.iter_mut() {
-                if !succs.contains(&other.label) {
-                    continue;
-                }
-                for phi in other.insts.iter_mut().filter(|i| i.op == op::PHI) {
-                    for pair in phi.ops.chunks_mut(2) {
-                        if pair.len() == 2 && pair[1] == old_label {
-                            pair[1] = last_label;
-                        }
-                    }
-                }
-            }
+            repoint_phis(f, &succs, old_label, last_label);
             let n = new_blocks.len();
             f.blocks.splice(k + 1..k + 1, new_blocks);
             // On to the block holding the rest (another call may follow).
             k += n;
         }
+        for label in cut {
+            rejoin_loop_header(f, label);
+        }
     }
     (remove_uncalled(functions, &bodies), inlined)
+}
+
+/// Cuts loop header `f.blocks[k]` before instruction `at` (after its phis): the header keeps
+/// what comes before, its OpLoopMerge and a branch to a new block holding the rest (the loop's
+/// body may start with any block the header branches to unconditionally; the header's
+/// conditional branch, now in that block, targets only the loop's merge block, its continue
+/// target or blocks of the body, which need no merge instruction: SPIR-V spec 2.11).
+fn split_loop_header(b: &mut Builder, f: &mut Function, k: usize, at: usize) {
+    let next = b.id();
+    let mut rest = f.blocks[k].insts.split_off(at);
+    let merge = rest.iter().position(|i| i.op == op::LOOP_MERGE).expect("a loop header");
+    let loop_merge = rest.remove(merge);
+    let old_label = f.blocks[k].label;
+    let succs: HashSet<u32> = rest.last().map(|t| t.ops.iter().copied().collect()).unwrap_or_default();
+    f.blocks[k].insts.extend([loop_merge, Inst::new(op::BRANCH, 0, 0, ops![next])]);
+    f.blocks.insert(k + 1, Block { label: next, insts: rest });
+    repoint_phis(f, &succs, old_label, next);
+}
+
+/// Block `label`, cut off the loop header before it by [`split_loop_header`], back into the
+/// header where it now only branches on (the start of the inlined body, before a loop of its
+/// own): its instructions go before the header's OpLoopMerge, and the header branches where it
+/// did.
+fn rejoin_loop_header(f: &mut Function, label: u32) {
+    let Some(j) = f.blocks.iter().position(|blk| blk.label == label).filter(|&j| j > 0) else { return };
+    let blk = &f.blocks[j];
+    let header = &f.blocks[j - 1];
+    let merges = blk.insts.iter().any(|i| matches!(i.op, op::LOOP_MERGE | op::SELECTION_MERGE));
+    let n = header.insts.len();
+    let to_it = n >= 2 && header.insts[n - 2].op == op::LOOP_MERGE && header.insts[n - 1].op == op::BRANCH && header.insts[n - 1].ops[0] == label;
+    if merges || !to_it || blk.insts.last().is_none_or(|t| t.op != op::BRANCH) {
+        return;
+    }
+    let mut insts = f.blocks.remove(j).insts;
+    let branch = insts.pop().expect("a branch");
+    let header = &mut f.blocks[j - 1];
+    let merge_at = header.insts.len() - 2;
+    header.insts.splice(merge_at..merge_at, insts);
+    let (old, new) = (label, header.label);
+    *header.insts.last_mut().expect("a branch") = branch.clone();
+    repoint_phis(f, &[branch.ops[0]].into_iter().collect(), old, new);
+}
+
+/// The phis of the blocks in `succs` take their value from `new` where they took it from `old`.
+fn repoint_phis(f: &mut Function, succs: &HashSet<u32>, old: u32, new: u32) {
+    for other in f.blocks.iter_mut().filter(|blk| succs.contains(&blk.label)) {
+        for phi in other.insts.iter_mut().filter(|i| i.op == op::PHI) {
+            for pair in phi.ops.chunks_mut(2) {
+                if pair.len() == 2 && pair[1] == old {
+                    pair[1] = new;
+                }
+            }
+        }
+    }
 }
 
 /// Removes the inlined `bodies` no call names any more; returns their ids and their bodies'

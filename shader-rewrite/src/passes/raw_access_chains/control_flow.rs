@@ -181,10 +181,8 @@ impl Copies<'_, '_> {
 pub(crate) fn waterfall_length(e: &mut Emitter, b: &mut Builder, backend: &Backend, storage: u32, array: u32, elem_ty: u32, index: u32) -> u32 {
     let u32t = b.t_u32();
     let bool_t = b.t_bool();
-    let (header, body, then, cont, merge) = (b.id(), b.id(), b.id(), b.id(), b.id());
+    let (header, then, cont, merge) = (b.id(), b.id(), b.id(), b.id());
     e.terminate(Inst::new(op::BRANCH, 0, 0, ops![header]), header);
-    e.stmt(op::LOOP_MERGE, ops![merge, cont, 0]);
-    e.terminate(Inst::new(op::BRANCH, 0, 0, ops![body]), body);
     let first = if b.m.version() >= (1, 3) {
         // OpGroupNonUniformBroadcastFirst (SPIR-V 1.3), Execution scope Subgroup (3).
         b.m.add_capability(61); // GroupNonUniform
@@ -198,7 +196,9 @@ pub(crate) fn waterfall_length(e: &mut Emitter, b: &mut Builder, backend: &Backe
         e.op(b, 4422, u32t, ops![index])
     };
     let mine = e.op(b, 170 /* OpIEqual */, bool_t, ops![index, first]);
-    // Not a selection header: one target is the loop's continue target (SPIR-V spec 2.11).
+    // The loop header's own branch (its OpLoopMerge is the only merge it needs: one target is
+    // the continue target, the other breaks to the merge block; SPIR-V spec 2.11).
+    e.stmt(op::LOOP_MERGE, ops![merge, cont, 0]);
     e.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![mine, then, cont]), then);
     let ptr = e.op(b, op::ACCESS_CHAIN, elem_ty, ops![array, first]);
     let len = backend.length_of_view(e, b, storage, ptr);
