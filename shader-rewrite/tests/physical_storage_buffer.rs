@@ -78,6 +78,12 @@ fn lower_with(text: &str, env: &str, options: &[Options]) -> (String, Stats) {
             assert!(!dis.contains(gone), "{gone} left ({o:?}):\n{dis}");
         }
         assert!(dis.contains("OpMemoryModel Logical"), "{dis}");
+        // No pointer type declared twice (the retyping makes pointers to two pointer types equal).
+        let mut pointer_types: Vec<&str> = dis.lines().filter_map(|l| l.split_once(" = OpTypePointer ").map(|(_, t)| t.trim())).collect();
+        let declared = pointer_types.len();
+        pointer_types.sort_unstable();
+        pointer_types.dedup();
+        assert_eq!(pointer_types.len(), declared, "a pointer type declared twice ({o:?}):\n{dis}");
         if dis.contains("OpArrayLength") {
             assert!(dis.contains("DescriptorSet 3") && dis.contains("Binding 7"), "table not on its set/binding:\n{dis}");
             assert!(dis.contains("NonUniform"), "table indexed without NonUniform:\n{dis}");
