@@ -3,7 +3,7 @@
 //! alias arrays sit on the table's set and bindings, descriptor accesses are NonUniform and
 //! clamped, and the stats count what was lowered. Modules: tests/corpus/bindless.
 mod common;
-use common::{assemble, disassemble, validate};
+use common::{assemble, assert_unique_pointer_types, disassemble, validate};
 use shader_rewrite::{rewrite, BindlessTable, Options, RewriteError, Stats};
 use std::collections::BTreeSet;
 
@@ -65,6 +65,7 @@ fn lower(name: &str, env: &str, input: Input) -> (String, Stats) {
         assert!(!dis.contains(gone), "{name}: `{gone}` left:\n{dis}");
     }
     assert_eq!(rewrite(&words, &options()).unwrap().words, out.words, "{name}: not deterministic");
+    assert_unique_pointer_types(&dis, name);
     // Issue 24's bound on generated code (passes::tidy runs where the lowering alone exceeds it).
     assert!(out.words.len() <= 2 * words.len(), "{name}: {} words out, over twice the input's {}\n{dis}", out.words.len(), words.len());
     (dis, out.stats)

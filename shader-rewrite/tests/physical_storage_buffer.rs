@@ -3,7 +3,7 @@
 //! PhysicalStorageBuffer anything, indexes the table NonUniform on its set and binding, and the
 //! stats count what was lowered. Both address types: u64 (target with Int64) and uvec2.
 mod common;
-use common::{assemble, disassemble, validate};
+use common::{assemble, assert_unique_pointer_types, disassemble, validate};
 use shader_rewrite::bda::BdaTable;
 use shader_rewrite::{rewrite, Options, RewriteError, Stats, Target};
 
@@ -78,12 +78,7 @@ fn lower_with(text: &str, env: &str, options: &[Options]) -> (String, Stats) {
             assert!(!dis.contains(gone), "{gone} left ({o:?}):\n{dis}");
         }
         assert!(dis.contains("OpMemoryModel Logical"), "{dis}");
-        // No pointer type declared twice (the retyping makes pointers to two pointer types equal).
-        let mut pointer_types: Vec<&str> = dis.lines().filter_map(|l| l.split_once(" = OpTypePointer ").map(|(_, t)| t.trim())).collect();
-        let declared = pointer_types.len();
-        pointer_types.sort_unstable();
-        pointer_types.dedup();
-        assert_eq!(pointer_types.len(), declared, "a pointer type declared twice ({o:?}):\n{dis}");
+        assert_unique_pointer_types(&dis, &format!("{o:?}"));
         if dis.contains("OpArrayLength") {
             assert!(dis.contains("DescriptorSet 3") && dis.contains("Binding 7"), "table not on its set/binding:\n{dis}");
             assert!(dis.contains("NonUniform"), "table indexed without NonUniform:\n{dis}");

@@ -71,3 +71,14 @@ pub fn rewrite_valid(text: &str, env: &str, options: &shader_rewrite::Options) -
     assert_eq!(again.words, out.words, "rewriting is not deterministic");
     (out.words, out.stats)
 }
+
+/// Panics if a disassembled module declares a pointer type twice (issue 24: no duplicate types;
+/// the retyping lowerings make pointers to two pointer or opaque types equal).
+#[allow(dead_code)] // not every test binary uses it
+pub fn assert_unique_pointer_types(dis: &str, what: &str) {
+    let mut pointer_types: Vec<&str> = dis.lines().filter_map(|l| l.split_once(" = OpTypePointer ").map(|(_, t)| t.trim())).collect();
+    let declared = pointer_types.len();
+    pointer_types.sort_unstable();
+    pointer_types.dedup();
+    assert_eq!(pointer_types.len(), declared, "{what}: a pointer type declared twice:\n{dis}");
+}

@@ -29,7 +29,7 @@ use crate::ops;
 use crate::stats::Stats;
 use crate::target::{BindlessTable, Options};
 
-use super::util::{add_to_interfaces, forget_ids, sweep_dead_globals};
+use super::util::{add_to_interfaces, forget_ids, merge_pointer_types, sweep_dead_globals};
 
 mod handles;
 mod materialize;
@@ -67,6 +67,8 @@ pub fn run(m: &mut Module, table: &BindlessTable, _options: &Options, stats: &mu
     }
     remove_extension(m);
     forget_ids(m, &dropped);
+    // retype_globals kept the pointer types' ids (the lowering tells handle memory by them).
+    merge_pointer_types(m);
     // Old function types (with opaque parameters) and opaque types only handles used.
     sweep_dead_globals(m, |g| matches!(g.op, op::TYPE_IMAGE | op::TYPE_SAMPLER | op::TYPE_SAMPLED_IMAGE | op::TYPE_FUNCTION));
     Ok(())

@@ -8,7 +8,7 @@ use crate::builder::{deco, sc, Builder};
 use crate::error::RewriteError;
 use crate::module::{op, Inst, Module};
 
-use crate::passes::util::forget_ids;
+use crate::passes::util::{forget_ids, merge_pointer_types};
 
 const SPEC_CONSTANT_OP: u32 = 52;
 
@@ -80,46 +80,6 @@ pub(super) fn retype_globals(m: &mut Module, addr: u32, u32t: u32) -> Result<Ret
     hoist(m, &[u32t, addr]);
     forget_ids(m, &pointers);
     Ok(Retyped { ptrs, global_values })
-}
-
-/// Pointer types made equal by the retyping (to two pointer types that are both the address
-/// now) become one (the first), which every type, value and result type uses. Duplicates are
-/// valid SPIR-V (spec 2.8 asks uniqueness of non-aggregate, non-pointer types only), but each
-/// is words every pipeline creation reads. Decorated ones (ArrayStride) stay apart.
-fn merge_pointer_types(m: &mut Module) {
-    let decorated: HashSet<u32> = m.annotations.iter().filter(|a| a.op == op::DECORATE).filter_map(|a| a.ops.first().copied()).collect();
-    let mut first: HashMap<(u32, u32), u32> = HashMap::default();
-    let mut merged: HashMap<u32, u32> = HashMap::default();
-    for g in m.globals.iter().filter(|g| g.op == op::TYPE_POINTER && !decorated.contains(&g.id)) {
-        let keep = *first.entry((g.ops[0], g.ops[1])).or_insert(g.id);
-        if keep != g.id {
-            merged.insert(g.id, keep);
-        }
-    }
-    if merged.is_empty() {
-        return;
-    }
-    m.globals.retain(|g| !merged.contains_key(&g.id));
-    let sub = |id: &mut u32| {
-        if let Some(&keep) = merged.get(id) {
-            *id = keep;
-        }
-    };
-    for g in m.globals.iter_mut() {
-        sub(&mut g.ty);
-        match g.op {
-            op::TYPE_STRUCT | op::TYPE_FUNCTION => g.ops.iter_mut().for_each(sub),
-            op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => sub(&mut g.ops[0]),
-            op::TYPE_POINTER => sub(&mut g.ops[1]),
-            _ => {}
-        }
-    }
-    for f in m.functions.iter_mut() {
-        sub(&mut f.def.ty);
-        f.params.iter_mut().for_each(|p| sub(&mut p.ty));
-        f.blocks.iter_mut().flat_map(|b| b.insts.iter_mut()).for_each(|i| sub(&mut i.ty));
-    }
-    forget_ids(m, &merged.keys().copied().collect());
 }
 
 /// Function types made equal by the retyping become one (the first), and functions use it.
