@@ -121,6 +121,12 @@ pub fn forget_ids(m: &mut Module, gone: &HashSet<u32>) {
 /// uniqueness of non-aggregate, non-pointer types only), but each is words every pipeline
 /// creation reads. Decorated ones (ArrayStride) stay apart.
 pub fn merge_pointer_types(m: &mut Module) {
+    // Most modules have none: one sorted list finds out before any map is built.
+    let mut pointers: Vec<(u32, u32)> = m.globals.iter().filter(|g| g.op == op::TYPE_POINTER).map(|g| (g.ops[0], g.ops[1])).collect();
+    pointers.sort_unstable();
+    if !pointers.windows(2).any(|w| w[0] == w[1]) {
+        return;
+    }
     let decorated: HashSet<u32> = m.annotations.iter().filter(|a| a.op == op::DECORATE).filter_map(|a| a.ops.first().copied()).collect();
     let mut first: HashMap<(u32, u32), u32> = HashMap::default();
     let mut merged: HashMap<u32, u32> = HashMap::default();
