@@ -160,7 +160,33 @@ pub fn merge_pointer_types(m: &mut Module) {
         f.blocks.iter_mut().flat_map(|b| b.insts.iter_mut()).for_each(|i| sub(&mut i.ty));
     }
     forget_ids(m, &merged.keys().copied().collect());
+    // Function types whose parameters were merged pointer types may be equal now.
+    merge_function_types(m);
 }
+
+/// Function types a retyping made equal become one (the first), and functions use it (SPIR-V
+/// spec 2.8: non-aggregate, non-pointer types must be unique).
+pub fn merge_function_types(m: &mut Module) {
+    let mut first: HashMap<Vec<u32>, u32> = HashMap::default();
+    let mut merged: HashMap<u32, u32> = HashMap::default();
+    for g in m.globals.iter().filter(|g| g.op == op::TYPE_FUNCTION) {
+        let keep = *first.entry(g.ops.to_vec()).or_insert(g.id);
+        if keep != g.id {
+            merged.insert(g.id, keep);
+        }
+    }
+    if merged.is_empty() {
+        return;
+    }
+    m.globals.retain(|g| !merged.contains_key(&g.id));
+    for f in m.functions.iter_mut() {
+        if let Some(&keep) = f.def.ops.get(1).and_then(|t| merged.get(t)) {
+            f.def.ops[1] = keep;
+        }
+    }
+    forget_ids(m, &merged.keys().copied().collect());
+}
+
 
 /// Ids a global refers to: its type and every operand word that may name a global. The literal
 /// operands of the common types and constants are skipped; other literals may alias ids, which

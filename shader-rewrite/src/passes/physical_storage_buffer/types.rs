@@ -8,7 +8,7 @@ use crate::builder::{deco, sc, Builder};
 use crate::error::RewriteError;
 use crate::module::{op, Inst, Module};
 
-use crate::passes::util::{forget_ids, merge_pointer_types};
+use crate::passes::util::{forget_ids, merge_function_types, merge_pointer_types};
 
 const SPEC_CONSTANT_OP: u32 = 52;
 
@@ -80,28 +80,6 @@ pub(super) fn retype_globals(m: &mut Module, addr: u32, u32t: u32) -> Result<Ret
     hoist(m, &[u32t, addr]);
     forget_ids(m, &pointers);
     Ok(Retyped { ptrs, global_values })
-}
-
-/// Function types made equal by the retyping become one (the first), and functions use it.
-fn merge_function_types(m: &mut Module) {
-    let mut first: HashMap<Vec<u32>, u32> = HashMap::default();
-    let mut merged: HashMap<u32, u32> = HashMap::default();
-    for g in m.globals.iter().filter(|g| g.op == op::TYPE_FUNCTION) {
-        let keep = *first.entry(g.ops.to_vec()).or_insert(g.id);
-        if keep != g.id {
-            merged.insert(g.id, keep);
-        }
-    }
-    if merged.is_empty() {
-        return;
-    }
-    m.globals.retain(|g| !merged.contains_key(&g.id));
-    for f in m.functions.iter_mut() {
-        if let Some(&keep) = f.def.ops.get(1).and_then(|t| merged.get(t)) {
-            f.def.ops[1] = keep;
-        }
-    }
-    forget_ids(m, &merged.keys().copied().collect());
 }
 
 /// Moves the declarations of `ids` (types without operand ids, or vectors of the ones before
