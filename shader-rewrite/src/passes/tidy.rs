@@ -128,31 +128,46 @@ fn folds(opcode: u32) -> bool {
 }
 
 /// How an id is decorated: none, NonUniform only, or otherwise (never merged).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Decorated {
     No,
     NonUniform,
     Other,
 }
 
-type Key = (u32, u32, Decorated, Ops);
+/// Opcode and decoration, result type, up to four operands (u32::MAX after the last; longer
+/// ones are keyed by their operands in [`Long`]).
+type Key = (u32, u32, [u32; 4]);
+type Long = (u32, u32, Ops);
+/// Where equal instructions are: (block, id) of each.
+type Seen = smallvec::SmallVec<[(u32, u32); 1]>;
 
-/// What the pass knows of every id, in tables indexed by id (the module's bound).
-struct Cx {
-    o: Options,
-    decorated: Vec<Decorated>,
-    /// Result type of each id (0: none).
-    types: Vec<u32>,
+/// What the pass knows of one id.
+#[derive(Clone, Copy)]
+struct Info {
+    /// Result type (0: none).
+    ty: u32,
+    decorated: Decorated,
     /// Vector types: their component count (0: not a vector).
-    vector_len: Vec<u8>,
+    vector_len: u8,
     /// Pointer types to read-only memory (push constants, UniformConstant), and pointers into
     /// uniform buffers (their variables, then access chains and copies of those as the walk
     /// meets them: Uniform pointer types also point into BufferBlock storage buffers).
-    read_only: Vec<bool>,
+    read_only: bool,
+    integer_type: bool,
+    buffer_block: bool,
+    /// Uniform pointer types: their pointee; arrays: their element type; structs: u32::MAX.
+    pointee: u32,
+    /// Integer scalar constants: their value.
+    value: Option<u64>,
+}
+
+/// What the pass knows of every id, in one table indexed by id (the module's bound).
+struct Cx {
+    o: Options,
+    ids: Vec<Info>,
     /// OpExtInstImport ids of GLSL.std.450 (every operand after the instruction number an id).
     glsl_std450: Vec<u32>,
-    /// Integer scalar constants: their value.
-    value: Vec<Option<u64>>,
     /// The u32 type (0: none), where `o.constants`.
     u32t: u32,
 }
@@ -160,62 +175,57 @@ struct Cx {
 /// Tidies every function of `m`; returns the ids no longer defined.
 pub(crate) fn tidy(m: &mut Module, o: Options) -> HashSet<u32> {
     let bound = m.header[3] as usize;
-    let mut cx =
-        Cx { o, decorated: vec![Decorated::No; bound], types: vec![0; bound], vector_len: vec![0; bound], read_only: vec![false; bound], glsl_std450: vec![], value: vec![None; bound], u32t: 0 };
-    let mut buffer_block = vec![false; bound];
+    let none = Info { ty: 0, decorated: Decorated::No, vector_len: 0, read_only: false, integer_type: false, buffer_block: false, pointee: 0, value: None };
+    let mut cx = Cx { o, ids: vec![none; bound], glsl_std450: vec![], u32t: 0 };
     for a in m.annotations.iter() {
         let Some(&t) = a.ops.first() else { continue };
         match a.op {
             op::DECORATE | op::DECORATE_ID | op::DECORATE_STRING => {
                 let d = if a.op == op::DECORATE && a.ops.get(1) == Some(&deco::NON_UNIFORM) { Decorated::NonUniform } else { Decorated::Other };
-                if let Some(e) = cx.decorated.get_mut(t as usize) {
-                    *e = if *e == Decorated::No || *e == d { d } else { Decorated::Other };
-                }
-                if let Some(b) = buffer_block.get_mut(t as usize) {
-                    *b |= a.op == op::DECORATE && a.ops.get(1) == Some(&deco::BUFFER_BLOCK);
+                if let Some(e) = cx.ids.get_mut(t as usize) {
+                    e.decorated = if e.decorated == Decorated::No || e.decorated == d { d } else { Decorated::Other };
+                    e.buffer_block |= a.op == op::DECORATE && a.ops.get(1) == Some(&deco::BUFFER_BLOCK);
                 }
             }
             // Decoration groups decorate through OpGroupDecorate: their targets are left alone.
             op::GROUP_DECORATE | op::GROUP_MEMBER_DECORATE => {
                 for &t in &a.ops[1..] {
-                    if let Some(e) = cx.decorated.get_mut(t as usize) {
-                        *e = Decorated::Other;
+                    if let Some(e) = cx.ids.get_mut(t as usize) {
+                        e.decorated = Decorated::Other;
                     }
                 }
             }
             _ => {}
         }
     }
-    // Struct types (u32::MAX), arrays (their element type), Uniform pointer types (pointee).
-    let mut pointee = vec![0u32; bound];
-    let mut integer = vec![false; bound];
     for g in m.globals.iter().filter(|g| g.id != 0 && (g.id as usize) < bound) {
-        cx.types[g.id as usize] = g.ty;
+        let ids = &mut cx.ids;
+        ids[g.id as usize].ty = g.ty;
         match g.op {
-            op::TYPE_VECTOR => cx.vector_len[g.id as usize] = g.ops[1] as u8,
+            op::TYPE_VECTOR => ids[g.id as usize].vector_len = g.ops[1] as u8,
             op::TYPE_POINTER => {
-                cx.read_only[g.id as usize] = matches!(g.ops[0], sc::PUSH_CONSTANT | sc::UNIFORM_CONSTANT);
-                pointee[g.id as usize] = if g.ops[0] == sc::UNIFORM { g.ops[1] } else { 0 };
+                ids[g.id as usize].read_only = matches!(g.ops[0], sc::PUSH_CONSTANT | sc::UNIFORM_CONSTANT);
+                ids[g.id as usize].pointee = if g.ops[0] == sc::UNIFORM { g.ops[1] } else { 0 };
             }
-            op::TYPE_STRUCT => pointee[g.id as usize] = u32::MAX,
-            op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => pointee[g.id as usize] = g.ops[0],
+            op::TYPE_STRUCT => ids[g.id as usize].pointee = u32::MAX,
+            op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => ids[g.id as usize].pointee = g.ops[0],
             op::TYPE_INT if o.constants && g.ops[..] == [32, 0] && cx.u32t == 0 => {
                 cx.u32t = g.id;
-                integer[g.id as usize] = true;
+                ids[g.id as usize].integer_type = true;
             }
-            op::TYPE_INT => integer[g.id as usize] = true,
+            op::TYPE_INT => ids[g.id as usize].integer_type = true,
             // Integer constants only (a float's words are not its value).
-            op::CONSTANT if g.ops.len() <= 2 && integer.get(g.ty as usize) == Some(&true) => cx.value[g.id as usize] = Some(g.ops.iter().rev().fold(0, |v, &w| v << 32 | w as u64)),
+            op::CONSTANT if g.ops.len() <= 2 && ids.get(g.ty as usize).is_some_and(|t| t.integer_type) => ids[g.id as usize].value = Some(g.ops.iter().rev().fold(0, |v, &w| v << 32 | w as u64)),
             // A uniform buffer (a Block struct or an array of them, Uniform storage class).
             op::VARIABLE if g.ops[0] == sc::UNIFORM => {
-                let mut t = pointee.get(g.ty as usize).copied().unwrap_or(0);
+                let mut t = ids.get(g.ty as usize).map_or(0, |p| p.pointee);
                 for _ in 0..8 {
-                    match pointee.get(t as usize) {
-                        Some(&e) if e != 0 && e != u32::MAX => t = e,
+                    match ids.get(t as usize).map(|e| e.pointee) {
+                        Some(e) if e != 0 && e != u32::MAX => t = e,
                         _ => break,
                     }
                 }
-                cx.read_only[g.id as usize] = pointee.get(t as usize) == Some(&u32::MAX) && !buffer_block[t as usize];
+                ids[g.id as usize].read_only = ids.get(t as usize).is_some_and(|s| s.pointee == u32::MAX && !s.buffer_block);
             }
             _ => {}
         }
@@ -229,36 +239,39 @@ pub(crate) fn tidy(m: &mut Module, o: Options) -> HashSet<u32> {
     let any_foldable = functions.iter().flat_map(|f| f.blocks.iter().flat_map(|b| b.insts.iter())).any(foldable);
     let mut b = any_foldable.then(|| Builder::new(m));
     let mut gone = HashSet::default();
-    let mut scratch = Scratch { repl: vec![0; bound], uses: vec![0; bound], def_at: vec![(0, 0); bound] };
-    for f in functions.iter_mut() {
-        cx.function(f, &mut b, &mut scratch, &mut gone);
+    let mut slots = vec![Slot::default(); bound];
+    let count = functions.len();
+    for (n, f) in functions.iter_mut().enumerate() {
+        cx.function(f, n + 1 == count, &mut b, &mut slots, &mut gone);
     }
     drop(b);
     m.functions = functions;
     gone
 }
 
-/// Per-id tables reused between functions.
-struct Scratch {
-    /// What an id was replaced by (0: itself).
-    repl: Vec<u32>,
-    /// Operand words that may name each id.
-    uses: Vec<u32>,
-    /// Where each removable instruction is, while looking for unused ones.
-    def_at: Vec<(u32, u32)>,
+/// What the walk of a function keeps of one id (back to default for the next function).
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    /// What the id was replaced by (0: itself).
+    repl: u32,
+    /// Operand words that may name it.
+    uses: u32,
+    /// Where it is, while looking for unused instructions: (block + 1, index) (block 0: not a
+    /// removable one).
+    def_at: (u32, u32),
 }
 
 impl Cx {
     fn decorated(&self, id: u32) -> Decorated {
-        self.decorated.get(id as usize).copied().unwrap_or(Decorated::Other)
+        self.ids.get(id as usize).map_or(Decorated::Other, |i| i.decorated)
     }
 
     fn ty(&self, id: u32) -> u32 {
-        self.types.get(id as usize).copied().unwrap_or(0)
+        self.ids.get(id as usize).map_or(0, |i| i.ty)
     }
 
     fn read_only(&self, id: u32) -> bool {
-        self.read_only.get(id as usize).copied().unwrap_or(false)
+        self.ids.get(id as usize).is_some_and(|i| i.read_only)
     }
 
     fn glsl(&self, inst: &Inst) -> bool {
@@ -306,16 +319,17 @@ impl Cx {
         }
     }
 
-    fn function(&mut self, f: &mut Function, b: &mut Option<Builder>, s: &mut Scratch, gone: &mut HashSet<u32>) {
-        let resolve = |repl: &[u32], mut id: u32| {
-            while let Some(&r) = repl.get(id as usize).filter(|&&r| r != 0) {
+    /// Tidies `f` (`last`: no function follows to need `s` clean).
+    fn function(&mut self, f: &mut Function, last: bool, b: &mut Option<Builder>, s: &mut [Slot], gone: &mut HashSet<u32>) {
+        let resolve = |s: &[Slot], mut id: u32| {
+            while let Some(r) = s.get(id as usize).map(|s| s.repl).filter(|&r| r != 0) {
                 id = r;
             }
             id
         };
         for p in f.params.iter() {
-            if let Some(t) = self.types.get_mut(p.id as usize) {
-                *t = p.ty;
+            if let Some(t) = self.ids.get_mut(p.id as usize) {
+                t.ty = p.ty;
             }
         }
         // (One block: nothing to dominate, no graph to build.)
@@ -323,9 +337,10 @@ impl Cx {
         let mut replaced: Vec<u32> = vec![];
         // The lowering's pure results.
         let mut removable: Vec<u32> = vec![];
-        // Equal instructions seen: key → (block, id) of each.
+        // Equal instructions seen.
         let n: usize = f.blocks.iter().map(|b| b.insts.len()).sum();
-        let mut avail: HashMap<Key, smallvec::SmallVec<[(usize, u32); 2]>> = HashMap::with_capacity_and_hasher(n / 2, Default::default());
+        let mut avail: HashMap<Key, Seen> = HashMap::with_capacity_and_hasher(n / 2, Default::default());
+        let mut avail_long: HashMap<Long, Seen> = HashMap::default();
         let mut constructs: HashMap<u32, Ops> = HashMap::default();
         // OpAccessChains seen (not InBounds, not decorated but NonUniform): their operands.
         let mut chains: HashMap<u32, Ops> = HashMap::default();
@@ -334,18 +349,18 @@ impl Cx {
             let reachable = cfg.as_ref().is_none_or(|c| c.reachable(k));
             for (n, inst) in blk.insts.iter_mut().enumerate() {
                 // (Operands are defined before their uses but for OpPhi's, SPIR-V spec 2.16.1.)
-                if let Some(t) = self.types.get_mut(inst.id as usize).filter(|_| inst.id != 0) {
-                    *t = inst.ty;
+                if let Some(t) = self.ids.get_mut(inst.id as usize).filter(|_| inst.id != 0) {
+                    t.ty = inst.ty;
                 }
                 if !replaced.is_empty() {
                     for n in self.id_operands(inst) {
-                        inst.ops[n] = resolve(&s.repl, inst.ops[n]);
+                        inst.ops[n] = resolve(s, inst.ops[n]);
                     }
                 }
                 // A pointer into a uniform buffer, from one.
                 if matches!(inst.op, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::COPY_OBJECT) && inst.ops.first().is_some_and(|&p| self.read_only(p)) {
-                    if let Some(r) = self.read_only.get_mut(inst.id as usize) {
-                        *r = true;
+                    if let Some(r) = self.ids.get_mut(inst.id as usize) {
+                        r.read_only = true;
                     }
                 }
                 if !self.mergeable(inst) {
@@ -355,7 +370,7 @@ impl Cx {
                 // Where it is, should it come to be unused: (block + 1, index).
                 let at = (k as u32 + 1, n as u32);
                 if new {
-                    s.def_at[inst.id as usize] = at;
+                    s[inst.id as usize].def_at = at;
                     removable.push(inst.id);
                 }
                 // A member of a value just constructed (every constituent a member, but for a
@@ -364,7 +379,7 @@ impl Cx {
                     let Some(parts) = constructs.get(&inst.ops[0]) else {
                         break;
                     };
-                    let n = self.vector_len.get(self.ty(inst.ops[0]) as usize).copied().unwrap_or(0) as usize;
+                    let n = self.ids.get(self.ty(inst.ops[0]) as usize).map_or(0, |t| t.vector_len) as usize;
                     if n != 0 && n != parts.len() {
                         break;
                     }
@@ -391,13 +406,13 @@ impl Cx {
                 // Integer arithmetic of constants, and identities (`x + 0`: offsets of constant
                 // deltas inlined into branching helpers).
                 if folds(inst.op) && inst.ops.len() == 1 + (inst.op != OP_NOT) as usize {
-                    let value = |id: u32| self.value.get(id as usize).copied().unwrap_or_else(|| b.as_ref().and_then(|b| b.const_value(id)));
+                    let value = |id: u32| self.ids.get(id as usize).map_or_else(|| b.as_ref().and_then(|b| b.const_value(id)), |i| i.value);
                     let (x, y) = (inst.ops[0], inst.ops.get(1).copied().unwrap_or(0));
                     match fold_int(inst.op, value(x), value(y), x, y) {
                         Some(Folded::Value(v)) if new && inst.ty == self.u32t => {
                             if let Some(b) = b.as_mut() {
-                                s.repl[inst.id as usize] = b.c_u32(v);
-                                s.def_at[inst.id as usize] = at;
+                                s[inst.id as usize].repl = b.c_u32(v);
+                                s[inst.id as usize].def_at = at;
                                 replaced.push(inst.id);
                                 continue;
                             }
@@ -410,8 +425,8 @@ impl Cx {
                 // until no operand names them: a use the substitution does not reach keeps them
                 // defined.)
                 if inst.op == op::COPY_OBJECT && self.decorated(inst.id) == Decorated::No && self.ty(inst.ops[0]) == inst.ty {
-                    s.repl[inst.id as usize] = inst.ops[0];
-                    s.def_at[inst.id as usize] = at;
+                    s[inst.id as usize].repl = inst.ops[0];
+                    s[inst.id as usize].def_at = at;
                     replaced.push(inst.id);
                     continue;
                 }
@@ -433,11 +448,19 @@ impl Cx {
                     chains.insert(inst.id, inst.ops.clone());
                 }
                 // An equal instruction in this block or a dominating one.
-                let seen = avail.entry((inst.op, inst.ty, self.decorated(inst.id), inst.ops.clone())).or_default();
-                match seen.iter().find(|&&(b, _)| b == k || (reachable && cfg.as_ref().is_some_and(|c| c.reachable(b) && c.dominates(b, k)))) {
+                let op_decorated = inst.op | (self.decorated(inst.id) as u32) << 16;
+                let seen = if inst.ops.len() <= 4 {
+                    let mut ops = [u32::MAX; 4];
+                    ops[..inst.ops.len()].copy_from_slice(&inst.ops);
+                    avail.entry((op_decorated, inst.ty, ops)).or_default()
+                } else {
+                    avail_long.entry((op_decorated, inst.ty, inst.ops.clone())).or_default()
+                };
+                let k = k as u32;
+                match seen.iter().find(|&&(b, _)| b == k || (reachable && cfg.as_ref().is_some_and(|c| c.reachable(b as usize) && c.dominates(b as usize, k as usize)))) {
                     Some(&(_, e)) => {
-                        s.repl[inst.id as usize] = e;
-                        s.def_at[inst.id as usize] = at;
+                        s[inst.id as usize].repl = e;
+                        s[inst.id as usize].def_at = at;
                         replaced.push(inst.id);
                     }
                     None => seen.push((k, inst.id)),
@@ -447,59 +470,57 @@ impl Cx {
         if !replaced.is_empty() {
             for i in f.blocks.iter_mut().flat_map(|b| b.insts.iter_mut()).filter(|i| i.op == op::PHI) {
                 for o in i.ops.iter_mut().step_by(2) {
-                    *o = resolve(&s.repl, *o);
+                    *o = resolve(s, *o);
                 }
             }
         }
         // Replaced instructions and pure ones nothing uses, their operands' uses dropped in turn.
         for w in f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| self.may_name_ids(i)) {
-            if let Some(u) = s.uses.get_mut(*w as usize) {
-                *u += 1;
+            if let Some(u) = s.get_mut(*w as usize) {
+                u.uses += 1;
             }
         }
-        let mut work: Vec<u32> = removable.iter().chain(replaced.iter()).copied().filter(|&id| s.uses[id as usize] == 0).collect();
+        let mut work: Vec<u32> = removable.iter().chain(replaced.iter()).copied().filter(|&id| s[id as usize].uses == 0).collect();
         let mut dead: Vec<u32> = vec![];
         while let Some(id) = work.pop() {
-            let (k, n) = s.def_at[id as usize];
+            let (k, n) = s[id as usize].def_at;
             if k == 0 {
                 continue;
             }
-            s.def_at[id as usize].0 = 0;
+            s[id as usize].def_at.0 = 0;
             dead.push(id);
             for &w in self.may_name_ids(&f.blocks[k as usize - 1].insts[n as usize]) {
-                if let Some(u) = s.uses.get_mut(w as usize) {
-                    *u -= 1;
-                    if *u == 0 && s.def_at[w as usize].0 != 0 {
+                if let Some(u) = s.get_mut(w as usize) {
+                    u.uses -= 1;
+                    if u.uses == 0 && u.def_at.0 != 0 {
                         work.push(w);
                     }
                 }
             }
         }
         // The tables back to zero for the next function.
-        for blk in f.blocks.iter() {
-            for i in blk.insts.iter() {
-                for &w in i.ops.iter() {
-                    if let Some(u) = s.uses.get_mut(w as usize) {
-                        *u = 0;
-                    }
-                }
-                if let Some(d) = s.def_at.get_mut(i.id as usize) {
-                    *d = (0, 0);
+        if !last {
+            for w in f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| i.ops.iter()) {
+                if let Some(u) = s.get_mut(*w as usize) {
+                    u.uses = 0;
                 }
             }
         }
+        for &id in removable.iter().chain(replaced.iter()) {
+            s[id as usize].def_at = (0, 0);
+        }
         for id in replaced {
-            s.repl[id as usize] = 0;
+            s[id as usize].repl = 0;
         }
         if !dead.is_empty() {
             for &id in &dead {
-                s.def_at[id as usize].1 = u32::MAX;
+                s[id as usize].def_at.1 = u32::MAX;
             }
             for blk in f.blocks.iter_mut() {
-                blk.insts.retain(|i| s.def_at.get(i.id as usize).is_none_or(|d| d.1 != u32::MAX));
+                blk.insts.retain(|i| s.get(i.id as usize).is_none_or(|d| d.def_at.1 != u32::MAX));
             }
             for &id in &dead {
-                s.def_at[id as usize] = (0, 0);
+                s[id as usize].def_at = (0, 0);
             }
             gone.extend(dead);
         }
