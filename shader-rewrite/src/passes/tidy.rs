@@ -33,8 +33,9 @@ use super::physical_storage_buffer::cfg::Cfg;
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Options {
     /// The first id the lowering allocated: only results from there on are merged with equal
-    /// ones, folded to constants or removed when unused (0: every result). Copies and
-    /// identities fold everywhere.
+    /// ones, folded to constants, chained or removed when unused (0: every result). Copies,
+    /// identities, bitcasts back and members of constructs fold everywhere (what they replace
+    /// goes once unused).
     pub first_new: u32,
     /// u32 scalar arithmetic of constants becomes the constant (offsets of members at constant
     /// positions), made with a [`Builder`].
