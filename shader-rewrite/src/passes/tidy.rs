@@ -1,25 +1,53 @@
-//! After a lowering (buffer device addresses, bindless handles), the words it made for nothing
-//! go: copies of a value of the same type and bitcasts back to it
-//! (re-used loads, inlined helpers' results, pointer-to-address copies), members taken out of
-//! a value just constructed, pure instructions computed again where an equal one dominates
-//! (a record's members extracted in every block, a push-constant pointer re-loaded where its
-//! class is located), and pure instructions nothing uses. An OpAccessChain from another one is
-//! one chain from that one's base (a descriptor-array element's struct, then its member: one
+//! After a lowering, the words it made for nothing go: copies of a value of the same type and
+//! bitcasts back to it (re-used loads, inlined helpers' results, pointer-to-address copies),
+//! integer identities (`x + 0`, `x * 1`, shifts by 0), members taken out of a value just
+//! constructed, pure instructions computed again where an equal one dominates (a record's
+//! members extracted in every block, a push-constant pointer re-loaded where its class is
+//! located), and pure instructions nothing uses. An OpAccessChain from another one is one
+//! chain from that one's base (a descriptor-array element's struct, then its member: one
 //! instruction and one NonUniform decoration fewer once the first chain has no other use).
+//! Run after the bindless and physical-storage-buffer lowerings ([`Options::default`]) and
+//! after the 8/16-bit storage lowering, which also folds its u32 offset arithmetic of constants
+//! into constants and leaves the module's own code unmerged ([`Options::first_new`]).
 //!
 //! Only pure instructions move or go (their result depends on their operands alone: SPIR-V
-//! arithmetic, composites, access chains, GLSL.std.450 integer min/max/clamp, and loads without
-//! memory operands of push constants and of UniformConstant descriptors, read-only for the
-//! whole dispatch, Vulkan "Push Constants", "Descriptor Sets"; never OpSampledImage, whose
+//! arithmetic, composites, access chains, GLSL.std.450 instructions without side effects or
+//! pointer operands, and loads without memory operands of memory no invocation writes during
+//! the dispatch: push constants, UniformConstant descriptors and uniform buffers (Block, not
+//! BufferBlock), Vulkan "Push Constants", "Descriptor Sets"; never OpSampledImage, whose
 //! result must stay in its consumer's block); an instruction with a decoration other than
 //! NonUniform is left as it is, and NonUniform ones are only merged with NonUniform ones.
+//!
+//! Uses are rewritten only where an operand is certainly an id (leading id operands, OpPhi,
+//! GLSL.std.450 operands); a replaced id any other operand word names (say an image operand)
+//! keeps its instruction, so no use is ever left without a definition.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::builder::{deco, sc};
+use crate::builder::{deco, sc, Builder};
 use crate::module::{leading_id_operands, op, Function, Inst, Module, Ops};
 use crate::ops;
 
 use super::physical_storage_buffer::cfg::Cfg;
+
+/// What a caller asks of the pass beyond its clean-ups.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Options {
+    /// The first id the lowering allocated: only results from there on are merged with equal
+    /// ones, folded to constants, chained or removed when unused (0: every result). Copies,
+    /// identities, bitcasts back and members of constructs fold everywhere (what they replace
+    /// goes once unused).
+    pub first_new: u32,
+    /// u32 scalar arithmetic of constants becomes the constant (offsets of members at constant
+    /// positions), made with a [`Builder`].
+    pub constants: bool,
+}
+
+const OP_SHIFT_RIGHT_ARITHMETIC: u32 = 195;
+const OP_U_LESS_THAN_EQUAL: u32 = 178;
+const OP_NOT: u32 = 200;
+
+/// Memory operand bits whose operands are literals: Volatile, Aligned, Nontemporal.
+const LITERAL_MEMORY_OPERANDS: u32 = 0x1 | 0x2 | 0x4;
 
 /// Pure opcodes this pass may merge and remove.
 fn pure(opcode: u32) -> bool {
@@ -35,66 +63,136 @@ fn pure(opcode: u32) -> bool {
             | op::I_ADD
             | op::I_SUB
             | op::I_MUL
+            | op::U_DIV
             | op::SELECT
             | op::I_EQUAL
             | op::I_NOT_EQUAL
             | op::U_GREATER_THAN_EQUAL
             | op::U_LESS_THAN
+            | OP_U_LESS_THAN_EQUAL
             | op::LOGICAL_AND
             | op::SHIFT_RIGHT_LOGICAL
+            | OP_SHIFT_RIGHT_ARITHMETIC
             | op::SHIFT_LEFT_LOGICAL
             | op::BITWISE_OR
             | op::BITWISE_AND
-            | 178 // OpULessThanEqual
+            | OP_NOT
     )
 }
 
-/// GLSL.std.450 UMin, SMin, UMax, SMax, UClamp, SClamp.
-const GLSL_INTEGER_MIN_MAX: [u32; 6] = [38, 39, 41, 42, 44, 45];
+/// GLSL.std.450 instructions without side effects or pointer operands: RoundEven, Trunc,
+/// FAbs, UMin, SMin, UMax, SMax, UClamp, SClamp, PackHalf2x16, UnpackHalf2x16.
+fn pure_glsl(number: u32) -> bool {
+    matches!(number, 2 | 3 | 4 | 38 | 39 | 41 | 42 | 44 | 45 | 58 | 62)
+}
+
+/// What an integer instruction comes to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Folded {
+    /// A 32-bit value (meaningful only where the result is 32 bits wide).
+    Value(u32),
+    /// One of its operands.
+    Same(u32),
+}
+
+/// `x op y` (`!x` for OpNot) of integer scalars whose constant values are `vx`, `vy`.
+pub(crate) fn fold_int(opcode: u32, vx: Option<u64>, vy: Option<u64>, x: u32, y: u32) -> Option<Folded> {
+    use Folded::{Same, Value};
+    let (p, q) = (vx.map(|v| v as u32), vy.map(|v| v as u32));
+    Some(match (opcode, p, q) {
+        (OP_NOT, Some(p), _) => Value(!p),
+        (op::I_ADD, Some(p), Some(q)) => Value(p.wrapping_add(q)),
+        (op::I_SUB, Some(p), Some(q)) => Value(p.wrapping_sub(q)),
+        (op::I_MUL, Some(p), Some(q)) => Value(p.wrapping_mul(q)),
+        (op::U_DIV, Some(p), Some(q)) if q != 0 => Value(p / q),
+        (op::BITWISE_AND, Some(p), Some(q)) => Value(p & q),
+        (op::BITWISE_OR, Some(p), Some(q)) => Value(p | q),
+        // Shifts by 32 or more are undefined (SPIR-V spec OpShiftLeftLogical): left alone.
+        (op::SHIFT_LEFT_LOGICAL, Some(p), Some(q)) if q < 32 => Value(p << q),
+        (op::SHIFT_RIGHT_LOGICAL, Some(p), Some(q)) if q < 32 => Value(p >> q),
+        // Identities on the whole value, of any width.
+        _ => match (opcode, vx, vy) {
+            (op::I_ADD | op::BITWISE_OR, Some(0), _) => Same(y),
+            (op::I_ADD | op::I_SUB | op::BITWISE_OR | op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL, _, Some(0)) => Same(x),
+            (op::I_MUL, Some(1), _) => Same(y),
+            (op::I_MUL | op::U_DIV, _, Some(1)) => Same(x),
+            (op::I_MUL | op::BITWISE_AND, Some(0), _) | (op::I_MUL | op::BITWISE_AND, _, Some(0)) => Value(0),
+            (op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL, Some(0), _) => Value(0),
+            _ => return None,
+        },
+    })
+}
+
+/// Opcodes [`fold_int`] folds.
+fn folds(opcode: u32) -> bool {
+    matches!(opcode, OP_NOT | op::I_ADD | op::I_SUB | op::I_MUL | op::U_DIV | op::BITWISE_AND | op::BITWISE_OR | op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL)
+}
 
 /// How an id is decorated: none, NonUniform only, or otherwise (never merged).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Decorated {
     No,
     NonUniform,
     Other,
 }
 
-type Key = (u32, u32, Decorated, Ops);
+/// Opcode and decoration, result type, up to four operands (u32::MAX after the last; longer
+/// ones are keyed by their operands in [`Long`]).
+type Key = (u32, u32, [u32; 4]);
+type Long = (u32, u32, Ops);
+/// Where equal instructions are: (block, id) of each.
+type Seen = smallvec::SmallVec<[(u32, u32); 1]>;
 
-/// What the pass knows of every id, in tables indexed by id (the module's bound).
-struct Cx {
-    decorated: Vec<Decorated>,
-    /// Result type of each id (0: none).
-    types: Vec<u32>,
+/// What the pass knows of one id.
+#[derive(Clone, Copy)]
+struct Info {
+    /// Result type (0: none).
+    ty: u32,
+    decorated: Decorated,
     /// Vector types: their component count (0: not a vector).
-    vector_len: Vec<u8>,
-    /// Pointer types to read-only memory.
-    read_only: Vec<bool>,
+    vector_len: u8,
+    /// Pointer types to read-only memory (push constants, UniformConstant), and pointers into
+    /// uniform buffers (their variables, then access chains and copies of those as the walk
+    /// meets them: Uniform pointer types also point into BufferBlock storage buffers).
+    read_only: bool,
+    integer_type: bool,
+    buffer_block: bool,
+    /// Uniform pointer types: their pointee; arrays: their element type; structs: u32::MAX.
+    pointee: u32,
+    /// Integer scalar constants: their value.
+    value: Option<u64>,
+}
+
+/// What the pass knows of every id, in one table indexed by id (the module's bound).
+struct Cx {
+    o: Options,
+    ids: Vec<Info>,
     /// OpExtInstImport ids of GLSL.std.450 (every operand after the instruction number an id).
     glsl_std450: Vec<u32>,
-    /// Constants whose words are all 0.
-    zero: Vec<bool>,
+    /// The u32 type (0: none), where `o.constants`.
+    u32t: u32,
 }
 
 /// Tidies every function of `m`; returns the ids no longer defined.
-pub(crate) fn tidy(m: &mut Module) -> HashSet<u32> {
+pub(crate) fn tidy(m: &mut Module, o: Options) -> HashSet<u32> {
     let bound = m.header[3] as usize;
-    let mut cx = Cx { decorated: vec![Decorated::No; bound], types: vec![0; bound], vector_len: vec![0; bound], read_only: vec![false; bound], glsl_std450: vec![], zero: vec![false; bound] };
+    let none = Info { ty: 0, decorated: Decorated::No, vector_len: 0, read_only: false, integer_type: false, buffer_block: false, pointee: 0, value: None };
+    let mut cx = Cx { o, ids: vec![none; bound], glsl_std450: vec![], u32t: 0 };
     for a in m.annotations.iter() {
         let Some(&t) = a.ops.first() else { continue };
         match a.op {
             op::DECORATE | op::DECORATE_ID | op::DECORATE_STRING => {
                 let d = if a.op == op::DECORATE && a.ops.get(1) == Some(&deco::NON_UNIFORM) { Decorated::NonUniform } else { Decorated::Other };
-                if let Some(e) = cx.decorated.get_mut(t as usize) {
-                    *e = if *e == Decorated::No || *e == d { d } else { Decorated::Other };
+                if let Some(e) = cx.ids.get_mut(t as usize) {
+                    e.decorated = if e.decorated == Decorated::No || e.decorated == d { d } else { Decorated::Other };
+                    e.buffer_block |= a.op == op::DECORATE && a.ops.get(1) == Some(&deco::BUFFER_BLOCK);
                 }
             }
             // Decoration groups decorate through OpGroupDecorate: their targets are left alone.
             op::GROUP_DECORATE | op::GROUP_MEMBER_DECORATE => {
                 for &t in &a.ops[1..] {
-                    if let Some(e) = cx.decorated.get_mut(t as usize) {
-                        *e = Decorated::Other;
+                    if let Some(e) = cx.ids.get_mut(t as usize) {
+                        e.decorated = Decorated::Other;
                     }
                 }
             }
@@ -102,108 +200,193 @@ pub(crate) fn tidy(m: &mut Module) -> HashSet<u32> {
         }
     }
     for g in m.globals.iter().filter(|g| g.id != 0 && (g.id as usize) < bound) {
-        cx.types[g.id as usize] = g.ty;
+        let ids = &mut cx.ids;
+        ids[g.id as usize].ty = g.ty;
         match g.op {
-            op::TYPE_VECTOR => cx.vector_len[g.id as usize] = g.ops[1] as u8,
-            op::TYPE_POINTER => cx.read_only[g.id as usize] = matches!(g.ops[0], sc::PUSH_CONSTANT | sc::UNIFORM_CONSTANT),
-            op::CONSTANT => cx.zero[g.id as usize] = g.ops.iter().all(|&w| w == 0),
+            op::TYPE_VECTOR => ids[g.id as usize].vector_len = g.ops[1] as u8,
+            op::TYPE_POINTER => {
+                ids[g.id as usize].read_only = matches!(g.ops[0], sc::PUSH_CONSTANT | sc::UNIFORM_CONSTANT);
+                ids[g.id as usize].pointee = if g.ops[0] == sc::UNIFORM { g.ops[1] } else { 0 };
+            }
+            op::TYPE_STRUCT => ids[g.id as usize].pointee = u32::MAX,
+            op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => ids[g.id as usize].pointee = g.ops[0],
+            op::TYPE_INT if o.constants && g.ops[..] == [32, 0] && cx.u32t == 0 => {
+                cx.u32t = g.id;
+                ids[g.id as usize].integer_type = true;
+            }
+            op::TYPE_INT => ids[g.id as usize].integer_type = true,
+            // Integer constants only (a float's words are not its value).
+            op::CONSTANT if g.ops.len() <= 2 && ids.get(g.ty as usize).is_some_and(|t| t.integer_type) => ids[g.id as usize].value = Some(g.ops.iter().rev().fold(0, |v, &w| v << 32 | w as u64)),
+            // A uniform buffer (a Block struct or an array of them, Uniform storage class).
+            op::VARIABLE if g.ops[0] == sc::UNIFORM => {
+                let mut t = ids.get(g.ty as usize).map_or(0, |p| p.pointee);
+                for _ in 0..8 {
+                    match ids.get(t as usize).map(|e| e.pointee) {
+                        Some(e) if e != 0 && e != u32::MAX => t = e,
+                        _ => break,
+                    }
+                }
+                ids[g.id as usize].read_only = ids.get(t as usize).is_some_and(|s| s.pointee == u32::MAX && !s.buffer_block);
+            }
             _ => {}
         }
     }
     // "GLSL.std.450" as its literal string's words (nul-terminated, little-endian).
     const GLSL_STD450: [u32; 4] = [0x4c53_4c47, 0x6474_732e, 0x3035_342e, 0];
     cx.glsl_std450 = m.ext_inst_imports.iter().filter(|i| i.ops[..] == GLSL_STD450).map(|i| i.id).collect();
-    for f in m.functions.iter() {
-        for i in f.params.iter().chain(f.blocks.iter().flat_map(|b| b.insts.iter())).filter(|i| i.id != 0 && (i.id as usize) < bound) {
-            cx.types[i.id as usize] = i.ty;
-        }
-    }
+    let mut functions = std::mem::take(&mut m.functions);
+    // A builder (for the folded constants) only where there is u32 arithmetic to fold.
+    let foldable = |i: &Inst| cx.u32t != 0 && i.ty == cx.u32t && i.id >= o.first_new && folds(i.op);
+    let any_foldable = functions.iter().flat_map(|f| f.blocks.iter().flat_map(|b| b.insts.iter())).any(foldable);
+    let mut b = any_foldable.then(|| Builder::new(m));
     let mut gone = HashSet::default();
-    let mut scratch = Scratch { repl: vec![0; bound], uses: vec![0; bound], def_at: vec![(0, 0); bound] };
-    for f in m.functions.iter_mut() {
-        cx.function(f, &mut scratch, &mut gone);
+    let mut slots = vec![Slot::default(); bound];
+    let count = functions.len();
+    for (n, f) in functions.iter_mut().enumerate() {
+        cx.function(f, n + 1 == count, &mut b, &mut slots, &mut gone);
     }
+    drop(b);
+    m.functions = functions;
     gone
 }
 
-/// Per-id tables reused between functions.
-struct Scratch {
-    /// What an id was replaced by (0: itself).
-    repl: Vec<u32>,
-    /// Operand words naming each id.
-    uses: Vec<u32>,
-    /// Where each pure instruction is, while looking for unused ones.
-    def_at: Vec<(u32, u32)>,
+/// What the walk of a function keeps of one id (back to default for the next function).
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    /// What the id was replaced by (0: itself).
+    repl: u32,
+    /// Operand words that may name it.
+    uses: u32,
+    /// Where it is, while looking for unused instructions: (block + 1, index) (block 0: not a
+    /// removable one).
+    def_at: (u32, u32),
 }
 
 impl Cx {
     fn decorated(&self, id: u32) -> Decorated {
-        self.decorated.get(id as usize).copied().unwrap_or(Decorated::Other)
+        self.ids.get(id as usize).map_or(Decorated::Other, |i| i.decorated)
     }
 
     fn ty(&self, id: u32) -> u32 {
-        self.types.get(id as usize).copied().unwrap_or(0)
+        self.ids.get(id as usize).map_or(0, |i| i.ty)
     }
 
-    /// May `inst` be merged with an equal one and removed when unused?
+    fn read_only(&self, id: u32) -> bool {
+        self.ids.get(id as usize).is_some_and(|i| i.read_only)
+    }
+
+    fn glsl(&self, inst: &Inst) -> bool {
+        inst.op == op::EXT_INST && inst.ops.first().is_some_and(|s| self.glsl_std450.contains(s))
+    }
+
+    /// May `inst` be merged with an equal one, and removed when unused?
     fn mergeable(&self, inst: &Inst) -> bool {
         if inst.id == 0 || self.decorated(inst.id) == Decorated::Other {
             return false;
         }
         pure(inst.op)
-            || (inst.op == op::LOAD && inst.ops.len() == 1 && self.read_only.get(self.ty(inst.ops[0]) as usize).copied().unwrap_or(false))
-            || (inst.op == op::EXT_INST && self.glsl_std450.contains(&inst.ops[0]) && GLSL_INTEGER_MIN_MAX.contains(&inst.ops[1]))
+            || (inst.op == op::LOAD && inst.ops.len() == 1 && (self.read_only(self.ty(inst.ops[0])) || self.read_only(inst.ops[0])))
+            || (self.glsl(inst) && inst.ops.get(1).is_some_and(|&n| pure_glsl(n)))
     }
 
-    /// The id operands of `inst` the pass knows to be ids: the leading ones, a GLSL.std.450
-    /// instruction's operands (not the set and the instruction number); none of OpPhi's (done
-    /// at the end).
+    /// The operands of `inst` the pass knows to be ids: the leading ones, a GLSL.std.450
+    /// instruction's (not the set and the instruction number); none of OpPhi's (done at the
+    /// end).
     fn id_operands(&self, inst: &Inst) -> std::ops::Range<usize> {
         match inst.op {
             op::PHI => 0..0,
-            op::EXT_INST if inst.ops.first().is_some_and(|s| self.glsl_std450.contains(s)) => 2.min(inst.ops.len())..inst.ops.len(),
+            op::EXT_INST if self.glsl(inst) => 2.min(inst.ops.len())..inst.ops.len(),
             op::EXT_INST => 0..0,
             opcode => 0..leading_id_operands(opcode).min(inst.ops.len()),
         }
     }
 
-    fn function(&self, f: &mut Function, s: &mut Scratch, gone: &mut HashSet<u32>) {
-        let resolve = |repl: &[u32], mut id: u32| {
-            while let Some(&r) = repl.get(id as usize).filter(|&&r| r != 0) {
+    /// The words of `inst` that may name an id: all but those certainly literals (a
+    /// GLSL.std.450 instruction number, composite indices, literal memory operands).
+    fn may_name_ids<'i>(&self, inst: &'i Inst) -> &'i [u32] {
+        let w = &inst.ops[..];
+        match inst.op {
+            op::EXT_INST if self.glsl(inst) => w.get(2..).unwrap_or(&[]),
+            op::COMPOSITE_EXTRACT | op::COMPOSITE_INSERT | op::VECTOR_SHUFFLE => &w[..leading_id_operands(inst.op).min(w.len())],
+            op::LOAD | op::STORE => {
+                let lead = leading_id_operands(inst.op).min(w.len());
+                if w.get(lead).is_none_or(|m| m & !LITERAL_MEMORY_OPERANDS == 0) {
+                    &w[..lead]
+                } else {
+                    w
+                }
+            }
+            _ => w,
+        }
+    }
+
+    /// Tidies `f` (`last`: no function follows to need `s` clean).
+    fn function(&mut self, f: &mut Function, last: bool, b: &mut Option<Builder>, s: &mut [Slot], gone: &mut HashSet<u32>) {
+        let resolve = |s: &[Slot], mut id: u32| {
+            while let Some(r) = s.get(id as usize).map(|s| s.repl).filter(|&r| r != 0) {
                 id = r;
             }
             id
         };
+        for p in f.params.iter() {
+            if let Some(t) = self.ids.get_mut(p.id as usize) {
+                t.ty = p.ty;
+            }
+        }
         // (One block: nothing to dominate, no graph to build.)
         let cfg = (f.blocks.len() > 1).then(|| Cfg::new(f));
         let mut replaced: Vec<u32> = vec![];
-        // Equal instructions seen: key → (block, id) of each.
+        // The lowering's pure results.
+        let mut removable: Vec<u32> = vec![];
+        // Equal instructions seen.
         let n: usize = f.blocks.iter().map(|b| b.insts.len()).sum();
-        let mut avail: HashMap<Key, smallvec::SmallVec<[(usize, u32); 2]>> = HashMap::with_capacity_and_hasher(n / 2, Default::default());
+        let mut avail: HashMap<Key, Seen> = HashMap::with_capacity_and_hasher(n / 2, Default::default());
+        let mut avail_long: HashMap<Long, Seen> = HashMap::default();
         let mut constructs: HashMap<u32, Ops> = HashMap::default();
         // OpAccessChains seen (not InBounds, not decorated but NonUniform): their operands.
         let mut chains: HashMap<u32, Ops> = HashMap::default();
         let mut bitcasts: HashMap<u32, u32> = HashMap::default();
         for (k, blk) in f.blocks.iter_mut().enumerate() {
             let reachable = cfg.as_ref().is_none_or(|c| c.reachable(k));
-            for inst in blk.insts.iter_mut() {
+            for (n, inst) in blk.insts.iter_mut().enumerate() {
+                // (Operands are defined before their uses but for OpPhi's, SPIR-V spec 2.16.1.)
+                if let Some(t) = self.ids.get_mut(inst.id as usize).filter(|_| inst.id != 0) {
+                    t.ty = inst.ty;
+                }
                 if !replaced.is_empty() {
                     for n in self.id_operands(inst) {
-                        inst.ops[n] = resolve(&s.repl, inst.ops[n]);
+                        inst.ops[n] = resolve(s, inst.ops[n]);
+                    }
+                }
+                // A pointer into a uniform buffer, from one.
+                if matches!(inst.op, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::COPY_OBJECT) && inst.ops.first().is_some_and(|&p| self.read_only(p)) {
+                    if let Some(r) = self.ids.get_mut(inst.id as usize) {
+                        r.read_only = true;
                     }
                 }
                 if !self.mergeable(inst) {
                     continue;
                 }
+                let new = inst.id >= self.o.first_new;
+                // Where it is, should it come to be unused: (block + 1, index).
+                let at = (k as u32 + 1, n as u32);
+                if new {
+                    s[inst.id as usize].def_at = at;
+                    removable.push(inst.id);
+                }
                 // A member of a value just constructed (every constituent a member, but for a
                 // vector built from smaller vectors).
                 while inst.op == op::COMPOSITE_EXTRACT && inst.ops.len() >= 2 {
-                    let Some(parts) = constructs.get(&inst.ops[0]) else { break };
-                    let n = self.vector_len.get(self.ty(inst.ops[0]) as usize).copied().unwrap_or(0) as usize;
+                    let Some(parts) = constructs.get(&inst.ops[0]) else {
+                        break;
+                    };
+                    let n = self.ids.get(self.ty(inst.ops[0]) as usize).map_or(0, |t| t.vector_len) as usize;
                     if n != 0 && n != parts.len() {
                         break;
                     }
-                    let Some(&part) = parts.get(inst.ops[1] as usize) else { break };
+                    let Some(&part) = parts.get(inst.ops[1] as usize) else {
+                        break;
+                    };
                     if inst.ops.len() == 2 {
                         *inst = Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![part]);
                     } else {
@@ -221,20 +404,38 @@ impl Cx {
                         }
                     }
                 }
-                // x + 0 is x (offsets of constant deltas inlined into branching helpers).
-                if inst.op == op::I_ADD && self.ty(inst.ops[0]) == inst.ty && self.zero.get(inst.ops[1] as usize).copied().unwrap_or(false) {
-                    *inst = Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![inst.ops[0]]);
+                // Integer arithmetic of constants, and identities (`x + 0`: offsets of constant
+                // deltas inlined into branching helpers).
+                if folds(inst.op) && inst.ops.len() == 1 + (inst.op != OP_NOT) as usize {
+                    let value = |id: u32| self.ids.get(id as usize).map_or_else(|| b.as_ref().and_then(|b| b.const_value(id)), |i| i.value);
+                    let (x, y) = (inst.ops[0], inst.ops.get(1).copied().unwrap_or(0));
+                    match fold_int(inst.op, value(x), value(y), x, y) {
+                        Some(Folded::Value(v)) if new && inst.ty == self.u32t => {
+                            if let Some(b) = b.as_mut() {
+                                s[inst.id as usize].repl = b.c_u32(v);
+                                s[inst.id as usize].def_at = at;
+                                replaced.push(inst.id);
+                                continue;
+                            }
+                        }
+                        Some(Folded::Same(same)) if self.ty(same) == inst.ty => *inst = Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![same]),
+                        _ => {}
+                    }
                 }
                 // A copy of a value of the same type is that value. (Replaced instructions stay
-                // until no operand names them: a use the substitution does not reach, after a
-                // literal, keeps them defined.)
+                // until no operand names them: a use the substitution does not reach keeps them
+                // defined.)
                 if inst.op == op::COPY_OBJECT && self.decorated(inst.id) == Decorated::No && self.ty(inst.ops[0]) == inst.ty {
-                    s.repl[inst.id as usize] = inst.ops[0];
+                    s[inst.id as usize].repl = inst.ops[0];
+                    s[inst.id as usize].def_at = at;
                     replaced.push(inst.id);
                     continue;
                 }
                 if inst.op == op::COMPOSITE_CONSTRUCT {
                     constructs.insert(inst.id, inst.ops.clone());
+                }
+                if !new {
+                    continue;
                 }
                 if inst.op == op::ACCESS_CHAIN {
                     // A chain from a chain: one chain from its base, the indices of both in turn
@@ -248,10 +449,19 @@ impl Cx {
                     chains.insert(inst.id, inst.ops.clone());
                 }
                 // An equal instruction in this block or a dominating one.
-                let seen = avail.entry((inst.op, inst.ty, self.decorated(inst.id), inst.ops.clone())).or_default();
-                match seen.iter().find(|&&(b, _)| b == k || (reachable && cfg.as_ref().is_some_and(|c| c.reachable(b) && c.dominates(b, k)))) {
+                let op_decorated = inst.op | (self.decorated(inst.id) as u32) << 16;
+                let seen = if inst.ops.len() <= 4 {
+                    let mut ops = [u32::MAX; 4];
+                    ops[..inst.ops.len()].copy_from_slice(&inst.ops);
+                    avail.entry((op_decorated, inst.ty, ops)).or_default()
+                } else {
+                    avail_long.entry((op_decorated, inst.ty, inst.ops.clone())).or_default()
+                };
+                let k = k as u32;
+                match seen.iter().find(|&&(b, _)| b == k || (reachable && cfg.as_ref().is_some_and(|c| c.reachable(b as usize) && c.dominates(b as usize, k as usize)))) {
                     Some(&(_, e)) => {
-                        s.repl[inst.id as usize] = e;
+                        s[inst.id as usize].repl = e;
+                        s[inst.id as usize].def_at = at;
                         replaced.push(inst.id);
                     }
                     None => seen.push((k, inst.id)),
@@ -261,69 +471,57 @@ impl Cx {
         if !replaced.is_empty() {
             for i in f.blocks.iter_mut().flat_map(|b| b.insts.iter_mut()).filter(|i| i.op == op::PHI) {
                 for o in i.ops.iter_mut().step_by(2) {
-                    *o = resolve(&s.repl, *o);
+                    *o = resolve(s, *o);
                 }
             }
         }
-        // Pure instructions nothing uses (any operand word counts as a use: a literal equal to
-        // an id only keeps it), their operands' uses dropped in turn.
-        for w in f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| i.ops.iter()) {
-            if let Some(u) = s.uses.get_mut(*w as usize) {
-                *u += 1;
+        // Replaced instructions and pure ones nothing uses, their operands' uses dropped in turn.
+        for w in f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| self.may_name_ids(i)) {
+            if let Some(u) = s.get_mut(*w as usize) {
+                u.uses += 1;
             }
         }
-        // Where each mergeable instruction is: (block, index) + 1 (0: not one).
-        let mut work: Vec<u32> = vec![];
-        for (k, blk) in f.blocks.iter().enumerate() {
-            for (n, i) in blk.insts.iter().enumerate().filter(|(_, i)| self.mergeable(i)) {
-                s.def_at[i.id as usize] = (k as u32 + 1, n as u32);
-                if s.uses[i.id as usize] == 0 {
-                    work.push(i.id);
-                }
-            }
-        }
+        let mut work: Vec<u32> = removable.iter().chain(replaced.iter()).copied().filter(|&id| s[id as usize].uses == 0).collect();
         let mut dead: Vec<u32> = vec![];
         while let Some(id) = work.pop() {
-            let (k, n) = s.def_at[id as usize];
+            let (k, n) = s[id as usize].def_at;
             if k == 0 {
                 continue;
             }
-            s.def_at[id as usize].0 = 0;
+            s[id as usize].def_at.0 = 0;
             dead.push(id);
-            for &w in &f.blocks[k as usize - 1].insts[n as usize].ops {
-                if let Some(u) = s.uses.get_mut(w as usize) {
-                    *u -= 1;
-                    if *u == 0 && s.def_at[w as usize].0 != 0 {
+            for &w in self.may_name_ids(&f.blocks[k as usize - 1].insts[n as usize]) {
+                if let Some(u) = s.get_mut(w as usize) {
+                    u.uses -= 1;
+                    if u.uses == 0 && u.def_at.0 != 0 {
                         work.push(w);
                     }
                 }
             }
         }
         // The tables back to zero for the next function.
-        for blk in f.blocks.iter() {
-            for i in blk.insts.iter() {
-                for &w in i.ops.iter() {
-                    if let Some(u) = s.uses.get_mut(w as usize) {
-                        *u = 0;
-                    }
-                }
-                if let Some(d) = s.def_at.get_mut(i.id as usize) {
-                    *d = (0, 0);
+        if !last {
+            for w in f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| i.ops.iter()) {
+                if let Some(u) = s.get_mut(*w as usize) {
+                    u.uses = 0;
                 }
             }
         }
+        for &id in removable.iter().chain(replaced.iter()) {
+            s[id as usize].def_at = (0, 0);
+        }
         for id in replaced {
-            s.repl[id as usize] = 0;
+            s[id as usize].repl = 0;
         }
         if !dead.is_empty() {
             for &id in &dead {
-                s.def_at[id as usize].1 = u32::MAX;
+                s[id as usize].def_at.1 = u32::MAX;
             }
             for blk in f.blocks.iter_mut() {
-                blk.insts.retain(|i| s.def_at.get(i.id as usize).is_none_or(|d| d.1 != u32::MAX));
+                blk.insts.retain(|i| s.get(i.id as usize).is_none_or(|d| d.def_at.1 != u32::MAX));
             }
             for &id in &dead {
-                s.def_at[id as usize] = (0, 0);
+                s[id as usize].def_at = (0, 0);
             }
             gone.extend(dead);
         }

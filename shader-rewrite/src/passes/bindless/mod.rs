@@ -63,7 +63,7 @@ pub fn run(m: &mut Module, table: &BindlessTable, _options: &Options, stats: &mu
     // creation within the spread), and it costs a quarter of a small module's rewrite and
     // 20-65 % more on the first call.
     if m.word_count() > 2 * words_in {
-        dropped.extend(super::tidy::tidy(m));
+        dropped.extend(super::tidy::tidy(m, Default::default()));
     }
     remove_extension(m);
     forget_ids(m, &dropped);

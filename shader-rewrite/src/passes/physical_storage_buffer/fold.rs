@@ -1,10 +1,12 @@
 //! Constant folding of the u32 offset arithmetic the lowering emits (access-chain steps, leaf
 //! offsets: additions and multiplications of layout constants), so a constant offset costs no
-//! instruction.
+//! instruction. The arithmetic is [`fold_int`]'s, the clean-up pass's (`passes::tidy`); this
+//! folds as the lowering emits, before the function is whole.
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::builder::Builder;
 use crate::module::{leading_id_operands, op, Block, Inst};
+use crate::passes::tidy::{fold_int, Folded};
 
 #[derive(Default)]
 pub(super) struct Folder {
@@ -30,19 +32,15 @@ impl Folder {
     /// Rewrites `inst`'s id operands to what they became; None when `inst` folds away.
     pub fn visit(&mut self, b: &mut Builder, mut inst: Inst) -> Option<Inst> {
         self.substitute(b, &mut inst);
-        let (x, y) = (inst.ops.first().copied().unwrap_or(0), inst.ops.get(1).copied().unwrap_or(0));
-        let (vx, vy) = (self.value(b, x), self.value(b, y));
-        let (zero, one) = (0, 1);
-        let folded = match (inst.op, vx, vy) {
-            (op::I_ADD, Some(p), Some(q)) => Ok(p.wrapping_add(q)),
-            (op::I_MUL, Some(p), Some(q)) => Ok(p.wrapping_mul(q)),
-            (op::I_ADD, Some(v), _) | (op::I_MUL, Some(v), _) if v == if inst.op == op::I_ADD { zero } else { one } => Err(y),
-            (op::I_ADD, _, Some(v)) | (op::I_MUL, _, Some(v)) if v == if inst.op == op::I_ADD { zero } else { one } => Err(x),
-            _ => return Some(inst),
-        };
+        // The offsets' additions and multiplications (other arithmetic stays as emitted).
+        if !matches!(inst.op, op::I_ADD | op::I_MUL) || inst.ops.len() != 2 {
+            return Some(inst);
+        }
+        let (x, y) = (inst.ops[0], inst.ops[1]);
+        let Some(folded) = fold_int(inst.op, self.value(b, x).map(u64::from), self.value(b, y).map(u64::from), x, y) else { return Some(inst) };
         match folded {
-            Ok(v) => self.known.insert(inst.id, v).map(|_| ()),
-            Err(same) => self.alias.insert(inst.id, same).map(|_| ()),
+            Folded::Value(v) => self.known.insert(inst.id, v).map(|_| ()),
+            Folded::Same(same) => self.alias.insert(inst.id, same).map(|_| ()),
         };
         None
     }

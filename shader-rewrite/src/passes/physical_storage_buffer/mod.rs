@@ -104,7 +104,7 @@ pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats)
     m.functions = functions;
     let (table, addr_values, mut elided) = lowered?;
     types::retype_functions(m, &retyped.ptrs, addr_ty);
-    elided.extend(super::tidy::tidy(m));
+    elided.extend(super::tidy::tidy(m, Default::default()));
     cleanup::finish(m, table, &addr_values, &elided, addr);
     Ok(())
 }
