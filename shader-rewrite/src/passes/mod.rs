@@ -5,5 +5,6 @@ pub(crate) mod leaves;
 pub mod physical_storage_buffer;
 pub mod raw_access_chains;
 pub mod small_storage;
+pub(crate) mod fold_int;
 pub(crate) mod tidy;
 pub(crate) mod util;

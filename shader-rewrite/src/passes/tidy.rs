@@ -27,6 +27,7 @@ use crate::builder::{deco, sc, Builder};
 use crate::module::{leading_id_operands, op, Function, Inst, Module, Ops};
 use crate::ops;
 
+use super::fold_int::{fold_int, folds, Folded, OP_NOT};
 use super::physical_storage_buffer::cfg::Cfg;
 
 /// What a caller asks of the pass beyond its clean-ups.
@@ -44,7 +45,6 @@ pub(crate) struct Options {
 
 const OP_SHIFT_RIGHT_ARITHMETIC: u32 = 195;
 const OP_U_LESS_THAN_EQUAL: u32 = 178;
-const OP_NOT: u32 = 200;
 
 /// Memory operand bits whose operands are literals: Volatile, Aligned, Nontemporal.
 const LITERAL_MEMORY_OPERANDS: u32 = 0x1 | 0x2 | 0x4;
@@ -84,48 +84,6 @@ fn pure(opcode: u32) -> bool {
 /// FAbs, UMin, SMin, UMax, SMax, UClamp, SClamp, PackHalf2x16, UnpackHalf2x16.
 fn pure_glsl(number: u32) -> bool {
     matches!(number, 2 | 3 | 4 | 38 | 39 | 41 | 42 | 44 | 45 | 58 | 62)
-}
-
-/// What an integer instruction comes to.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Folded {
-    /// A 32-bit value (meaningful only where the result is 32 bits wide).
-    Value(u32),
-    /// One of its operands.
-    Same(u32),
-}
-
-/// `x op y` (`!x` for OpNot) of integer scalars whose constant values are `vx`, `vy`.
-pub(crate) fn fold_int(opcode: u32, vx: Option<u64>, vy: Option<u64>, x: u32, y: u32) -> Option<Folded> {
-    use Folded::{Same, Value};
-    let (p, q) = (vx.map(|v| v as u32), vy.map(|v| v as u32));
-    Some(match (opcode, p, q) {
-        (OP_NOT, Some(p), _) => Value(!p),
-        (op::I_ADD, Some(p), Some(q)) => Value(p.wrapping_add(q)),
-        (op::I_SUB, Some(p), Some(q)) => Value(p.wrapping_sub(q)),
-        (op::I_MUL, Some(p), Some(q)) => Value(p.wrapping_mul(q)),
-        (op::U_DIV, Some(p), Some(q)) if q != 0 => Value(p / q),
-        (op::BITWISE_AND, Some(p), Some(q)) => Value(p & q),
-        (op::BITWISE_OR, Some(p), Some(q)) => Value(p | q),
-        // Shifts by 32 or more are undefined (SPIR-V spec OpShiftLeftLogical): left alone.
-        (op::SHIFT_LEFT_LOGICAL, Some(p), Some(q)) if q < 32 => Value(p << q),
-        (op::SHIFT_RIGHT_LOGICAL, Some(p), Some(q)) if q < 32 => Value(p >> q),
-        // Identities on the whole value, of any width.
-        _ => match (opcode, vx, vy) {
-            (op::I_ADD | op::BITWISE_OR, Some(0), _) => Same(y),
-            (op::I_ADD | op::I_SUB | op::BITWISE_OR | op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL, _, Some(0)) => Same(x),
-            (op::I_MUL, Some(1), _) => Same(y),
-            (op::I_MUL | op::U_DIV, _, Some(1)) => Same(x),
-            (op::I_MUL | op::BITWISE_AND, Some(0), _) | (op::I_MUL | op::BITWISE_AND, _, Some(0)) => Value(0),
-            (op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL, Some(0), _) => Value(0),
-            _ => return None,
-        },
-    })
-}
-
-/// Opcodes [`fold_int`] folds.
-fn folds(opcode: u32) -> bool {
-    matches!(opcode, OP_NOT | op::I_ADD | op::I_SUB | op::I_MUL | op::U_DIV | op::BITWISE_AND | op::BITWISE_OR | op::SHIFT_LEFT_LOGICAL | op::SHIFT_RIGHT_LOGICAL)
 }
 
 /// How an id is decorated: none, NonUniform only, or otherwise (never merged).

@@ -1,12 +1,12 @@
 //! Constant folding of the u32 offset arithmetic the lowering emits (access-chain steps, leaf
 //! offsets: additions and multiplications of layout constants), so a constant offset costs no
-//! instruction. The arithmetic is [`fold_int`]'s, the clean-up pass's (`passes::tidy`); this
-//! folds as the lowering emits, before the function is whole.
+//! instruction. The arithmetic is [`fold_int`]'s, shared with the clean-up pass
+//! (`passes::tidy`); this folds as the lowering emits, before the function is whole.
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::builder::Builder;
 use crate::module::{leading_id_operands, op, Block, Inst};
-use crate::passes::tidy::{fold_int, Folded};
+use crate::passes::fold_int::{fold_int, Folded};
 
 #[derive(Default)]
 pub(super) struct Folder {
