@@ -1,5 +1,5 @@
 //! Helpers the passes share.
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashSet as HashSet;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -121,34 +121,51 @@ pub fn forget_ids(m: &mut Module, gone: &HashSet<u32>) {
 /// uniqueness of non-aggregate, non-pointer types only), but each is words every pipeline
 /// creation reads. Decorated ones (ArrayStride) stay apart.
 pub fn merge_pointer_types(m: &mut Module) {
-    // Most modules have none: one sorted list finds out before any map is built.
-    let mut pointers: Vec<(u32, u32)> = m.globals.iter().filter(|g| g.op == op::TYPE_POINTER).map(|g| (g.ops[0], g.ops[1])).collect();
+    // (storage class, pointee, declaration order, id), sorted: equal types are neighbours, the
+    // first declared first. Most modules have none, and those that do a few: the merged ids
+    // are looked up in a short list, not a map (this runs on every bindless and BDA rewrite).
+    let mut pointers: Vec<(u32, u32, usize, u32)> =
+        m.globals.iter().enumerate().filter(|(_, g)| g.op == op::TYPE_POINTER).map(|(n, g)| (g.ops[0], g.ops[1], n, g.id)).collect();
     pointers.sort_unstable();
-    if !pointers.windows(2).any(|w| w[0] == w[1]) {
+    if !pointers.windows(2).any(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1)) {
         return;
     }
-    let decorated: HashSet<u32> = m.annotations.iter().filter(|a| a.op == op::DECORATE).filter_map(|a| a.ops.first().copied()).collect();
-    let mut first: HashMap<(u32, u32), u32> = HashMap::default();
-    let mut merged: HashMap<u32, u32> = HashMap::default();
-    for g in m.globals.iter().filter(|g| g.op == op::TYPE_POINTER && !decorated.contains(&g.id)) {
-        let keep = *first.entry((g.ops[0], g.ops[1])).or_insert(g.id);
-        if keep != g.id {
-            merged.insert(g.id, keep);
+    let decorated = |id: u32| m.annotations.iter().any(|a| a.op == op::DECORATE && a.ops.first() == Some(&id));
+    let mut merged: smallvec::SmallVec<[(u32, u32); 4]> = smallvec::SmallVec::new();
+    let mut keep: Option<(u32, u32, u32)> = None; // (storage class, pointee, id)
+    for &(class, pointee, _, id) in &pointers {
+        if decorated(id) {
+            continue;
+        }
+        match keep {
+            Some((c, p, k)) if (c, p) == (class, pointee) => merged.push((id, k)),
+            _ => keep = Some((class, pointee, id)),
         }
     }
     if merged.is_empty() {
         return;
     }
-    m.globals.retain(|g| !merged.contains_key(&g.id));
+    m.globals.retain(|g| !merged.iter().any(|&(from, _)| from == g.id));
+    // Every result type of the module is looked at: most are outside the merged ids' range.
+    let (lo, hi) = merged.iter().fold((u32::MAX, 0), |(lo, hi), &(from, _)| (lo.min(from), hi.max(from)));
+    let merged = &merged[..];
     let sub = |id: &mut u32| {
-        if let Some(&keep) = merged.get(id) {
-            *id = keep;
+        if (lo..=hi).contains(id) {
+            if let Some(&(_, to)) = merged.iter().find(|&&(from, _)| from == *id) {
+                *id = to;
+            }
         }
     };
+    let mut function_types = false;
     for g in m.globals.iter_mut() {
         sub(&mut g.ty);
         match g.op {
-            op::TYPE_STRUCT | op::TYPE_FUNCTION => g.ops.iter_mut().for_each(sub),
+            op::TYPE_STRUCT => g.ops.iter_mut().for_each(sub),
+            op::TYPE_FUNCTION => {
+                let before = g.ops.clone();
+                g.ops.iter_mut().for_each(sub);
+                function_types |= g.ops != before;
+            }
             op::TYPE_ARRAY | op::TYPE_RUNTIME_ARRAY => sub(&mut g.ops[0]),
             op::TYPE_POINTER => sub(&mut g.ops[1]),
             _ => {}
@@ -159,34 +176,32 @@ pub fn merge_pointer_types(m: &mut Module) {
         f.params.iter_mut().for_each(|p| sub(&mut p.ty));
         f.blocks.iter_mut().flat_map(|b| b.insts.iter_mut()).for_each(|i| sub(&mut i.ty));
     }
-    forget_ids(m, &merged.keys().copied().collect());
-    // Function types whose parameters were merged pointer types may be equal now.
-    merge_function_types(m);
+    forget_ids(m, &merged.iter().map(|&(from, _)| from).collect());
+    // A function type with a merged pointer parameter may equal another one now.
+    if function_types {
+        merge_function_types(m);
+    }
 }
 
 /// Function types a retyping made equal become one (the first), and functions use it (SPIR-V
 /// spec 2.8: non-aggregate, non-pointer types must be unique).
 pub fn merge_function_types(m: &mut Module) {
-    let mut first: HashMap<Vec<u32>, u32> = HashMap::default();
-    let mut merged: HashMap<u32, u32> = HashMap::default();
-    for g in m.globals.iter().filter(|g| g.op == op::TYPE_FUNCTION) {
-        let keep = *first.entry(g.ops.to_vec()).or_insert(g.id);
-        if keep != g.id {
-            merged.insert(g.id, keep);
-        }
-    }
+    // A module declares a handful of function types: compared pairwise, without a map or a
+    // copy of each (this runs on every bindless and BDA rewrite).
+    let types: Vec<&Inst> = m.globals.iter().filter(|g| g.op == op::TYPE_FUNCTION).collect();
+    let merged: Vec<(u32, u32)> =
+        types.iter().enumerate().filter_map(|(n, t)| types[..n].iter().find(|u| u.ops == t.ops).map(|u| (t.id, u.id))).collect();
     if merged.is_empty() {
         return;
     }
-    m.globals.retain(|g| !merged.contains_key(&g.id));
+    m.globals.retain(|g| !merged.iter().any(|&(from, _)| from == g.id));
     for f in m.functions.iter_mut() {
-        if let Some(&keep) = f.def.ops.get(1).and_then(|t| merged.get(t)) {
+        if let Some(&(_, keep)) = merged.iter().find(|&&(from, _)| f.def.ops.get(1) == Some(&from)) {
             f.def.ops[1] = keep;
         }
     }
-    forget_ids(m, &merged.keys().copied().collect());
+    forget_ids(m, &merged.iter().map(|&(from, _)| from).collect());
 }
-
 
 /// Ids a global refers to: its type and every operand word that may name a global. The literal
 /// operands of the common types and constants are skipped; other literals may alias ids, which
