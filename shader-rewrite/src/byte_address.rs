@@ -21,7 +21,7 @@
 //!   types without Int16/Float16 arithmetic.
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::builder::{deco, sc, Builder, Emitter, ScalarVec, Vals};
+use crate::builder::{cap, deco, sc, Builder, Emitter, ScalarVec, Vals};
 use crate::ops;
 use crate::module::op;
 use crate::target::Target;
@@ -798,6 +798,8 @@ impl Backend {
                 merged[0]
             } else if shape.wide {
                 ctx.wide_from_raw(e, b, &merged)
+            } else if ctx.comp.float && ctx.comp.width == 16 && b.m.has_capability(cap::FLOAT16) {
+                ctx.halves_from_raw(e, b, &merged)
             } else {
                 let wide = ctx.wide_from_raw(e, b, &merged);
                 let to = b.t_vec(ctx.comp.comp_ty, n);
@@ -1239,6 +1241,29 @@ impl Ctx<'_> {
     fn convert(&self, e: &mut Emitter, b: &mut Builder, v: u32, to: u32) -> u32 {
         let opcode = if self.comp.float { op::F_CONVERT } else if self.comp.signed { op::S_CONVERT } else { op::U_CONVERT };
         e.op(b, opcode, to, ops![v])
+    }
+
+    /// Raw binary16 component values (low halves of u32s) → the f16 value(s) with exactly those
+    /// bits, where the module has Float16: each u32 bitcast to an f16vec2 (equal widths, SPIR-V
+    /// OpBitcast), its first component. A load moves bits; going through f32 (UnpackHalf2x16,
+    /// then OpFConvert) is exact for numbers but lets a driver change NaNs: NVIDIA's turns them
+    /// all into 0x7fff (seen on an H100, 2026-11-26), which a native load never does.
+    fn halves_from_raw(&self, e: &mut Emitter, b: &mut Builder, raw: &[u32]) -> u32 {
+        let h = self.comp.comp_ty;
+        let pair = b.t_vec(h, 2);
+        let comps: Vals = raw
+            .iter()
+            .map(|&r| {
+                let both = e.op(b, op::BITCAST, pair, ops![r]);
+                e.op(b, op::COMPOSITE_EXTRACT, h, ops![both, 0])
+            })
+            .collect();
+        if comps.len() == 1 {
+            comps[0]
+        } else {
+            let ty = b.t_vec(h, comps.len() as u32);
+            e.op(b, op::COMPOSITE_CONSTRUCT, ty, &comps[..])
+        }
     }
 
     /// Raw 8/16-bit component values (low bits of u32s) → the 32-bit twin holding them.

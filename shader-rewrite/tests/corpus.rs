@@ -33,3 +33,20 @@ fn corpus_rewrites_and_validates_on_all_targets() {
         }
     }
 }
+
+/// An f16 loaded from a word view of a module with Float16 is made from its bits (the word
+/// bitcast to an f16vec2, its first component), not through f32 (UnpackHalf2x16 and
+/// OpFConvert): exact for numbers either way, but NVIDIA's driver turns every NaN that goes
+/// through f32 into 0x7fff (the conformance matrix on an H100, 2026-11-26), which a native load
+/// never does.
+#[test]
+fn half_loads_keep_their_bits() {
+    let (_, text) = corpus().into_iter().find(|(n, _)| n.starts_with("structured-half1")).expect("structured-half1");
+    assert!(text.contains("OpCapability Float16"));
+    for target in [Target::all(), Target::core()] {
+        let options = Options { target, ..Options::default() };
+        let (words, _) = common::rewrite_valid(&text, "vulkan1.1", &options);
+        let dis = common::disassemble(&words);
+        assert!(dis.contains("OpBitcast") && !dis.contains("UnpackHalf2x16"), "{target:?}:\n{dis}");
+    }
+}
