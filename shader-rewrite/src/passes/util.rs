@@ -203,6 +203,17 @@ pub fn merge_function_types(m: &mut Module) {
     forget_ids(m, &merged.iter().map(|&(from, _)| from).collect());
 }
 
+/// Takes the ids `gone` accepts out of the entry points' interfaces.
+pub fn remove_from_interfaces(m: &mut Module, gone: impl Fn(u32) -> bool) {
+    for ep in &mut m.entry_points {
+        let start = crate::module::interface_start(&ep.ops);
+        if ep.ops[start..].iter().any(|&id| gone(id)) {
+            let kept: crate::module::Ops = ep.ops[..start].iter().copied().chain(ep.ops[start..].iter().copied().filter(|&id| !gone(id))).collect();
+            ep.ops = kept;
+        }
+    }
+}
+
 /// Ids a global refers to: its type and every operand word that may name a global. The literal
 /// operands of the common types and constants are skipped; other literals may alias ids, which
 /// only keeps more alive, never breaks order.
@@ -305,13 +316,7 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: impl Fn(&Inst) -> bool
     if dead.is_empty() {
         return;
     }
-    for ep in &mut m.entry_points {
-        let start = crate::module::interface_start(&ep.ops);
-        if ep.ops[start..].iter().any(|id| dead.contains(id)) {
-            let kept: Vec<u32> = ep.ops[..start].iter().copied().chain(ep.ops[start..].iter().copied().filter(|id| !dead.contains(id))).collect();
-            ep.ops = kept.into();
-        }
-    }
+    remove_from_interfaces(m, |id| dead.contains(&id));
     m.globals.retain(|g| !dead.contains(&g.id));
     forget_ids(m, &dead);
 }

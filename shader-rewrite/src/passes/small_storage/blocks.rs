@@ -230,25 +230,16 @@ pub(super) fn lower(
     let exact: HashSet<u32> = cx.splitter.exact.drain(..).collect();
     let b = cx.b;
     b.m.globals.retain(|g| !removed.contains(&g.id));
-    for ep in b.m.entry_points.iter_mut() {
-        let name_end = 2 + name_words(ep);
-        let kept: crate::module::Ops = ep.ops.iter().enumerate().filter(|(i, id)| *i < name_end || !removed.contains(id)).map(|(_, id)| *id).collect();
-        ep.ops = kept;
-    }
+    remove_from_interfaces(b.m, |id| removed.contains(&id));
     forget_ids(b.m, &removed);
     stats.atomic_subword_stores += backend.atomic_subword_stores;
     let alias_vars = roots.values().flat_map(|r| r.vars.iter().copied()).collect();
     Ok(Lowered { exact, alias_vars })
 }
 
-/// Words of an OpEntryPoint's name literal (after the execution model and function).
-fn name_words(ep: &Inst) -> usize {
-    ep.ops.get(2..).and_then(|w| w.iter().position(|w| w >> 24 == 0)).map_or(0, |p| p + 1)
-}
-
 /// The interface ids of an OpEntryPoint.
 pub(super) fn interface_ids(ep: &Inst) -> &[u32] {
-    ep.ops.get(2 + name_words(ep)..).unwrap_or(&[])
+    &ep.ops[crate::module::interface_start(&ep.ops)..]
 }
 
 fn var_name(m: &Module, id: u32) -> Option<String> {

@@ -21,7 +21,7 @@ use crate::stats::Stats;
 use crate::target::{Options, SmallStorage};
 
 use super::layout::Layouts;
-use super::util::{forget_ids, pointer_operands, sweep_dead_globals, without_aligned};
+use super::util::{forget_ids, pointer_operands, remove_from_interfaces, sweep_dead_globals, without_aligned};
 
 mod blocks;
 mod io;
@@ -109,36 +109,15 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     // The lowering's copies and repeats, and its u32 offset arithmetic of constants.
     let folded = super::tidy::tidy(m, super::tidy::Options { first_new, constants: true });
     forget_ids(m, &folded);
-    if drop_unused_variables(m, &blocks.alias_vars, stats) || !folded.is_empty() || lowered_any {
-        sweep_dead_globals(m, |_| false);
+    // Alias views no access uses go too (taken out of the interfaces with them).
+    if lowered_any || !folded.is_empty() {
+        let is_alias = |g: &Inst| g.op == op::VARIABLE && blocks.alias_vars.contains(&g.id);
+        let aliases = |m: &Module| m.globals.iter().filter(|g| is_alias(g)).count() as u32;
+        let before = aliases(m);
+        sweep_dead_globals(m, is_alias);
+        stats.alias_variables -= before - aliases(m);
     }
     Ok(())
-}
-
-/// Removes the variables of `vars` (alias views the lowering declared) that no instruction
-/// uses, from the globals and the entry points' interfaces. True when one was removed.
-fn drop_unused_variables(m: &mut Module, vars: &[u32], stats: &mut Stats) -> bool {
-    if vars.is_empty() {
-        return false;
-    }
-    let mut unused: HashSet<u32> = vars.iter().copied().collect();
-    for inst in m.functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
-        for w in inst.ops.iter() {
-            unused.remove(w);
-        }
-    }
-    if unused.is_empty() {
-        return false;
-    }
-    m.globals.retain(|g| !unused.contains(&g.id));
-    for ep in m.entry_points.iter_mut() {
-        let name_end = ep.ops.len() - blocks::interface_ids(ep).len();
-        let kept: crate::module::Ops = ep.ops.iter().enumerate().filter(|(i, id)| *i < name_end || !unused.contains(id)).map(|(_, id)| *id).collect();
-        ep.ops = kept;
-    }
-    stats.alias_variables -= unused.len() as u32;
-    forget_ids(m, &unused);
-    true
 }
 
 /// A PhysicalStorageBuffer pointer type whose pointee holds a scalar of one of `widths`. This
