@@ -29,6 +29,7 @@ use crate::ops;
 
 use super::fold_int::{fold_int, folds, Folded, OP_NOT};
 use super::physical_storage_buffer::cfg::Cfg;
+use super::util::may_name_ids;
 
 /// What a caller asks of the pass beyond its clean-ups.
 #[derive(Clone, Copy, Default)]
@@ -45,9 +46,6 @@ pub(crate) struct Options {
 
 const OP_SHIFT_RIGHT_ARITHMETIC: u32 = 195;
 const OP_U_LESS_THAN_EQUAL: u32 = 178;
-
-/// Memory operand bits whose operands are literals: Volatile, Aligned, Nontemporal.
-const LITERAL_MEMORY_OPERANDS: u32 = 0x1 | 0x2 | 0x4;
 
 /// Pure opcodes this pass may merge and remove.
 fn pure(opcode: u32) -> bool {
@@ -259,25 +257,6 @@ impl Cx {
         }
     }
 
-    /// The words of `inst` that may name an id: all but those certainly literals (a
-    /// GLSL.std.450 instruction number, composite indices, literal memory operands).
-    fn may_name_ids<'i>(&self, inst: &'i Inst) -> &'i [u32] {
-        let w = &inst.ops[..];
-        match inst.op {
-            op::EXT_INST if self.glsl(inst) => w.get(2..).unwrap_or(&[]),
-            op::COMPOSITE_EXTRACT | op::COMPOSITE_INSERT | op::VECTOR_SHUFFLE => &w[..leading_id_operands(inst.op).min(w.len())],
-            op::LOAD | op::STORE => {
-                let lead = leading_id_operands(inst.op).min(w.len());
-                if w.get(lead).is_none_or(|m| m & !LITERAL_MEMORY_OPERANDS == 0) {
-                    &w[..lead]
-                } else {
-                    w
-                }
-            }
-            _ => w,
-        }
-    }
-
     /// Tidies `f` (`last`: no function follows to need `s` clean).
     fn function(&mut self, f: &mut Function, last: bool, b: &mut Option<Builder>, s: &mut [Slot], gone: &mut HashSet<u32>) {
         let resolve = |s: &[Slot], mut id: u32| {
@@ -434,7 +413,7 @@ impl Cx {
             }
         }
         // Replaced instructions and pure ones nothing uses, their operands' uses dropped in turn.
-        for w in f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| self.may_name_ids(i)) {
+        for w in f.blocks.iter().flat_map(|b| b.insts.iter()).flat_map(may_name_ids) {
             if let Some(u) = s.get_mut(*w as usize) {
                 u.uses += 1;
             }
@@ -448,7 +427,7 @@ impl Cx {
             }
             s[id as usize].def_at.0 = 0;
             dead.push(id);
-            for &w in self.may_name_ids(&f.blocks[k as usize - 1].insts[n as usize]) {
+            for &w in may_name_ids(&f.blocks[k as usize - 1].insts[n as usize]) {
                 if let Some(u) = s.get_mut(w as usize) {
                     u.uses -= 1;
                     if u.uses == 0 && u.def_at.0 != 0 {

@@ -3,7 +3,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::module::{op, Function, Inst, Module};
+use crate::module::{leading_id_operands, op, Function, Inst, Module};
 
 /// A map kept as a list of pairs: for the few entries a pass tracks, a linear search costs
 /// less than hashing, and its code is the same small loop for every key type (less code to
@@ -203,6 +203,30 @@ pub fn merge_function_types(m: &mut Module) {
     forget_ids(m, &merged.iter().map(|&(from, _)| from).collect());
 }
 
+/// Memory operand bits whose operands are literals: Volatile, Aligned, Nontemporal.
+const LITERAL_MEMORY_OPERANDS: u32 = 0x1 | 0x2 | 0x4;
+
+/// The operand words of a function's instruction that may name an id: all but those certainly
+/// literals (an OpExtInst's set, an import, and its instruction number; composite indices;
+/// literal memory operands of OpLoad/OpStore). Other words are counted whatever they are: a
+/// caller that counts a literal as a use only keeps something alive.
+pub fn may_name_ids(inst: &Inst) -> &[u32] {
+    let w = &inst.ops[..];
+    match inst.op {
+        op::EXT_INST => w.get(2..).unwrap_or(&[]),
+        op::COMPOSITE_EXTRACT | op::COMPOSITE_INSERT | op::VECTOR_SHUFFLE => &w[..leading_id_operands(inst.op).min(w.len())],
+        op::LOAD | op::STORE => {
+            let lead = leading_id_operands(inst.op).min(w.len());
+            if w.get(lead).is_none_or(|m| m & !LITERAL_MEMORY_OPERANDS == 0) {
+                &w[..lead]
+            } else {
+                w
+            }
+        }
+        _ => w,
+    }
+}
+
 /// Takes the ids `gone` accepts out of the entry points' interfaces.
 pub fn remove_from_interfaces(m: &mut Module, gone: impl Fn(u32) -> bool) {
     for ep in &mut m.entry_points {
@@ -258,16 +282,9 @@ pub fn sweep_dead_globals(m: &mut Module, also_removable: impl Fn(&Inst) -> bool
     };
     for f in &m.functions {
         for i in std::iter::once(&f.def).chain(f.params.iter()).chain(f.blocks.iter().flat_map(|b| b.insts.iter())) {
-            // Literal operands of the common instructions are skipped (an OpExtInst's
-            // instruction number, composite indices), so a type whose id equals one is not kept.
-            let literals = match i.op {
-                op::EXT_INST => 1..2,
-                op::COMPOSITE_EXTRACT => 1..i.ops.len(),
-                op::COMPOSITE_INSERT | op::VECTOR_SHUFFLE => 2..i.ops.len(),
-                _ => 0..0,
-            };
-            for (k, &r) in std::iter::once(&i.ty).chain(i.ops.iter()).enumerate() {
-                if r != 0 && (k == 0 || !literals.contains(&(k - 1))) {
+            // Certain literals are skipped, so a type whose id equals one is not kept.
+            for &r in std::iter::once(&i.ty).chain(may_name_ids(i)) {
+                if r != 0 {
                     mark(r, &mut work);
                 }
             }
