@@ -12,15 +12,7 @@ use super::fold::Folder;
 /// helpers (theirs and their bodies') and, per caller, the helpers it inlined.
 pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>, helpers: &HashSet<u32>) -> (HashSet<u32>, Vec<(u32, u32)>) {
     let mut inlined = vec![];
-    let mut calls: HashMap<u32, u32> = HashMap::default();
-    for i in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL) {
-        *calls.entry(i.ops[0]).or_default() += 1;
-    }
-    let bodies: HashMap<u32, Function> = functions
-        .iter()
-        .filter(|f| helpers.contains(&f.def.id) && f.blocks.len() == 1 && calls.get(&f.def.id) == Some(&1))
-        .map(|f| (f.def.id, f.clone()))
-        .collect();
+    let bodies = called_once(functions, helpers, |f| f.blocks.len() == 1);
     if bodies.is_empty() {
         return (HashSet::default(), inlined);
     }
@@ -37,6 +29,7 @@ pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>
                 };
                 inlined.push((f.def.id, inst.ops[0]));
                 let mut map: HashMap<u32, u32> = h.params.iter().map(|p| p.id).zip(inst.ops[1..].iter().copied()).collect();
+                fresh_results(b, h, &mut map);
                 for body in &h.blocks[0].insts {
                     if matches!(body.op, op::RETURN | op::RETURN_VALUE) {
                         if body.op == op::RETURN_VALUE {
@@ -45,21 +38,7 @@ pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>
                         }
                         continue;
                     }
-                    let mut c = body.clone();
-                    for o in c.ops.iter_mut() {
-                        if let Some(&m) = map.get(o) {
-                            *o = m;
-                        }
-                    }
-                    if c.id != 0 {
-                        let fresh = b.id();
-                        if b.has_decoration(c.id, deco::NON_UNIFORM) {
-                            b.decorate(fresh, deco::NON_UNIFORM, &[]);
-                        }
-                        map.insert(c.id, fresh);
-                        c.id = fresh;
-                    }
-                    out.push(c);
+                    out.push(renamed(&map, body));
                 }
             }
             blk.insts = out;
@@ -81,16 +60,9 @@ pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>
 /// ([`split_loop_header`]). Returns what [`inline_single_calls`] does.
 pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec<Function>, helpers: &HashSet<u32>) -> (HashSet<u32>, Vec<(u32, u32)>) {
     let mut inlined = vec![];
-    let mut calls: HashMap<u32, u32> = HashMap::default();
-    for i in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL) {
-        *calls.entry(i.ops[0]).or_default() += 1;
-    }
-    let returns = |f: &Function| f.blocks.iter().filter(|blk| blk.insts.last().is_some_and(|t| matches!(t.op, op::RETURN | op::RETURN_VALUE))).count();
-    let bodies: HashMap<u32, Function> = functions
-        .iter()
-        .filter(|f| helpers.contains(&f.def.id) && f.blocks.len() > 1 && calls.get(&f.def.id) == Some(&1) && returns(f) == 1 && f.blocks.last().is_some_and(|blk| blk.insts.last().is_some_and(|t| matches!(t.op, op::RETURN | op::RETURN_VALUE))))
-        .map(|f| (f.def.id, f.clone()))
-        .collect();
+    let returns = |blk: &Block| blk.insts.last().is_some_and(|t| matches!(t.op, op::RETURN | op::RETURN_VALUE));
+    // One return, in the last block.
+    let bodies = called_once(functions, helpers, |f| f.blocks.len() > 1 && f.blocks.iter().filter(|blk| returns(blk)).count() == 1 && f.blocks.last().is_some_and(returns));
     if bodies.is_empty() {
         return (HashSet::default(), inlined);
     }
@@ -121,33 +93,13 @@ pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec
             for hb in &h.blocks[1..] {
                 map.insert(hb.label, b.id());
             }
-            for i in h.blocks.iter().flat_map(|hb| hb.insts.iter()).filter(|i| i.id != 0) {
-                let fresh = b.id();
-                if b.has_decoration(i.id, deco::NON_UNIFORM) {
-                    b.decorate(fresh, deco::NON_UNIFORM, &[]);
-                }
-                map.insert(i.id, fresh);
-            }
-            let renamed = |i: &Inst| {
-                let mut c = i.clone();
-                // Every operand word: the helpers' bodies hold no literal equal to one of their ids
-                // but constants' ids (globals, never in the map).
-                for o in c.ops.iter_mut() {
-                    if let Some(&m) = map.get(o) {
-                        *o = m;
-                    }
-                }
-                if c.id != 0 {
-                    c.id = map[&i.id];
-                }
-                c
-            };
+            fresh_results(b, h, &mut map);
             let mut rest = f.blocks[k].insts.split_off(at);
             rest.remove(0); // the call
             let last_label = map[&h.blocks.last().expect("blocks").label];
             let mut new_blocks: Vec<Block> = vec![];
             for (n, hb) in h.blocks.iter().enumerate() {
-                let mut insts: Vec<Inst> = hb.insts.iter().map(&renamed).collect();
+                let mut insts: Vec<Inst> = hb.insts.iter().map(|i| renamed(&map, i)).collect();
                 if n + 1 == h.blocks.len() {
                     let ret = insts.pop().expect("a return");
                     if ret.op == op::RETURN_VALUE {
@@ -229,6 +181,43 @@ fn repoint_phis(f: &mut Function, succs: &HashSet<u32>, old: u32, new: u32) {
             }
         }
     }
+}
+
+/// The `helpers` called exactly once in `functions` whose body `fits`, cloned, by id.
+fn called_once(functions: &[Function], helpers: &HashSet<u32>, fits: impl Fn(&Function) -> bool) -> HashMap<u32, Function> {
+    let mut calls: HashMap<u32, u32> = HashMap::default();
+    for i in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL) {
+        *calls.entry(i.ops[0]).or_default() += 1;
+    }
+    functions.iter().filter(|f| helpers.contains(&f.def.id) && calls.get(&f.def.id) == Some(&1) && fits(f)).map(|f| (f.def.id, f.clone())).collect()
+}
+
+/// Fresh ids for the results of helper `h`'s body, in its order, into `map` (NonUniform
+/// decorations copied to them).
+fn fresh_results(b: &mut Builder, h: &Function, map: &mut HashMap<u32, u32>) {
+    for i in h.blocks.iter().flat_map(|hb| hb.insts.iter()).filter(|i| i.id != 0) {
+        let fresh = b.id();
+        if b.has_decoration(i.id, deco::NON_UNIFORM) {
+            b.decorate(fresh, deco::NON_UNIFORM, &[]);
+        }
+        map.insert(i.id, fresh);
+    }
+}
+
+/// A copy of body instruction `i` with its result and every operand word renamed by `map`:
+/// the helpers' bodies hold no literal equal to one of their ids but constants' ids (globals,
+/// never in the map).
+fn renamed(map: &HashMap<u32, u32>, i: &Inst) -> Inst {
+    let mut c = i.clone();
+    for o in c.ops.iter_mut() {
+        if let Some(&m) = map.get(o) {
+            *o = m;
+        }
+    }
+    if c.id != 0 {
+        c.id = map[&i.id];
+    }
+    c
 }
 
 /// Removes the inlined `bodies` no call names any more; returns their ids and their bodies'
