@@ -71,6 +71,8 @@ pub unsafe fn supported(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Phys
         int16: f2.features.shader_int16 != 0,
         int64: f2.features.shader_int64 != 0,
         nonuniform_array_length_broken: false, // a driver quirk, decided in device.rs
+        // Turned on by the descriptor table for its users only (tables/robustness2.rs).
+        robust_buffer_access2: false,
     }
 }
 
@@ -236,16 +238,25 @@ pub unsafe fn enable_device_scope(inst: &InstanceData, pd: vk::PhysicalDevice, c
 pub unsafe fn enabled_target(head: *const c_void, enabled: *const vk::PhysicalDeviceFeatures) -> Target {
     let mut t = Target::core();
     let on = |b: vk::Bool32| b != vk::FALSE;
+    // robustBufferAccess2 counts with robustBufferAccess (which it requires) and without
+    // pipelineRobustness (a pipeline could opt out of it).
+    let (mut rba, mut rba2, mut pipeline_robustness) = (false, false, false);
     if let Some(f) = enabled.as_ref() {
         t.int16 |= on(f.shader_int16);
         t.int64 |= on(f.shader_int64);
+        rba |= on(f.robust_buffer_access);
     }
     for n in pnext::walk(head) {
+        pipeline_robustness |= enables_pipeline_robustness(n);
         match (*n).s_type {
             S::PHYSICAL_DEVICE_FEATURES_2 => {
                 let f = &(*(n as *const vk::PhysicalDeviceFeatures2)).features;
                 t.int16 |= on(f.shader_int16);
                 t.int64 |= on(f.shader_int64);
+                rba |= on(f.robust_buffer_access);
+            }
+            S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT => {
+                rba2 |= on((*(n as *const vk::PhysicalDeviceRobustness2FeaturesEXT)).robust_buffer_access2);
             }
             S::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES => {
                 let f = &*(n as *const vk::PhysicalDeviceVulkan11Features);
@@ -280,7 +291,34 @@ pub unsafe fn enabled_target(head: *const c_void, enabled: *const vk::PhysicalDe
             _ => {}
         }
     }
+    t.robust_buffer_access2 = rba && rba2 && !pipeline_robustness;
     t
+}
+
+/// `VkPhysicalDeviceVulkan14Features` (not in ash 0.38): its sType, and the byte offset of
+/// `pipelineRobustness` (after sType, pNext and 18 VkBool32 members).
+const VULKAN_1_4_FEATURES: S = S::from_raw(55);
+const V14_PIPELINE_ROBUSTNESS: usize = 16 + 18 * 4;
+
+/// Does this node of a VkDeviceCreateInfo chain enable `pipelineRobustness`
+/// (VK_EXT_pipeline_robustness, core in Vulkan 1.4)?
+///
+/// # Safety
+/// `n` is a valid structure of the sType it names.
+unsafe fn enables_pipeline_robustness(n: *const vk::BaseInStructure) -> bool {
+    match (*n).s_type {
+        S::PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT => (*(n as *const vk::PhysicalDevicePipelineRobustnessFeaturesEXT)).pipeline_robustness != vk::FALSE,
+        VULKAN_1_4_FEATURES => *((n as *const u8).add(V14_PIPELINE_ROBUSTNESS) as *const vk::Bool32) != vk::FALSE,
+        _ => false,
+    }
+}
+
+/// Does the create info being edited enable `pipelineRobustness`?
+///
+/// # Safety
+/// `chain` is a copy of a valid VkDeviceCreateInfo chain.
+pub unsafe fn chain_enables_pipeline_robustness(chain: &Chain) -> bool {
+    chain.copied_nodes().any(|n| enables_pipeline_robustness(n)) || pnext::walk(chain.tail()).any(|n| enables_pipeline_robustness(n))
 }
 
 #[cfg(test)]

@@ -215,6 +215,11 @@ impl Chain {
             .collect()
     }
 
+    /// The copied nodes, read-only, in order.
+    pub fn copied_nodes(&self) -> impl Iterator<Item = *const vk::BaseInStructure<'static>> + '_ {
+        self.nodes().map(|n| n.buf.as_ptr() as *const vk::BaseInStructure<'static>)
+    }
+
     /// The copied (editable) nodes, in order.
     pub fn nodes_mut(&mut self) -> impl Iterator<Item = *mut vk::BaseOutStructure<'static>> + '_ {
         self.entries.iter_mut().filter_map(Entry::copied).map(Node::base)

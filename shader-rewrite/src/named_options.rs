@@ -151,6 +151,11 @@ pub const NAMED_OPTIONS: &[NamedOption] = &[
         nonuniform_array_length_broken,
         "target returns one OpArrayLength per subgroup for non-uniform descriptor indices (lavapipe)"
     ),
+    target_bool!(
+        "robust_buffer_access2",
+        robust_buffer_access2,
+        "target has robustBufferAccess2 enabled (and no pipeline robustness): lowered buffer-device-address accesses leave their bounds checks to the driver"
+    ),
     NamedOption {
         name: "emulate_raw_access_chains",
         kind: Kind::Bool,

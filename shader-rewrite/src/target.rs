@@ -31,6 +31,12 @@ pub struct Target {
     /// "waterfall" loop (broadcast-first index → uniform OpArrayLength), which needs subgroup
     /// ballot support in every shader stage.
     pub nonuniform_array_length_broken: bool,
+    /// robustBufferAccess2 (VK_EXT_robustness2 / VK_KHR_robustness2) is enabled, and nothing
+    /// opts a pipeline out of it (VK_EXT_pipeline_robustness is not enabled): every storage-buffer
+    /// access is checked by the driver against its descriptor's range — loads outside return
+    /// zero, stores and atomics outside do not modify memory. The buffer-device-address lowering
+    /// then leaves the bounds checks to the driver (no length query, no comparison, no select).
+    pub robust_buffer_access2: bool,
 }
 
 impl Target {
@@ -48,6 +54,7 @@ impl Target {
             int16: true,
             int64: true,
             nonuniform_array_length_broken: false,
+            robust_buffer_access2: true,
         }
     }
     /// Only what Vulkan 1.0 guarantees.
@@ -64,6 +71,7 @@ impl Target {
             int16: false,
             int64: false,
             nonuniform_array_length_broken: false,
+            robust_buffer_access2: false,
         }
     }
 }

@@ -10,9 +10,17 @@ use shader_rewrite::{rewrite, Options, RewriteError, Stats, Target};
 const ENV: &str = "vulkan1.2";
 const TABLE: BdaTable = BdaTable { set: 3, binding: 7, count: 4096 };
 
-/// Options with the table, for a target with or without Int64.
+/// Options with the table, for a target with or without Int64, whose lowering checks bounds
+/// itself (no robustBufferAccess2: the shapes most tests here look at).
 fn options(int64: bool) -> Options {
-    Options { target: Target { int64, ..Target::all() }, bda: Some(TABLE), ..Options::default() }
+    Options { target: Target { int64, robust_buffer_access2: false, ..Target::all() }, bda: Some(TABLE), ..Options::default() }
+}
+
+/// [`options`] on a target with robustBufferAccess2 on: the driver checks bounds.
+fn robust_options(int64: bool) -> Options {
+    let mut o = options(int64);
+    o.target.robust_buffer_access2 = true;
+    o
 }
 
 /// The start of `%main`: `%x` = the address in the push constants.
@@ -57,9 +65,10 @@ fn lower_for(text: &str, int64s: &[bool]) -> (String, Stats) {
     lower_in(text, ENV, int64s)
 }
 
-/// [`lower_for`] in Vulkan environment `env`.
+/// [`lower_for`] in Vulkan environment `env`; the lowering that leaves bounds to the driver is
+/// checked too (after the one returned).
 fn lower_in(text: &str, env: &str, int64s: &[bool]) -> (String, Stats) {
-    let options: Vec<Options> = int64s.iter().map(|&int64| options(int64)).collect();
+    let options: Vec<Options> = int64s.iter().map(|&int64| options(int64)).chain(int64s.iter().map(|&int64| robust_options(int64))).collect();
     lower_with(text, env, &options)
 }
 
@@ -79,6 +88,10 @@ fn lower_with(text: &str, env: &str, options: &[Options]) -> (String, Stats) {
         }
         assert!(dis.contains("OpMemoryModel Logical"), "{dis}");
         assert_unique_pointer_types(&dis, &format!("{o:?}"));
+        if o.target.robust_buffer_access2 {
+            // The driver checks bounds: no length taken, no waterfall loop.
+            assert!(!dis.contains("OpArrayLength") && !dis.contains("OpGroupNonUniform"), "bounds checked with robustBufferAccess2 on:\n{dis}");
+        }
         if dis.contains("OpArrayLength") {
             assert!(dis.contains("DescriptorSet 3") && dis.contains("Binding 7"), "table not on its set/binding:\n{dis}");
             assert!(dis.contains("NonUniform"), "table indexed without NonUniform:\n{dis}");
@@ -274,6 +287,38 @@ fn atomic_in_a_selection_header_is_inlined() {
     assert_eq!(stats.physical_atomics, 1, "{stats:?}");
     assert_eq!(dis.matches("OpFunction ").count(), 1, "{dis}");
     assert_eq!(dis.matches("OpSelectionMerge").count(), 2, "{dis}");
+}
+
+/// With robustBufferAccess2 on (Target::robust_buffer_access2) the driver checks every access
+/// against its descriptor's range: the record is (slot, offset), no length is taken (not even
+/// under the array-length quirk), atomics do not branch around, and the module is smaller. A
+/// debug poison byte needs the lowering's own checks back.
+#[test]
+fn robust_buffer_access2_leaves_bounds_to_the_driver() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/physical-storage-buffer/linked-list.spvasm");
+    let words = assemble(&std::fs::read_to_string(&path).unwrap(), "vulkan1.1");
+    for int64 in [true, false] {
+        let mut robust = robust_options(int64);
+        robust.target.nonuniform_array_length_broken = true;
+        let mut checked = robust.clone();
+        checked.target.robust_buffer_access2 = false;
+        let out = rewrite(&words, &robust).unwrap_or_else(|e| panic!("{e}"));
+        let dis = disassemble(&out.words);
+        validate(&out.words, "vulkan1.1").unwrap_or_else(|e| panic!("{e}\n{dis}"));
+        for absent in ["OpArrayLength", "OpGroupNonUniform", "%v3uint"] {
+            assert!(!dis.contains(absent), "{absent} with robustBufferAccess2:\n{dis}");
+        }
+        assert!(dis.contains("NonUniform") && dis.contains("DescriptorSet 3"), "{dis}");
+        let with_checks = rewrite(&words, &checked).unwrap();
+        assert!(disassemble(&with_checks.words).contains("OpArrayLength"));
+        assert!(out.words.len() + 100 < with_checks.words.len(), "{} words against {} with the lowering's checks", out.words.len(), with_checks.words.len());
+        let poisoned = rewrite(&words, &Options { oob_poison: Some(0xab), ..robust.clone() }).unwrap();
+        assert!(disassemble(&poisoned.words).contains("OpArrayLength"), "the poison byte needs the lowering's own checks");
+    }
+    // An atomic: done unconditionally (an atomic outside the range modifies nothing).
+    let body = format!("%pu = OpTypePointer PhysicalStorageBuffer %uint\n{MAIN_X}%p = OpConvertUToPtr %pu %x\n%old = OpAtomicIAdd %uint %p %u1 %u0 %u1\nOpReturn\nOpFunctionEnd\n");
+    let (dis, _) = lower_with(&module(&[], "", &body), ENV, &[robust_options(true), robust_options(false)]);
+    assert!(dis.contains("OpAtomicIAdd") && !dis.contains("OpBranchConditional") && !dis.contains("OpArrayLength"), "{dis}");
 }
 
 /// Pointers through function parameters and results, OpSelect and OpPhi.

@@ -77,12 +77,14 @@ pub fn table_room(wanted: &[Indexing], f: &vk::PhysicalDeviceDescriptorIndexingF
     Ok(())
 }
 
-/// One core dynamic-indexing bit.
+/// One core feature bit (the dynamic-indexing ones, and `robustBufferAccess` for
+/// robustBufferAccess2, tables/robustness2.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Core {
     SampledImageDynamic,
     StorageImageDynamic,
     StorageBufferDynamic,
+    RobustBufferAccess,
 }
 
 impl Core {
@@ -91,6 +93,7 @@ impl Core {
             Core::SampledImageDynamic => "shaderSampledImageArrayDynamicIndexing",
             Core::StorageImageDynamic => "shaderStorageImageArrayDynamicIndexing",
             Core::StorageBufferDynamic => "shaderStorageBufferArrayDynamicIndexing",
+            Core::RobustBufferAccess => "robustBufferAccess",
         }
     }
     fn bit(self, f: &mut vk::PhysicalDeviceFeatures) -> &mut vk::Bool32 {
@@ -98,6 +101,7 @@ impl Core {
             Core::SampledImageDynamic => &mut f.shader_sampled_image_array_dynamic_indexing,
             Core::StorageImageDynamic => &mut f.shader_storage_image_array_dynamic_indexing,
             Core::StorageBufferDynamic => &mut f.shader_storage_buffer_array_dynamic_indexing,
+            Core::RobustBufferAccess => &mut f.robust_buffer_access,
         }
     }
 }
@@ -137,15 +141,27 @@ pub unsafe fn enable(
     } else {
         return Err("needs Vulkan 1.2 or VK_EXT_descriptor_indexing enabled by the application".into());
     }
+    added.extend(enable_core(chain, enabled_features, core));
+    Ok(added)
+}
+
+/// Turns on `core` (bits the device supports) in a copied `VkDeviceCreateInfo`: in
+/// `VkPhysicalDeviceFeatures2` when chained, else in `pEnabledFeatures`. Returns the names newly
+/// enabled.
+///
+/// # Safety
+/// `chain` is a copy of a valid VkDeviceCreateInfo chain.
+pub unsafe fn enable_core(chain: &mut Chain, enabled_features: &mut Option<vk::PhysicalDeviceFeatures>, core: &[Core]) -> Vec<&'static str> {
+    let mut added = Vec::new();
     let core_on = |f: &mut vk::PhysicalDeviceFeatures, added: &mut Vec<&'static str>| {
         core.iter().for_each(|b| turn_on(b.bit(f), b.name(), added));
     };
-    if let Some(f2) = chain.find_mut::<vk::PhysicalDeviceFeatures2>(S::PHYSICAL_DEVICE_FEATURES_2) {
+    if let Some(f2) = chain.find_mut::<vk::PhysicalDeviceFeatures2>(vk::StructureType::PHYSICAL_DEVICE_FEATURES_2) {
         core_on(&mut f2.features, &mut added);
-    } else if !chain.tail_contains(S::PHYSICAL_DEVICE_FEATURES_2) {
+    } else if !chain.tail_contains(vk::StructureType::PHYSICAL_DEVICE_FEATURES_2) {
         core_on(enabled_features.get_or_insert_with(vk::PhysicalDeviceFeatures::default), &mut added);
     }
-    Ok(added)
+    added
 }
 
 #[cfg(test)]

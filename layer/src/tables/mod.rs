@@ -34,7 +34,7 @@ pub mod device_query;
 pub mod features;
 pub mod filler_buffer;
 pub mod layouts;
-pub mod null_descriptor;
+pub mod robustness2;
 pub mod pipelines;
 pub mod shader_objects;
 pub mod slot_space;
@@ -161,7 +161,7 @@ impl TableDevice {
     /// # Safety
     /// `device` is live and `gdpa` is its next GetDeviceProcAddr.
     /// `free`: what fills free slots ([`table::FreeSlots::Null`]: the device was created with
-    /// `nullDescriptor` enabled, [`null_descriptor::enable`]).
+    /// `nullDescriptor` enabled, [`robustness2::enable`]).
     pub unsafe fn create(
         device: vk::Device,
         gdpa: vk::PFN_vkGetDeviceProcAddr,

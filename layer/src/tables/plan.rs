@@ -1,10 +1,12 @@
 //! The table's part of vkCreateDevice: users join while their emulations decide; the table then
-//! turns on the features its users need and `nullDescriptor` (else it fills free slots with a
-//! layer-owned buffer, `filler_buffer.rs`), and is created after the device,
-//! before its users set up (emulation.rs: services are set up first).
+//! turns on the features its users need, `nullDescriptor` (else it fills free slots with a
+//! layer-owned buffer, `filler_buffer.rs`) and, for users that leave storage-buffer bounds to
+//! the driver, `robustBufferAccess2` where the device has it (robustness2.rs), and is created
+//! after the device, before its users set up (emulation.rs: services are set up first).
 use super::budget::Limits;
 use super::table::FreeSlots;
-use super::{features, null_descriptor, TableConfig, TableDevice, TableUser};
+use super::robustness2::{self, Bits};
+use super::{features, TableConfig, TableDevice, TableUser};
 use crate::component::Components;
 use crate::dispatch::load_instance;
 use crate::emulation::{DeviceEdit, DevicePlan, NewDevice, PhysDev, Services};
@@ -33,6 +35,31 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// The robustness2 extension to enable robustBufferAccess2 with, when a user leaves
+    /// storage-buffer bounds to the driver and nothing stands in the way: the device supports it,
+    /// no debug poison byte is asked for (only the lowering's own checks can return it), and the
+    /// application did not enable pipelineRobustness (a pipeline could then opt out of it).
+    /// Otherwise the lowering checks bounds itself (device_features::enabled_target sees the
+    /// feature off); the reason is logged.
+    unsafe fn robust_buffers(&self, pd: &PhysDev, edit: &DeviceEdit, support: Option<&robustness2::Support>) -> Option<&'static std::ffi::CStr> {
+        let user = self.users.iter().find(|u| u.robust_buffers)?;
+        let why_not = match support {
+            _ if pd.inst.settings.debug_target == DebugTarget::Core => "debug_target=core",
+            _ if pd.inst.settings.debug_oob_poison.is_some() => "debug_oob_poison is set",
+            Some(s) if s.robust_buffer_access2 => {
+                if !crate::device_features::chain_enables_pipeline_robustness(&edit.chain) {
+                    return Some(s.extension);
+                }
+                "the application enables pipelineRobustness, so a pipeline may opt out of it"
+            }
+            _ => "the device lacks robustBufferAccess2",
+        };
+        log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{}': not enabling robustBufferAccess2 ({why_not}): {}'s lowered accesses check their bounds themselves", edit.device_name, user.name);
+        None
+    }
+}
+
 impl DevicePlan for Plan {
     fn emulated(&self) -> bool {
         false
@@ -51,17 +78,28 @@ impl DevicePlan for Plan {
         }
         // Null descriptors for the table's free slots (a garbage handle or address then reads
         // zero instead of an unwritten descriptor). debug_target=core: as on a Vulkan 1.0 device
-        // without them, to test the filler buffer.
-        let r = match pd.inst.settings.debug_target {
+        // without them, to test the filler buffer (and the lowering's own bounds checks).
+        let support = match pd.inst.settings.debug_target {
             DebugTarget::Core => Err("debug_target=core".to_string()),
-            DebugTarget::Device => null_descriptor::support(pd.inst, pd.pd, pd.info),
+            DebugTarget::Device => robustness2::support(pd.inst, pd.pd, pd.info),
         };
-        match r.and_then(|ext| null_descriptor::enable(&mut edit.chain, &mut edit.extensions, ext)) {
-            Ok(added) => {
-                self.free = Some(FreeSlots::Null);
-                let how = added.map_or(String::new(), |e| format!("{} ", e.to_str().unwrap_or("?")));
-                log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': enabling {how}(nullDescriptor) for the descriptor table's free slots");
+        let robust = self.robust_buffers(pd, edit, support.as_ref().ok());
+        let null = support.and_then(|s| if s.null_descriptor { Ok(s.extension) } else { Err(format!("{} lacks nullDescriptor", s.extension.to_str().unwrap_or("?"))) });
+        let bits = Bits { null_descriptor: null.is_ok(), robust_buffer_access2: robust.is_some() };
+        if let Some(ext) = robust.or(null.as_ref().ok().copied()) {
+            let added = robustness2::enable(&mut edit.chain, &mut edit.extensions, ext, bits)?;
+            let mut names: Vec<&str> = added.iter().map(|e| e.to_str().unwrap_or("?")).collect();
+            if bits.robust_buffer_access2 {
+                names.extend(features::enable_core(&mut edit.chain, &mut edit.enabled_features, &[features::Core::RobustBufferAccess]));
+                names.push("robustBufferAccess2 (the driver checks the bounds of the lowered buffer-device-address accesses)");
             }
+            if bits.null_descriptor {
+                names.push("nullDescriptor (the descriptor table's free slots)");
+            }
+            log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': enabling {}", names.join(", "));
+        }
+        match null {
+            Ok(_) => self.free = Some(FreeSlots::Null),
             Err(why) => {
                 let get: Option<vk::PFN_vkGetPhysicalDeviceMemoryProperties> = load_instance(pd.inst.next_gipa, pd.inst.instance, c"vkGetPhysicalDeviceMemoryProperties");
                 let get = get.ok_or("the next layer lacks vkGetPhysicalDeviceMemoryProperties")?;

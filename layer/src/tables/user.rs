@@ -14,6 +14,10 @@ pub struct TableUser {
     pub indexing: &'static [Indexing],
     /// Core dynamic-indexing features it uses (only those the device supports).
     pub core: Vec<Core>,
+    /// Its lowered shaders may leave storage-buffer bounds checks to the driver: the table turns
+    /// on robustBufferAccess2 where the device has it (tables/robustness2.rs), and the rewrite
+    /// sees it in `Target::robust_buffer_access2`.
+    pub robust_buffers: bool,
     /// Does a module with this scan use the user's arrays once rewritten?
     pub uses: fn(&ScanResult) -> bool,
 }

@@ -124,6 +124,7 @@ impl ExtensionEmulation for BufferDeviceAddress {
             arrays: vec![TableArray { binding: caps.table.binding, ty: vk::DescriptorType::STORAGE_BUFFER, count: caps.table.count }],
             indexing: &NEEDED_FEATURES,
             core: if caps.dynamic_indexing { vec![Core::StorageBufferDynamic] } else { Vec::new() },
+            robust_buffers: true,
             uses: |scan| scan.physical_storage_buffer,
         };
         crate::tables::join(services, caps.limits, user);

@@ -81,6 +81,7 @@ impl ExtensionEmulation for ImageViewHandle {
             arrays: arrays(&caps.table).to_vec(),
             indexing: &caps::NEEDED_FEATURES,
             core,
+            robust_buffers: false,
             uses: |scan| scan.bindless_texture,
         };
         crate::tables::join(services, caps.limits, user);

@@ -118,6 +118,10 @@ pub struct TargetArgs {
     /// (lavapipe): take such lengths in a subgroup loop
     #[arg(long, help_heading = "Target")]
     pub quirk_nonuniform_array_length: bool,
+    /// The target does not have robustBufferAccess2 enabled (or lets pipelines opt out of it):
+    /// lowered buffer-device-address accesses check their bounds themselves
+    #[arg(long = "no-robust-buffer-access2", help_heading = "Target")]
+    pub no_robust_buffer_access2: bool,
     /// Leave OpRawAccessChainNV alone
     #[arg(long, help_heading = "Lowering")]
     pub no_raw_access_chains: bool,
@@ -168,6 +172,7 @@ impl TargetArgs {
         t.storage_input_output_16 &= !(self.no_16bit_storage || self.no_16bit_io);
         t.int64 &= !self.no_int64;
         t.nonuniform_array_length_broken |= self.quirk_nonuniform_array_length;
+        t.robust_buffer_access2 &= !self.no_robust_buffer_access2;
         o.emulate_raw_access_chains = !self.no_raw_access_chains;
         let counts = self.bindless_counts.map(|[s, t, p]| [("bindless_sampled_images_count", s), ("bindless_storage_images_count", t), ("bindless_samplers_count", p)]);
         let named = [("oob_poison", self.oob_poison), ("bindless_set", self.bindless_set), ("bda_set", self.bda_set), ("bda_binding", self.bda_binding), ("bda_count", self.bda_count)]

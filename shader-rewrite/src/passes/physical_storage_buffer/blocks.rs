@@ -66,7 +66,7 @@ impl Cx<'_, '_> {
 
     /// `locate(a)`: the record of address `a`.
     fn call_locate(&mut self, e: &mut Emitter, a: u32, uniform: bool) -> Result<u32, RewriteError> {
-        let length = match (uniform, self.waterfall) {
+        let length = match (uniform || !self.h.checked, self.waterfall) {
             (true, _) => table::Length::Uniform,
             (false, true) => table::Length::Waterfall,
             (false, false) => table::Length::NonUniform,
@@ -74,7 +74,7 @@ impl Cx<'_, '_> {
         // The instruction named in errors (none can arise: locating splits no value).
         let named = Inst::new(op::LOAD, 0, 0, ops![a]);
         let f = self.h.get(self.b, helpers::Kind::Locate { length }, &named)?;
-        let rec_ty = Helpers::record_ty(self.b);
+        let rec_ty = self.h.record_ty(self.b);
         Ok(e.op(self.b, op::FUNCTION_CALL, rec_ty, ops![f, a]))
     }
 

@@ -6,14 +6,17 @@
 //!   outside the table, length 0 there) and its buffer's byte length (a plain OpArrayLength for
 //!   a dynamically uniform address, else NonUniform, or in a subgroup waterfall loop under the
 //!   array-length quirk). Called once per located pointer class ([`super::roots`]): the
-//!   *record* of the class.
+//!   *record* of the class. Where the driver checks bounds (`Target::robust_buffer_access2`,
+//!   no poison) the record is `uvec2(slot, offset)`: no length is taken.
 //! - `load(record, delta) -> T` / `store(record, delta, T)`: the value at byte `offset + delta`
 //!   of the record's buffer, split into scalar/vector leaves, each checked against the length
-//!   and branched around when outside (reads 0, writes dropped). T holds no 8/16-bit scalar
+//!   and branched around when outside (reads 0, writes dropped; or left to the driver's
+//!   robustBufferAccess2, which does the same per access). T holds no 8/16-bit scalar
 //!   (those are split in the caller; a helper takes or returns one such leaf's 32-bit twin, as
 //!   functions cannot carry 8/16-bit values with storage capabilities only).
 //! - `atomic(record, delta, values...)`: one atomic opcode with its scope and semantics
-//!   constants, done when the whole value lies inside the buffer (else nothing, result 0).
+//!   constants, done when the whole value lies inside the buffer (else nothing, result 0; under
+//!   the driver's robustBufferAccess2 an atomic outside modifies nothing either).
 //!
 //! Functions take and return only integers and values (no pointers: passing storage-buffer
 //! pointers would need VariablePointersStorageBuffer), and every driver inlines them.
@@ -52,6 +55,8 @@ pub(super) struct Helpers<'l> {
     layouts: &'l Layouts,
     /// SPIR-V < 1.4: OpSelect of vectors wants a vector condition.
     pub old_select: bool,
+    /// The lowering checks bounds itself (false: the driver's robustBufferAccess2 does).
+    pub checked: bool,
     made: HashMap<Kind, u32>,
     /// Access helpers of 32/64-bit scalars and vectors by (store, width, components, alignment,
     /// memory operands) → the value type of the first one made: another type of the same bits
@@ -64,14 +69,15 @@ pub(super) struct Helpers<'l> {
 }
 
 impl<'l> Helpers<'l> {
-    pub fn new(backend: Backend, table: Table, addr: Addr, layouts: &'l Layouts, old_select: bool) -> Self {
-        Helpers { backend, table, addr, layouts, old_select, made: HashMap::default(), by_bits: HashMap::default(), functions: vec![], dead: HashSet::default() }
+    pub fn new(backend: Backend, table: Table, addr: Addr, layouts: &'l Layouts, old_select: bool, checked: bool) -> Self {
+        Helpers { backend, table, addr, layouts, old_select, checked, made: HashMap::default(), by_bits: HashMap::default(), functions: vec![], dead: HashSet::default() }
     }
 
-    /// The record type: uvec3(slot, offset, length).
-    pub fn record_ty(b: &mut Builder) -> u32 {
+    /// The record type: uvec3(slot, offset, length), or uvec2(slot, offset) where the driver
+    /// checks bounds.
+    pub fn record_ty(&self, b: &mut Builder) -> u32 {
         let u32t = b.t_u32();
-        b.t_vec(u32t, 3)
+        b.t_vec(u32t, if self.checked { 3 } else { 2 })
     }
 
     /// The type a value of `ty` crosses a helper's boundary as: its 32-bit twin for an 8/16-bit
@@ -136,7 +142,7 @@ impl<'l> Helpers<'l> {
         let id = b.id();
         let label = b.id();
         let mut e = Emitter::new(label);
-        let rec_ty = Self::record_ty(b);
+        let rec_ty = self.record_ty(b);
         let mut params: Vec<Inst> = vec![];
         let mut param = |b: &mut Builder, ty: u32| {
             let p = b.id();
@@ -148,10 +154,13 @@ impl<'l> Helpers<'l> {
             Kind::Locate { length } => {
                 let a = param(b, self.addr.ty);
                 let d = self.addr.decode(&mut e, b, a, self.table.count());
-                let mut at = self.table.at(&d, 0);
-                let len = self.table.length(&mut e, b, &self.backend, &d, *length, &mut at.used);
-                self.table.used(id, &at);
-                (rec_ty, Some(e.op(b, op::COMPOSITE_CONSTRUCT, rec_ty, ops![d.slot, d.offset, len])))
+                let mut parts = ops![d.slot, d.offset];
+                if self.checked {
+                    let mut at = self.table.at(&d, 0);
+                    parts.push(self.table.length(&mut e, b, &self.backend, &d, *length, &mut at.used));
+                    self.table.used(id, &at);
+                }
+                (rec_ty, Some(e.op(b, op::COMPOSITE_CONSTRUCT, rec_ty, parts)))
             }
             Kind::Access { store, ty, align, mem } => {
                 let (rec, delta) = (param(b, rec_ty), param(b, u32t));
@@ -162,7 +171,7 @@ impl<'l> Helpers<'l> {
                     Some(sv) => {
                         let (d, len) = self.unpack(&mut e, b, rec, delta);
                         let mut at = self.table.at(&d, len);
-                        let mut access = LeafAccess::new(&mut at, mem, self.backend.target, self.old_select, self.backend.oob_poison);
+                        let mut access = LeafAccess::new(&mut at, mem, self.backend.target, self.old_select, self.backend.oob_poison, self.checked);
                         let leaf = Leaf { ty: *ty, sv, off: b.c_u32(0), align: *align };
                         let v = access.emit(&mut self.backend, &mut e, b, &leaf, value);
                         self.table.used(id, &at);
@@ -228,12 +237,13 @@ impl<'l> Helpers<'l> {
         err.map_or(Ok(r), Err)
     }
 
-    /// The record's slot (decorated NonUniform by [`Table::at`]), its offset plus `delta`, and its length.
+    /// The record's slot (decorated NonUniform by [`Table::at`]), its offset plus `delta`, and its
+    /// length (0 where the record has none: the driver checks bounds).
     fn unpack(&self, e: &mut Emitter, b: &mut Builder, rec: u32, delta: u32) -> (Decoded, u32) {
         let u32t = b.t_u32();
         let slot = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 0]);
         let base = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 1]);
-        let len = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 2]);
+        let len = if self.checked { e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 2]) } else { b.c_u32(0) };
         let offset = e.op(b, op::I_ADD, u32t, ops![base, delta]);
         (Decoded { slot, offset, in_table: 0 }, len)
     }
@@ -249,50 +259,48 @@ impl<'l> Helpers<'l> {
         if !word {
             at.typed = Some(self.table.typed_view(e, b, uty, d.slot, &mut at.used));
         }
-        // One element of the u32 view or of the typed view: the one-comparison check holds
-        // whatever the offset's alignment (memory::whole_unit_check).
-        let size = sv.width / 8;
-        let ok = match super::memory::whole_unit_check(&self.backend, e, b, at.offset, len, size, size) {
-            Some(ok) => ok,
-            None => fits(e, b, at.offset, len, size),
-        };
         let view_ptrs = if word { at.view_ptrs(e, b, &[AliasKind::U32]).to_vec() } else { vec![] };
         self.table.used(function, &at);
         let backend = &self.backend;
+        let access = |e: &mut Emitter, b: &mut Builder| {
+            let ptr = match at.typed {
+                Some(view) => {
+                    let shift = b.c_u32((sv.width / 8).trailing_zeros());
+                    let u32t = b.t_u32();
+                    let index = e.op(b, op::SHIFT_RIGHT_LOGICAL, u32t, ops![at.offset, shift]);
+                    let ptr_ty = b.t_ptr(sc::STORAGE_BUFFER, uty);
+                    let c0 = b.c_u32(0);
+                    let ptr = e.op(b, op::ACCESS_CHAIN, ptr_ty, ops![view, c0, index]);
+                    b.decorate(ptr, deco::NON_UNIFORM, &[]);
+                    ptr
+                }
+                None => backend.word_pointer(e, b, sc::STORAGE_BUFFER, &view_ptrs, at.offset, true),
+            };
+            let mut ops = ops![ptr];
+            ops.extend_from_slice(constants);
+            ops.extend_from_slice(vals);
+            if has_result {
+                smallvec::smallvec![e.op(b, opcode, uty, ops)]
+            } else {
+                debug_assert_eq!(opcode, op::ATOMIC_STORE);
+                e.stmt(opcode, ops);
+                smallvec::smallvec![]
+            }
+        };
+        if !self.checked {
+            // robustBufferAccess2: an atomic outside the descriptor's range modifies nothing.
+            return access(e, b).first().copied();
+        }
+        // One element of the u32 view or of the typed view: the one-comparison check holds
+        // whatever the offset's alignment (memory::whole_unit_check).
+        let size = sv.width / 8;
+        let ok = match super::memory::whole_unit_check(backend, e, b, at.offset, len, size, size) {
+            Some(ok) => ok,
+            None => fits(e, b, at.offset, len, size),
+        };
         let zero = b.constant(uty, &vec![0; sv.width as usize / 32]);
         let (tys, fallback): (&[u32], &[u32]) = if has_result { (&[uty], &[zero]) } else { (&[], &[]) };
-        let r = e.if_or(
-            b,
-            ok,
-            tys,
-            |e, b| {
-                let ptr = match at.typed {
-                    Some(view) => {
-                        let shift = b.c_u32((sv.width / 8).trailing_zeros());
-                        let u32t = b.t_u32();
-                        let index = e.op(b, op::SHIFT_RIGHT_LOGICAL, u32t, ops![at.offset, shift]);
-                        let ptr_ty = b.t_ptr(sc::STORAGE_BUFFER, uty);
-                        let c0 = b.c_u32(0);
-                        let ptr = e.op(b, op::ACCESS_CHAIN, ptr_ty, ops![view, c0, index]);
-                        b.decorate(ptr, deco::NON_UNIFORM, &[]);
-                        ptr
-                    }
-                    None => backend.word_pointer(e, b, sc::STORAGE_BUFFER, &view_ptrs, at.offset, true),
-                };
-                let mut ops = ops![ptr];
-                ops.extend_from_slice(constants);
-                ops.extend_from_slice(vals);
-                if has_result {
-                    smallvec::smallvec![e.op(b, opcode, uty, ops)]
-                } else {
-                    debug_assert_eq!(opcode, op::ATOMIC_STORE);
-                    e.stmt(opcode, ops);
-                    smallvec::smallvec![]
-                }
-            },
-            fallback,
-        );
-        r.first().copied()
+        e.if_or(b, ok, tys, access, fallback).first().copied()
     }
 }
 

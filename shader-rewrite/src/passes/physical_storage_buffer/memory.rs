@@ -19,14 +19,16 @@ pub(super) struct LeafAccess<'l> {
     pub target: Target,
     pub old_select: bool,
     pub oob_poison: Option<u8>,
+    /// The lowering checks bounds (false: the driver's robustBufferAccess2 does).
+    pub checked: bool,
     /// Per access size: the limit, and the buffer if an access of that size fits in it at all
     /// (else slot 0), with its view pointers made so far.
     limits: Vec<(u32, u32, Located)>,
 }
 
 impl<'l> LeafAccess<'l> {
-    pub fn new(at: &'l mut Located, mem: &'l [u32], target: Target, old_select: bool, oob_poison: Option<u8>) -> Self {
-        LeafAccess { at, mem, target, old_select, oob_poison, limits: vec![] }
+    pub fn new(at: &'l mut Located, mem: &'l [u32], target: Target, old_select: bool, oob_poison: Option<u8>, checked: bool) -> Self {
+        LeafAccess { at, mem, target, old_select, oob_poison, checked, limits: vec![] }
     }
 
     /// `len >= size ? len - size + 1 : 0`: the offsets at which `size` bytes fit (so one
@@ -57,6 +59,12 @@ impl<'l> LeafAccess<'l> {
         let (u32t, bool_t) = (b.t_u32(), b.t_bool());
         let zero = b.c_u32(0);
         let a = if leaf.off == zero { self.at.offset } else { e.op(b, op::I_ADD, u32t, ops![self.at.offset, leaf.off]) };
+        if !self.checked {
+            // robustBufferAccess2: the driver checks the access against the descriptor's range
+            // (a load outside reads 0, a store outside is dropped), as the checks below would.
+            let shape = self.shape(leaf, value.is_some());
+            return raw_access(backend, e, b, &shape, &self.target, self.at, a, value);
+        }
         let size = leaf.sv.n * leaf.sv.width / 8;
         if let Some(ok) = whole_unit_check(backend, e, b, a, self.at.len, size, leaf.align) {
             // Outside: offset 0 of slot 0 (a null descriptor, or at least 16 bytes nothing reads).
@@ -85,10 +93,8 @@ impl<'l> LeafAccess<'l> {
     #[allow(clippy::too_many_arguments)]
     fn finish(&mut self, backend: &mut Backend, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, value: Option<u32>, a: u32, ok: u32, at: &mut Located) -> u32 {
         let shape = self.shape(leaf, value.is_some());
-        let views = shape.views_used(&self.target);
-        let view_ptrs = at.view_ptrs(e, b, &views).to_vec();
+        let v = raw_access(backend, e, b, &shape, &self.target, at, a, value);
         self.at.used.extend(at.used.iter().copied());
-        let v = backend.emit(e, b, &shape, &view_ptrs, a, None, None, value);
         if value.is_some() {
             return v;
         }
@@ -124,6 +130,15 @@ impl<'l> LeafAccess<'l> {
         };
         e.op(b, op::SELECT, ty, ops![cond, v, oob])
     }
+}
+
+/// The access of `shape` at byte `a` of the buffer `at`, unchecked (the views it needs made
+/// there).
+#[allow(clippy::too_many_arguments)]
+fn raw_access(backend: &mut Backend, e: &mut Emitter, b: &mut Builder, shape: &AccessShape, target: &Target, at: &mut Located, a: u32, value: Option<u32>) -> u32 {
+    let views = shape.views_used(target);
+    let view_ptrs = at.view_ptrs(e, b, &views).to_vec();
+    backend.emit(e, b, shape, &view_ptrs, a, None, None, value)
 }
 
 /// The check that `size` bytes at byte offset `a` lie inside a buffer of `len` bytes, in one

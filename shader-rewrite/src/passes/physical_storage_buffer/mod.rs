@@ -53,6 +53,14 @@
 //! must keep slot 0 (never handed out) holding a null descriptor (or a buffer of at least 16
 //! bytes nothing reads), and a valid or null descriptor in every slot below `count`.
 //!
+//! Where the target has robustBufferAccess2 on (`Target::robust_buffer_access2`: the driver
+//! checks every storage-buffer access against its descriptor's range, reading 0 outside and
+//! dropping writes and atomics there) and no debug poison is asked for, the driver does all of
+//! that: the record is `uvec2(slot, offset)`, no length is taken (no OpArrayLength, no waterfall
+//! loop) and the leaves and atomics access `table[slot]` at their offset unchecked. An address
+//! outside the table still names slot 0 (indexing a descriptor array out of its bounds is
+//! undefined even with robustness).
+//!
 //! Raw access chains on physical bases (lowered to address arithmetic and OpBitcast) and
 //! bindless handles (integers, possibly in physical memory) are lowered before this pass,
 //! 8/16-bit storage after it (crate::rewrite).
@@ -146,10 +154,13 @@ fn lower(
     let words_only = words_only(&b, functions, &types, retyped);
     let mut table = Table::new(&mut b, *cfg, &mut backend, &options.target, words_only);
     table.length_unit = one_unit(&b, functions, &types, retyped);
+    // Bounds left to the driver's robustBufferAccess2 where it has it on, unless out-of-range
+    // loads must return the debug poison byte (only the lowering's own checks can).
+    let checked = !options.target.robust_buffer_access2 || options.oob_poison.is_some();
     let mut cx = Cx {
         b: &mut b,
         layouts,
-        h: Helpers::new(backend, table, addr, layouts, old_select),
+        h: Helpers::new(backend, table, addr, layouts, old_select, checked),
         ptrs: &retyped.ptrs,
         global_values: &retyped.global_values,
         types: &types,
@@ -164,7 +175,7 @@ fn lower(
         elided: HashSet::default(),
     };
     for f in functions.iter_mut() {
-        cx.waterfall = options.target.nonuniform_array_length_broken && !without_subgroups.contains(&f.def.id);
+        cx.waterfall = checked && options.target.nonuniform_array_length_broken && !without_subgroups.contains(&f.def.id);
         cx.lower_blocks(f)?;
     }
     cx.stats.atomic_subword_stores += cx.h.backend.atomic_subword_stores;
