@@ -331,8 +331,35 @@ mod tests {
 
     /// What `enable_for_lowering` turns on out of `sup`: the byte-address lowering uses 8/16-bit
     /// storage-buffer views and Int8/16/64, never push-constant or Input/Output 8/16-bit storage.
+    /// (robustBufferAccess2 is the descriptor table's to turn on, not the lowering's.)
     fn lowering_features(sup: Target) -> Target {
-        Target { storage_push_constant_8: false, storage_push_constant_16: false, storage_input_output_16: false, ..sup }
+        Target { storage_push_constant_8: false, storage_push_constant_16: false, storage_input_output_16: false, robust_buffer_access2: false, ..sup }
+    }
+
+    /// robustBufferAccess2 reaches the target with robustBufferAccess, and not when
+    /// pipelineRobustness (VK_EXT_pipeline_robustness or the Vulkan 1.4 aggregate) lets pipelines
+    /// opt out of it.
+    #[test]
+    fn enabled_target_reads_robust_buffer_access2() {
+        let r2 = vk::PhysicalDeviceRobustness2FeaturesEXT { robust_buffer_access2: vk::TRUE, ..Default::default() };
+        let head = &r2 as *const _ as *const c_void;
+        let rba = vk::PhysicalDeviceFeatures { robust_buffer_access: vk::TRUE, ..Default::default() };
+        assert!(unsafe { enabled_target(head, &rba) }.robust_buffer_access2);
+        assert!(!unsafe { enabled_target(head, std::ptr::null()) }.robust_buffer_access2, "without robustBufferAccess");
+        let pr = vk::PhysicalDevicePipelineRobustnessFeaturesEXT { p_next: head as *mut c_void, pipeline_robustness: vk::TRUE, ..Default::default() };
+        assert!(!unsafe { enabled_target(&pr as *const _ as *const c_void, &rba) }.robust_buffer_access2, "pipelineRobustness");
+        // VkPhysicalDeviceVulkan14Features: sType 55, pipelineRobustness the 19th VkBool32.
+        let mut v14 = [0u64; 13];
+        let base = v14.as_mut_ptr() as *mut u8;
+        let set_pr = |on: vk::Bool32| unsafe { *(base.add(V14_PIPELINE_ROBUSTNESS) as *mut vk::Bool32) = on };
+        unsafe {
+            *(base as *mut i32) = 55;
+            *(base.add(8) as *mut *const c_void) = head;
+        }
+        set_pr(vk::TRUE);
+        assert!(!unsafe { enabled_target(base as *const c_void, &rba) }.robust_buffer_access2, "Vulkan 1.4 pipelineRobustness");
+        set_pr(vk::FALSE);
+        assert!(unsafe { enabled_target(base as *const c_void, &rba) }.robust_buffer_access2);
     }
 
     #[test]

@@ -98,7 +98,7 @@ fn creation_modules() -> Vec<(String, Vec<u32>)> {
 }
 
 /// The module the layer hands lavapipe for `words` under `force` (its options there: every
-/// feature, the array-length quirk, the table at set maxBoundDescriptorSets - 1 = 7 with 65536
+/// feature, robustBufferAccess2 included, the array-length quirk, the table at set maxBoundDescriptorSets - 1 = 7 with 65536
 /// slots), checked with spirv-val.
 fn emulated_words(name: &str, words: &[u32]) -> Vec<u32> {
     let options = Options {

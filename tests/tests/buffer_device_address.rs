@@ -230,6 +230,11 @@ fn forced(name: &str, target: &str, spirv: &[u32], job: &ComputeJob) -> Vec<Vec<
 
 /// [`forced`] with other context options (`o` enables the layer and the emulation).
 fn forced_with(name: &str, target: &str, spirv: &[u32], job: &ComputeJob, o: ContextOptions) -> Vec<Vec<u8>> {
+    forced_rewritten(name, target, spirv, job, o).0
+}
+
+/// [`forced_with`], and the module the layer handed the driver.
+fn forced_rewritten(name: &str, target: &str, spirv: &[u32], job: &ComputeJob, o: ContextOptions) -> (Vec<Vec<u8>>, Vec<u32>) {
     let name = format!("{name}-{target}");
     let dir = std::env::temp_dir().join(format!("polyfill-bda-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -237,18 +242,65 @@ fn forced_with(name: &str, target: &str, spirv: &[u32], job: &ComputeJob, o: Con
     let ctx = Context::new(&o).unwrap_or_else(|e| panic!("{e}"));
     let got = ctx.run_compute(spirv, job).unwrap_or_else(|e| panic!("{name} forced: {e}"));
     assert_eq!(ctx.validation_errors(), Vec::<String>::new(), "{name}");
-    let mut rewritten = 0;
+    let mut rewritten = vec![];
     for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{name}: no dumps in {}: {e}", dir.display())) {
         let p = e.unwrap().path();
         if p.to_string_lossy().ends_with(".after.spv") {
             let words = polyfill_e2e::tools::bytes_to_words(&std::fs::read(&p).unwrap());
             spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("{name}: {} fails spirv-val: {e}", p.display()));
-            rewritten += 1;
+            rewritten.push(words);
         }
     }
-    assert_eq!(rewritten, 1, "{name}: the module was rewritten once");
+    assert_eq!(rewritten.len(), 1, "{name}: the module was rewritten once");
     let _ = std::fs::remove_dir_all(&dir);
-    got
+    (got, rewritten.remove(0))
+}
+
+/// Does a module hold an instruction with this opcode?
+fn has_opcode(words: &[u32], opcode: u32) -> bool {
+    let mut at = 5;
+    while at < words.len() {
+        if words[at] & 0xffff == opcode {
+            return true;
+        }
+        at += (words[at] >> 16).max(1) as usize;
+    }
+    false
+}
+
+/// On lavapipe, which has robustBufferAccess2, the layer turns it on and the rewritten accesses
+/// leave their bounds checks to the driver (no OpArrayLength, no subgroup waterfall loop); the
+/// reads past the end still return 0 and the writes past it are dropped
+/// (`out_of_range_reads_zero_and_writes_are_dropped`, which also runs the core target and the
+/// poison byte: the lowering's own checks). Those two keep the checks, as the device log says.
+#[test]
+fn robust_buffer_access2_takes_over_the_bounds_checks() {
+    const NAME: &str = "robust_buffer_access2_takes_over_the_bounds_checks";
+    const ARRAY_LENGTH: u32 = 68;
+    const BROADCAST_FIRST: u32 = 338;
+    let input: Vec<u32> = (0..32).map(|i| i + 100).collect();
+    let job = ComputeJob {
+        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 48 * 4])],
+        ..Default::default()
+    };
+    let want: Vec<u32> = (0..48).map(|i| if i < 32 { (i + 100) * 2 + 1 } else { 1 }).collect();
+    if child::is_child(NAME) {
+        for (target, o, checked) in [
+            ("device", options("force"), false),
+            ("core", options("force"), true),
+            ("device", options("force").setting("debug_oob_poison", "0"), true),
+        ] {
+            let (got, words) = forced_rewritten("robust", target, &copy_scale(), &job, o);
+            assert_eq!(bytes::to_u32s(&got[1]), want, "{target}");
+            assert_eq!(has_opcode(&words, ARRAY_LENGTH), checked, "{target}: OpArrayLength");
+            assert!(!has_opcode(&words, BROADCAST_FIRST) || checked, "{target}: a waterfall loop");
+        }
+        return;
+    }
+    let (_, text) = child::spawn_logged(NAME, "bda_robust_log", &[(&env_var_name("log_level"), "info")]);
+    assert!(text.contains("robustBufferAccess, robustBufferAccess2 (the driver checks the bounds"), "{text}");
+    assert!(text.contains("not enabling robustBufferAccess2 (debug_target=core)"), "{text}");
+    assert!(text.contains("not enabling robustBufferAccess2 (debug_oob_poison is set)"), "{text}");
 }
 
 fn loads_and_stores_through_push_constant_pointers(target: &str) {

@@ -18,8 +18,8 @@ pub struct Module {
 }
 
 /// The two option sets every module is rewritten with: what the layer does on lavapipe (8/16-bit
-/// storage native except StorageInputOutput16, the array-length quirk, bindless and buffer
-/// device addresses emulated), and a Vulkan 1.0 core target (every 8/16-bit storage feature and
+/// storage native except StorageInputOutput16, the array-length quirk, robustBufferAccess2 on,
+/// bindless and buffer device addresses emulated), and a Vulkan 1.0 core target (every 8/16-bit storage feature and
 /// Int8/16/64 missing: word views, atomic sub-word stores).
 pub fn profiles() -> [(&'static str, Options); 2] {
     let bindless = Some(BindlessTable::with_defaults(7));
