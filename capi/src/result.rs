@@ -165,12 +165,13 @@ pub unsafe extern "C" fn spvpf_rewrite(options: *const spvpf_options, words: *co
             Ok(w) => w,
             Err(why) => return (SPVPF_ERROR_INVALID_ARGUMENT, spvpf_result::failed(why)),
         };
-        match rewrite(words, &effective(options)) {
+        let options = effective(options);
+        match rewrite(words, &options) {
             Ok(r) => {
                 let result = spvpf_result {
                     declared: scan(words).ok().map(|s| declared_mask(&s)),
                     stats_text: text(r.stats.to_string()),
-                    required: requirements::of(&r.words).into_iter().map(|n| text(n.into())).collect(),
+                    required: requirements::of_rewrite(&r, &options).into_iter().map(|n| text(n.into())).collect(),
                     rewritten: Some(r),
                     ..Default::default()
                 };

@@ -11,6 +11,11 @@
 //! (at offset 0, without a branch), so the layer keeps a null descriptor in it (or, without
 //! `nullDescriptor`, a buffer of at least 16 bytes that nothing reads), and a valid or null
 //! descriptor in every other slot below `count`.
+//!
+//! Where the options say the driver checks bounds ([`crate::Options::bda_bounds_by_driver`]:
+//! `Target::robust_buffer_access2`, no poison byte), the rewritten shader takes no buffer length
+//! and checks nothing: the device must have `robustBufferAccess2` enabled and no pipeline may opt
+//! out of it, so an access outside a slot's descriptor range reads 0 and writes nothing.
 
 /// Where the layer's array of storage-buffer descriptors lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -3,6 +3,7 @@
 //! or keeps, and of the common optional ones). Used by the C API
 //! (`spvpf_result_required_feature`) and `spirv-polyfill scan`.
 use crate::module::{op, HEADER_WORDS};
+use crate::{Options, Rewritten};
 
 /// (capability, Vulkan name of what the device must have).
 const FEATURES: &[(u32, &str)] = &[
@@ -56,6 +57,18 @@ pub fn of(words: &[u32]) -> Vec<&'static str> {
                 out.push(name);
             }
         }
+    }
+    out
+}
+
+/// [`of`] the module `options` rewrote into `r`, and what it needs of the device beyond its
+/// capabilities: `robustBufferAccess2` where the buffer-device-address lowering left the bounds
+/// of its accesses to the driver ([`Options::bda_bounds_by_driver`]).
+pub fn of_rewrite(r: &Rewritten, options: &Options) -> Vec<&'static str> {
+    let mut out = of(&r.words);
+    let s = &r.stats;
+    if options.bda.is_some() && options.bda_bounds_by_driver() && s.physical_loads + s.physical_stores + s.physical_atomics > 0 {
+        out.push("robustBufferAccess2");
     }
     out
 }

@@ -200,6 +200,15 @@ pub struct Options {
     pub bda: Option<crate::bda::BdaTable>,
 }
 
+impl Options {
+    /// The buffer-device-address lowering leaves its bounds checks to the driver: the target has
+    /// robustBufferAccess2 on, and no debug poison byte is asked for (only the lowering's own
+    /// checks can return it).
+    pub fn bda_bounds_by_driver(&self) -> bool {
+        self.target.robust_buffer_access2 && self.oob_poison.is_none()
+    }
+}
+
 /// The layer-owned descriptor table that SPV_NV_bindless_texture handles index.
 ///
 /// A handle (a u32, or the low 32 bits of a u64 / the `.x` of a uvec2 under addressing mode 64;

@@ -216,8 +216,12 @@ fn scan_reports_physical_storage_buffer_pointers_and_what_the_output_needs() {
     assert_exit(&out, 0, "scan --bda-set");
     let report = text(&out.stdout);
     assert!(report.contains("<stdin>: lowered: PhysicalStorageBufferAddresses (table in set 1, binding 3, 65536 slots; uvec2"), "{report}");
-    let needs = needs(&report);
-    assert!(needs.contains("shaderStorageBufferArrayNonUniformIndexing") && !needs.contains("bufferDeviceAddress"), "{needs}");
+    let needed = needs(&report);
+    assert!(needed.contains("shaderStorageBufferArrayNonUniformIndexing") && !needed.contains("bufferDeviceAddress"), "{needed}");
+    // The default target has robustBufferAccess2 on: the output leaves its bounds to it.
+    assert!(needed.contains("robustBufferAccess2"), "{needed}");
+    let out = cli(&["scan", "-", "--bda-set", "1", "--no-robust-buffer-access2"], Some(&bytes_of(&words)));
+    assert!(!needs(&text(&out.stdout)).contains("robustBufferAccess2"), "{}", text(&out.stdout));
     let out = cli(&["scan", "-", "--bda-set", "1"], Some(&bytes_of(&words)));
     assert!(text(&out.stdout).contains("u64 addresses"), "{}", text(&out.stdout));
 

@@ -150,7 +150,7 @@ pub static SPECS: &[Spec] = &[
     Spec {
         key: "debug_oob_poison",
         label: "Out-of-bounds poison byte",
-        description: "Debug aid: out-of-bounds loads caught by the emulated robustness checks return this byte pattern (e.g. 0xAB) instead of zero.",
+        description: "Debug aid: out-of-bounds loads caught by the emulated robustness checks return this byte pattern (e.g. 0xAB) instead of zero. With buffer-device-address emulation it also keeps the lowering's own bounds checks (robustBufferAccess2 is not turned on for them).",
         value: Value::String,
         default: "",
         debug: true,
@@ -166,10 +166,10 @@ pub static SPECS: &[Spec] = &[
     Spec {
         key: "debug_target",
         label: "Rewrite target",
-        description: "Testing aid: which device features the shader rewrite may use. device: the features enabled on the device; core: pretend the device lacks 8/16-bit storage, Int8/16/64 and nullDescriptor, to exercise the word-granular bounds checks, the atomic sub-word stores and the descriptor table's filler buffer.",
+        description: "Testing aid: which device features the shader rewrite may use. device: the features enabled on the device; core: pretend the device lacks 8/16-bit storage, Int8/16/64, nullDescriptor and robustBufferAccess2, to exercise the word-granular bounds checks, the atomic sub-word stores, the descriptor table's filler buffer and the buffer-device-address lowering's own bounds checks.",
         value: Value::Enum(&[
             Flag { key: "device", label: "Device", description: "Use the features enabled on the device." },
-            Flag { key: "core", label: "Core", description: "Use only what Vulkan 1.0 guarantees: bounds to the 4-byte word, 8/16-bit stores as atomic and/or pairs, no null descriptors in the descriptor table." },
+            Flag { key: "core", label: "Core", description: "Use only what Vulkan 1.0 guarantees: bounds to the 4-byte word, 8/16-bit stores as atomic and/or pairs, no null descriptors in the descriptor table, no robustBufferAccess2." },
         ]),
         default: "device",
         debug: true,

@@ -69,7 +69,7 @@ fn scan_one(input: &str, options: &Options, out: &mut String) -> Result<(), Fail
         let _ = writeln!(out, "{name}: kept: {}", kept.join(", "));
     }
     let rewritten = rewrite(&words, options).map_err(|e| Failure::Failed(format!("{name}: cannot be rewritten: {}", describe(&words, &e).0)))?;
-    let needs: Vec<String> = requirements::of(&rewritten.words).into_iter().map(String::from).collect();
+    let needs: Vec<String> = requirements::of_rewrite(&rewritten, options).into_iter().map(String::from).collect();
     let _ = writeln!(out, "{name}: output needs: {}", list(&needs, "no optional device feature"));
     Ok(())
 }

@@ -156,7 +156,7 @@ fn lower(
     table.length_unit = one_unit(&b, functions, &types, retyped);
     // Bounds left to the driver's robustBufferAccess2 where it has it on, unless out-of-range
     // loads must return the debug poison byte (only the lowering's own checks can).
-    let checked = !options.target.robust_buffer_access2 || options.oob_poison.is_some();
+    let checked = !options.bda_bounds_by_driver();
     let mut cx = Cx {
         b: &mut b,
         layouts,
