@@ -50,6 +50,9 @@ pub struct ContextOptions {
     /// Enable `VK_EXT_shader_object` and chain `VkPhysicalDeviceShaderObjectFeaturesEXT {
     /// shaderObject = TRUE }` into `vkCreateDevice`. Default false.
     pub shader_object: bool,
+    /// Enable VK_EXT_pipeline_robustness and its `pipelineRobustness` feature (pipelines may then
+    /// choose their own robustness).
+    pub pipeline_robustness: bool,
     /// `VkApplicationInfo::pEngineName` (default "polyfill-e2e"; vkd3d-proton's is "vkd3d").
     pub engine_name: String,
     /// Register a debug-utils messenger for every severity and type (the validation layer's
@@ -77,6 +80,7 @@ impl Default for ContextOptions {
             storage_input_output_16: false,
             bindless_features: false,
             shader_object: false,
+            pipeline_robustness: false,
             engine_name: "polyfill-e2e".to_string(),
             messenger: false,
             instance_extensions: Vec::new(),
@@ -117,6 +121,10 @@ impl ContextOptions {
         self
     }
     /// Builder: also enable the validation layer below ours.
+    pub fn pipeline_robustness(mut self, on: bool) -> Self {
+        self.pipeline_robustness = on;
+        self
+    }
     pub fn validation(mut self, on: bool) -> Self {
         self.validation = on;
         self
@@ -628,9 +636,13 @@ impl Context {
         let prio = [1.0f32];
         let qci = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&prio)];
         let mut so = vk::PhysicalDeviceShaderObjectFeaturesEXT::default().shader_object(true);
+        let mut pr = vk::PhysicalDevicePipelineRobustnessFeaturesEXT::default().pipeline_robustness(true);
         let mut exts = options.device_extensions.clone();
         if options.shader_object && !exts.iter().any(|e| e == "VK_EXT_shader_object") {
             exts.push("VK_EXT_shader_object".to_string());
+        }
+        if options.pipeline_robustness {
+            exts.push("VK_EXT_pipeline_robustness".to_string());
         }
         let ext_c = cstrings(&exts)?;
         let ext_p: Vec<*const i8> = ext_c.iter().map(|c| c.as_ptr()).collect();
@@ -645,6 +657,9 @@ impl Context {
         }
         if options.shader_object {
             dci = dci.push_next(&mut so);
+        }
+        if options.pipeline_robustness {
+            dci = dci.push_next(&mut pr);
         }
         let device = unsafe { instance.create_device(pd, &dci, None) }
             .map_err(|e| format!("vkCreateDevice (extensions {:?}, rawAccessChains feature {}): {e:?}", options.device_extensions, options.raw_access_chains_feature))?;

@@ -272,7 +272,8 @@ fn has_opcode(words: &[u32], opcode: u32) -> bool {
 /// leave their bounds checks to the driver (no OpArrayLength, no subgroup waterfall loop); the
 /// reads past the end still return 0 and the writes past it are dropped
 /// (`out_of_range_reads_zero_and_writes_are_dropped`, which also runs the core target and the
-/// poison byte: the lowering's own checks). Those two keep the checks, as the device log says.
+/// poison byte: the lowering's own checks). Those two, and an application that enables
+/// pipelineRobustness (a pipeline could opt out), keep the checks, as the device log says.
 #[test]
 fn robust_buffer_access2_takes_over_the_bounds_checks() {
     const NAME: &str = "robust_buffer_access2_takes_over_the_bounds_checks";
@@ -289,6 +290,7 @@ fn robust_buffer_access2_takes_over_the_bounds_checks() {
             ("device", options("force"), false),
             ("core", options("force"), true),
             ("device", options("force").setting("debug_oob_poison", "0"), true),
+            ("device", options("force").pipeline_robustness(true), true),
         ] {
             let (got, words) = forced_rewritten("robust", target, &copy_scale(), &job, o);
             assert_eq!(bytes::to_u32s(&got[1]), want, "{target}");
@@ -301,6 +303,7 @@ fn robust_buffer_access2_takes_over_the_bounds_checks() {
     assert!(text.contains("robustBufferAccess, robustBufferAccess2 (the driver checks the bounds"), "{text}");
     assert!(text.contains("not enabling robustBufferAccess2 (debug_target=core)"), "{text}");
     assert!(text.contains("not enabling robustBufferAccess2 (debug_oob_poison is set)"), "{text}");
+    assert!(text.contains("not enabling robustBufferAccess2 (the application enables pipelineRobustness"), "{text}");
 }
 
 fn loads_and_stores_through_push_constant_pointers(target: &str) {
