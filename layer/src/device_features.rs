@@ -238,25 +238,16 @@ pub unsafe fn enable_device_scope(inst: &InstanceData, pd: vk::PhysicalDevice, c
 pub unsafe fn enabled_target(head: *const c_void, enabled: *const vk::PhysicalDeviceFeatures) -> Target {
     let mut t = Target::core();
     let on = |b: vk::Bool32| b != vk::FALSE;
-    // robustBufferAccess2 counts with robustBufferAccess (which it requires) and without
-    // pipelineRobustness (a pipeline could opt out of it).
-    let (mut rba, mut rba2, mut pipeline_robustness) = (false, false, false);
     if let Some(f) = enabled.as_ref() {
         t.int16 |= on(f.shader_int16);
         t.int64 |= on(f.shader_int64);
-        rba |= on(f.robust_buffer_access);
     }
     for n in pnext::walk(head) {
-        pipeline_robustness |= enables_pipeline_robustness(n);
         match (*n).s_type {
             S::PHYSICAL_DEVICE_FEATURES_2 => {
                 let f = &(*(n as *const vk::PhysicalDeviceFeatures2)).features;
                 t.int16 |= on(f.shader_int16);
                 t.int64 |= on(f.shader_int64);
-                rba |= on(f.robust_buffer_access);
-            }
-            S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT => {
-                rba2 |= on((*(n as *const vk::PhysicalDeviceRobustness2FeaturesEXT)).robust_buffer_access2);
             }
             S::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES => {
                 let f = &*(n as *const vk::PhysicalDeviceVulkan11Features);
@@ -291,35 +282,46 @@ pub unsafe fn enabled_target(head: *const c_void, enabled: *const vk::PhysicalDe
             _ => {}
         }
     }
-    t.robust_buffer_access2 = rba && rba2 && !pipeline_robustness;
     t
+}
+
+/// The robustness features a VkDeviceCreateInfo being edited enables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Robustness {
+    /// Core `robustBufferAccess`.
+    pub robust_buffer_access: bool,
+    /// `robustBufferAccess2` (VK_EXT_robustness2 / VK_KHR_robustness2).
+    pub robust_buffer_access2: bool,
+    /// `pipelineRobustness` (VK_EXT_pipeline_robustness, core in Vulkan 1.4): a pipeline may
+    /// choose its own robustness, less than the device's.
+    pub pipeline_robustness: bool,
+}
+
+impl Robustness {
+    /// Reads them from the copied chain and `pEnabledFeatures`.
+    ///
+    /// # Safety
+    /// `chain` is a copy of a valid VkDeviceCreateInfo chain.
+    pub unsafe fn enabled(chain: &Chain, enabled: Option<&vk::PhysicalDeviceFeatures>) -> Robustness {
+        let on = |b: vk::Bool32| b != vk::FALSE;
+        let mut r = Robustness { robust_buffer_access: enabled.is_some_and(|f| on(f.robust_buffer_access)), ..Default::default() };
+        for n in chain.copied_nodes().chain(pnext::walk(chain.tail())) {
+            match (*n).s_type {
+                S::PHYSICAL_DEVICE_FEATURES_2 => r.robust_buffer_access |= on((*(n as *const vk::PhysicalDeviceFeatures2)).features.robust_buffer_access),
+                S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT => r.robust_buffer_access2 |= on((*(n as *const vk::PhysicalDeviceRobustness2FeaturesEXT)).robust_buffer_access2),
+                S::PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT => r.pipeline_robustness |= on((*(n as *const vk::PhysicalDevicePipelineRobustnessFeaturesEXT)).pipeline_robustness),
+                VULKAN_1_4_FEATURES => r.pipeline_robustness |= on(*((n as *const u8).add(V14_PIPELINE_ROBUSTNESS) as *const vk::Bool32)),
+                _ => {}
+            }
+        }
+        r
+    }
 }
 
 /// `VkPhysicalDeviceVulkan14Features` (not in ash 0.38): its sType, and the byte offset of
 /// `pipelineRobustness` (after sType, pNext and 18 VkBool32 members).
 const VULKAN_1_4_FEATURES: S = S::from_raw(55);
 const V14_PIPELINE_ROBUSTNESS: usize = 16 + 18 * 4;
-
-/// Does this node of a VkDeviceCreateInfo chain enable `pipelineRobustness`
-/// (VK_EXT_pipeline_robustness, core in Vulkan 1.4)?
-///
-/// # Safety
-/// `n` is a valid structure of the sType it names.
-unsafe fn enables_pipeline_robustness(n: *const vk::BaseInStructure) -> bool {
-    match (*n).s_type {
-        S::PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT => (*(n as *const vk::PhysicalDevicePipelineRobustnessFeaturesEXT)).pipeline_robustness != vk::FALSE,
-        VULKAN_1_4_FEATURES => *((n as *const u8).add(V14_PIPELINE_ROBUSTNESS) as *const vk::Bool32) != vk::FALSE,
-        _ => false,
-    }
-}
-
-/// Does the create info being edited enable `pipelineRobustness`?
-///
-/// # Safety
-/// `chain` is a copy of a valid VkDeviceCreateInfo chain.
-pub unsafe fn chain_enables_pipeline_robustness(chain: &Chain) -> bool {
-    chain.copied_nodes().any(|n| enables_pipeline_robustness(n)) || pnext::walk(chain.tail()).any(|n| enables_pipeline_robustness(n))
-}
 
 #[cfg(test)]
 mod tests {
@@ -331,35 +333,35 @@ mod tests {
 
     /// What `enable_for_lowering` turns on out of `sup`: the byte-address lowering uses 8/16-bit
     /// storage-buffer views and Int8/16/64, never push-constant or Input/Output 8/16-bit storage.
-    /// (robustBufferAccess2 is the descriptor table's to turn on, not the lowering's.)
+    /// (robustBufferAccess2 is the descriptor table's to decide, not the lowering's.)
     fn lowering_features(sup: Target) -> Target {
         Target { storage_push_constant_8: false, storage_push_constant_16: false, storage_input_output_16: false, robust_buffer_access2: false, ..sup }
     }
 
-    /// robustBufferAccess2 reaches the target with robustBufferAccess, and not when
-    /// pipelineRobustness (VK_EXT_pipeline_robustness or the Vulkan 1.4 aggregate) lets pipelines
-    /// opt out of it.
+    /// The robustness features of a create info: core robustBufferAccess in pEnabledFeatures or
+    /// VkPhysicalDeviceFeatures2, robustBufferAccess2, and pipelineRobustness from its own
+    /// structure or the Vulkan 1.4 aggregate.
     #[test]
-    fn enabled_target_reads_robust_buffer_access2() {
+    fn robustness_enabled_reads_every_structure() {
         let r2 = vk::PhysicalDeviceRobustness2FeaturesEXT { robust_buffer_access2: vk::TRUE, ..Default::default() };
         let head = &r2 as *const _ as *const c_void;
         let rba = vk::PhysicalDeviceFeatures { robust_buffer_access: vk::TRUE, ..Default::default() };
-        assert!(unsafe { enabled_target(head, &rba) }.robust_buffer_access2);
-        assert!(!unsafe { enabled_target(head, std::ptr::null()) }.robust_buffer_access2, "without robustBufferAccess");
-        let pr = vk::PhysicalDevicePipelineRobustnessFeaturesEXT { p_next: head as *mut c_void, pipeline_robustness: vk::TRUE, ..Default::default() };
-        assert!(!unsafe { enabled_target(&pr as *const _ as *const c_void, &rba) }.robust_buffer_access2, "pipelineRobustness");
+        let read = |head: *const c_void, ef: Option<&vk::PhysicalDeviceFeatures>| unsafe { Robustness::enabled(&Chain::copy(head), ef) };
+        assert_eq!(read(head, Some(&rba)), Robustness { robust_buffer_access: true, robust_buffer_access2: true, pipeline_robustness: false });
+        assert_eq!(read(head, None), Robustness { robust_buffer_access2: true, ..Default::default() });
+        let f2 = vk::PhysicalDeviceFeatures2 { p_next: head as *mut c_void, features: rba, ..Default::default() };
+        assert!(read(&f2 as *const _ as *const c_void, None).robust_buffer_access);
+        let pr = vk::PhysicalDevicePipelineRobustnessFeaturesEXT { pipeline_robustness: vk::TRUE, ..Default::default() };
+        assert!(read(&pr as *const _ as *const c_void, None).pipeline_robustness);
         // VkPhysicalDeviceVulkan14Features: sType 55, pipelineRobustness the 19th VkBool32.
         let mut v14 = [0u64; 13];
         let base = v14.as_mut_ptr() as *mut u8;
         let set_pr = |on: vk::Bool32| unsafe { *(base.add(V14_PIPELINE_ROBUSTNESS) as *mut vk::Bool32) = on };
-        unsafe {
-            *(base as *mut i32) = 55;
-            *(base.add(8) as *mut *const c_void) = head;
-        }
+        unsafe { *(base as *mut i32) = 55 };
         set_pr(vk::TRUE);
-        assert!(!unsafe { enabled_target(base as *const c_void, &rba) }.robust_buffer_access2, "Vulkan 1.4 pipelineRobustness");
+        assert!(read(base as *const c_void, None).pipeline_robustness, "Vulkan 1.4 pipelineRobustness");
         set_pr(vk::FALSE);
-        assert!(unsafe { enabled_target(base as *const c_void, &rba) }.robust_buffer_access2);
+        assert!(!read(base as *const c_void, None).pipeline_robustness);
     }
 
     #[test]

@@ -289,14 +289,19 @@ fn atomic_in_a_selection_header_is_inlined() {
     assert_eq!(dis.matches("OpSelectionMerge").count(), 2, "{dis}");
 }
 
+/// The corpus's linked-list module (a loop phi of pointers), as text.
+fn linked_list() -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/physical-storage-buffer/linked-list.spvasm");
+    std::fs::read_to_string(path).unwrap()
+}
+
 /// With robustBufferAccess2 on (Target::robust_buffer_access2) the driver checks every access
 /// against its descriptor's range: the record is (slot, offset), no length is taken (not even
 /// under the array-length quirk), atomics do not branch around, and the module is smaller. A
 /// debug poison byte needs the lowering's own checks back.
 #[test]
 fn robust_buffer_access2_leaves_bounds_to_the_driver() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/physical-storage-buffer/linked-list.spvasm");
-    let words = assemble(&std::fs::read_to_string(&path).unwrap(), "vulkan1.1");
+    let words = assemble(&linked_list(), "vulkan1.1");
     for int64 in [true, false] {
         let mut robust = robust_options(int64);
         robust.target.nonuniform_array_length_broken = true;
@@ -565,8 +570,7 @@ fn corpus() {
 /// waterfall loop over the subgroup's slots, in the stages where that driver has subgroups.
 #[test]
 fn array_length_quirk_takes_lengths_in_a_waterfall_loop() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/physical-storage-buffer/linked-list.spvasm");
-    let words = assemble(&std::fs::read_to_string(&path).unwrap(), "vulkan1.1");
+    let words = assemble(&linked_list(), "vulkan1.1");
     for int64 in [true, false] {
         let mut options = options(int64);
         options.target.nonuniform_array_length_broken = true;
@@ -584,7 +588,7 @@ fn array_length_quirk_takes_lengths_in_a_waterfall_loop() {
         }
     }
     // Not in a vertex shader: lavapipe has no subgroup operations there.
-    let text = std::fs::read_to_string(&path).unwrap().replace("OpEntryPoint GLCompute", "OpEntryPoint Vertex").replace("OpExecutionMode %main LocalSize 1 1 1", "");
+    let text = linked_list().replace("OpEntryPoint GLCompute", "OpEntryPoint Vertex").replace("OpExecutionMode %main LocalSize 1 1 1", "");
     let mut options = options(true);
     options.target.nonuniform_array_length_broken = true;
     let (dis, _) = lower_with(&text, "vulkan1.1", &[options]);

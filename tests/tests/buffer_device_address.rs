@@ -268,8 +268,9 @@ fn has_opcode(words: &[u32], opcode: u32) -> bool {
     false
 }
 
-/// On lavapipe, which has robustBufferAccess2, the layer turns it on and the rewritten accesses
-/// leave their bounds checks to the driver (no OpArrayLength, no subgroup waterfall loop); the
+/// On lavapipe, whose storage buffers are robust as robustBufferAccess2 says by default (and
+/// where the layer turns robustBufferAccess2 on when the application enables only
+/// robustBufferAccess), the rewritten accesses leave their bounds checks to the driver (no OpArrayLength, no subgroup waterfall loop); the
 /// reads past the end still return 0 and the writes past it are dropped
 /// (`out_of_range_reads_zero_and_writes_are_dropped`, which also runs the core target and the
 /// poison byte: the lowering's own checks). Those two, and an application that enables
@@ -291,6 +292,8 @@ fn robust_buffer_access2_takes_over_the_bounds_checks() {
             ("core", options("force"), true),
             ("device", options("force").setting("debug_oob_poison", "0"), true),
             ("device", options("force").pipeline_robustness(true), true),
+            // robustBufferAccess alone: the layer adds robustBufferAccess2.
+            ("device", ContextOptions { robust_buffer_access: true, ..options("force") }, false),
         ] {
             let (got, words) = forced_rewritten("robust", target, &copy_scale(), &job, o);
             assert_eq!(bytes::to_u32s(&got[1]), want, "{target}");
@@ -300,10 +303,12 @@ fn robust_buffer_access2_takes_over_the_bounds_checks() {
         return;
     }
     let (_, text) = child::spawn_logged(NAME, "bda_robust_log", &[(&env_var_name("log_level"), "info")]);
-    assert!(text.contains("robustBufferAccess, robustBufferAccess2 (the driver checks the bounds"), "{text}");
-    assert!(text.contains("not enabling robustBufferAccess2 (debug_target=core)"), "{text}");
-    assert!(text.contains("not enabling robustBufferAccess2 (debug_oob_poison is set)"), "{text}");
-    assert!(text.contains("not enabling robustBufferAccess2 (the application enables pipelineRobustness"), "{text}");
+    // lavapipe's default storage-buffer robustness is robustBufferAccess2 already.
+    assert!(text.contains("the driver checks the bounds of the lowered storage-buffer accesses of VK_KHR_buffer_device_address (the device's default"), "{text}");
+    assert!(text.contains(", robustBufferAccess2 (the driver checks the bounds of the lowered storage-buffer accesses)"), "{text}");
+    for why in ["debug_target=core", "debug_oob_poison is set", "the application enables pipelineRobustness"] {
+        assert!(text.contains(&format!("not relying on robustBufferAccess2 ({why}")), "{why}:\n{text}");
+    }
 }
 
 fn loads_and_stores_through_push_constant_pointers(target: &str) {

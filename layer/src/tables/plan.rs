@@ -10,7 +10,10 @@ use super::{features, TableConfig, TableDevice, TableUser};
 use crate::component::Components;
 use crate::dispatch::load_instance;
 use crate::emulation::{DeviceEdit, DevicePlan, NewDevice, PhysDev, Services};
+use crate::device_features::Robustness;
 use crate::settings::DebugTarget;
+use shader_rewrite::Options;
+use std::ffi::CStr;
 use ash::vk;
 use crate::{log_info, log_warn};
 use std::sync::Arc;
@@ -21,12 +24,14 @@ pub struct Plan {
     users: Vec<TableUser>,
     /// What fills the free slots (nullDescriptor enabled, else a buffer).
     free: Option<FreeSlots>,
+    /// The driver checks the bounds of the users' lowered storage-buffer accesses.
+    bounds_by_driver: bool,
 }
 
 /// `user` joins the table of the device being created (`limits`: the device's, queried by the
 /// user). The table sits at set `maxBoundDescriptorSets - 1`.
 pub fn join(services: &mut Services, limits: Limits, user: TableUser) {
-    services.get_or_insert(|| Plan { limits, users: Vec::new(), free: None }).users.push(user);
+    services.get_or_insert(|| Plan { limits, users: Vec::new(), free: None, bounds_by_driver: false }).users.push(user);
 }
 
 impl Plan {
@@ -35,28 +40,39 @@ impl Plan {
     }
 }
 
+/// Who checks the bounds of the storage-buffer accesses of users that leave them to the driver
+/// where it can (TableUser::robust_buffers).
+enum Bounds {
+    /// The lowering, for this reason.
+    Lowering(&'static str),
+    /// The driver already, for this reason.
+    Driver(&'static str),
+    /// The driver, once robustBufferAccess2 is turned on with this extension.
+    Enable(&'static CStr),
+}
+
 impl Plan {
-    /// The robustness2 extension to enable robustBufferAccess2 with, when a user leaves
-    /// storage-buffer bounds to the driver and nothing stands in the way: the device supports it,
-    /// no debug poison byte is asked for (only the lowering's own checks can return it), and the
-    /// application did not enable pipelineRobustness (a pipeline could then opt out of it).
-    /// Otherwise the lowering checks bounds itself (device_features::enabled_target sees the
-    /// feature off); the reason is logged.
-    unsafe fn robust_buffers(&self, pd: &PhysDev, edit: &DeviceEdit, support: Option<&robustness2::Support>) -> Option<&'static std::ffi::CStr> {
-        let user = self.users.iter().find(|u| u.robust_buffers)?;
-        let why_not = match support {
-            _ if pd.inst.settings.debug_target == DebugTarget::Core => "debug_target=core",
-            _ if pd.inst.settings.debug_oob_poison.is_some() => "debug_oob_poison is set",
-            Some(s) if s.robust_buffer_access2 => {
-                if !crate::device_features::chain_enables_pipeline_robustness(&edit.chain) {
-                    return Some(s.extension);
-                }
-                "the application enables pipelineRobustness, so a pipeline may opt out of it"
+    /// Who checks the bounds of the users' storage-buffer accesses (None: no user leaves them to
+    /// the driver). The driver, where every pipeline is sure to be robust as robustBufferAccess2
+    /// says: the application enables it, or enables no robustness and the device's default is
+    /// it (lavapipe: enabling it there makes its code slower), or the device supports it and the
+    /// layer turns it on. The lowering where the device cannot, where a debug poison byte is
+    /// asked for (only the lowering's checks can return it), under debug_target=core, and where
+    /// the application enables pipelineRobustness (a pipeline could opt out).
+    unsafe fn buffer_bounds(&self, pd: &PhysDev, edit: &DeviceEdit, support: Option<&robustness2::Support>) -> Option<Bounds> {
+        self.users.iter().find(|u| u.robust_buffers)?;
+        let app = Robustness::enabled(&edit.chain, edit.enabled_features.as_ref());
+        Some(match support {
+            _ if pd.inst.settings.debug_target == DebugTarget::Core => Bounds::Lowering("debug_target=core"),
+            _ if pd.inst.settings.debug_oob_poison.is_some() => Bounds::Lowering("debug_oob_poison is set"),
+            _ if app.pipeline_robustness => Bounds::Lowering("the application enables pipelineRobustness, so a pipeline may opt out of robustness"),
+            _ if app.robust_buffer_access && app.robust_buffer_access2 => Bounds::Driver("the application enables robustBufferAccess2"),
+            _ if !app.robust_buffer_access && !app.robust_buffer_access2 && robustness2::default_is_robust2(pd.inst, pd.pd, pd.info) => {
+                Bounds::Driver("the device's default storage-buffer robustness is robustBufferAccess2, VK_EXT_pipeline_robustness")
             }
-            _ => "the device lacks robustBufferAccess2",
-        };
-        log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{}': not enabling robustBufferAccess2 ({why_not}): {}'s lowered accesses check their bounds themselves", edit.device_name, user.name);
-        None
+            Some(s) if s.robust_buffer_access2 => Bounds::Enable(s.extension),
+            _ => Bounds::Lowering("the device lacks robustBufferAccess2"),
+        })
     }
 }
 
@@ -83,7 +99,21 @@ impl DevicePlan for Plan {
             DebugTarget::Core => Err("debug_target=core".to_string()),
             DebugTarget::Device => robustness2::support(pd.inst, pd.pd, pd.info),
         };
-        let robust = self.robust_buffers(pd, edit, support.as_ref().ok());
+        let bounds = self.buffer_bounds(pd, edit, support.as_ref().ok());
+        let users = || self.users.iter().filter(|u| u.robust_buffers).map(|u| u.name).collect::<Vec<_>>().join(", ");
+        let robust = match bounds {
+            Some(Bounds::Enable(ext)) => Some(ext),
+            Some(Bounds::Driver(why)) => {
+                log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': the driver checks the bounds of the lowered storage-buffer accesses of {} ({why})", users());
+                None
+            }
+            Some(Bounds::Lowering(why)) => {
+                log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': not relying on robustBufferAccess2 ({why}): the lowered storage-buffer accesses of {} check their bounds themselves", users());
+                None
+            }
+            None => None,
+        };
+        self.bounds_by_driver = matches!(bounds, Some(Bounds::Driver(_) | Bounds::Enable(_)));
         let null = support.and_then(|s| if s.null_descriptor { Ok(s.extension) } else { Err(format!("{} lacks nullDescriptor", s.extension.to_str().unwrap_or("?"))) });
         let bits = Bits { null_descriptor: null.is_ok(), robust_buffer_access2: robust.is_some() };
         if let Some(ext) = robust.or(null.as_ref().ok().copied()) {
@@ -91,7 +121,7 @@ impl DevicePlan for Plan {
             let mut names: Vec<&str> = added.iter().map(|e| e.to_str().unwrap_or("?")).collect();
             if bits.robust_buffer_access2 {
                 names.extend(features::enable_core(&mut edit.chain, &mut edit.enabled_features, &[features::Core::RobustBufferAccess]));
-                names.push("robustBufferAccess2 (the driver checks the bounds of the lowered buffer-device-address accesses)");
+                names.push("robustBufferAccess2 (the driver checks the bounds of the lowered storage-buffer accesses)");
             }
             if bits.null_descriptor {
                 names.push("nullDescriptor (the descriptor table's free slots)");
@@ -113,6 +143,10 @@ impl DevicePlan for Plan {
             }
         }
         Ok(())
+    }
+    /// Bounds left to the driver reach the rewrite as the target's robustBufferAccess2.
+    fn options(&self, options: &mut Options) {
+        options.target.robust_buffer_access2 = self.bounds_by_driver;
     }
     unsafe fn set_up(self: Box<Self>, dev: &NewDevice, components: &mut Components) -> Result<(), String> {
         let config = self.config();

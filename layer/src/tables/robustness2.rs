@@ -71,6 +71,25 @@ pub unsafe fn support(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Physic
     })
 }
 
+/// Whether the device checks storage-buffer accesses as robustBufferAccess2 does even with no
+/// robustness feature enabled: VK_EXT_pipeline_robustness's
+/// `defaultRobustnessStorageBuffers` ("the behavior of out of bounds accesses made to storage
+/// buffers when no robustness features are enabled") is ROBUST_BUFFER_ACCESS_2 (lavapipe).
+///
+/// # Safety
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn default_is_robust2(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> bool {
+    // Only structures the device knows may be chained (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
+    if !phys.has_extension(vk::EXT_PIPELINE_ROBUSTNESS_NAME) && phys.api_version < vk::make_api_version(0, 1, 4, 0) {
+        return false;
+    }
+    let Some(properties2) = inst.properties2_for_query() else { return false };
+    let mut pr = vk::PhysicalDevicePipelineRobustnessPropertiesEXT::default();
+    let mut p2 = vk::PhysicalDeviceProperties2 { p_next: &mut pr as *mut _ as *mut c_void, ..Default::default() };
+    properties2(pd, &mut p2);
+    pr.default_robustness_storage_buffers == vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2
+}
+
 /// Turns on `bits` in a copied `VkDeviceCreateInfo` chain: in the application's
 /// `VkPhysicalDeviceRobustness2FeaturesEXT` copy when chained, else in a new one, adding
 /// `extension` (from [`support`]) to `enabled_extensions` when the application enabled neither
