@@ -35,6 +35,7 @@ const STATS: &[(&CStr, Reader)] = &[
     (c"physical_chains", |s| s.physical_chains),
     (c"physical_located", |s| s.physical_located),
     (c"physical_reused_loads", |s| s.physical_reused_loads),
+    (c"physical_rolled_loops", |s| s.physical_rolled_loops),
 ];
 
 /// The reader of the statistic called `name`.
@@ -84,8 +85,9 @@ mod tests {
             physical_chains: 22,
             physical_located: 23,
             physical_reused_loads: 24,
+            physical_rolled_loops: 25,
         };
         let read: Vec<u32> = super::STATS.iter().map(|(_, f)| f(&s)).collect();
-        assert_eq!(read, (1..=24).map(|v| if v == 9 { 1 } else { v }).collect::<Vec<_>>());
+        assert_eq!(read, (1..=25).map(|v| if v == 9 { 1 } else { v }).collect::<Vec<_>>());
     }
 }

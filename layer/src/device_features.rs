@@ -71,6 +71,7 @@ pub unsafe fn supported(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Phys
         int16: f2.features.shader_int16 != 0,
         int64: f2.features.shader_int64 != 0,
         nonuniform_array_length_broken: false, // a driver quirk, decided in device.rs
+        nonuniform_access_per_lane: false,     // the same
         // Turned on by the descriptor table for its users only (tables/robustness2.rs).
         robust_buffer_access2: false,
     }

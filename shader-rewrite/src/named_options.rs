@@ -152,6 +152,11 @@ pub const NAMED_OPTIONS: &[NamedOption] = &[
         "target returns one OpArrayLength per subgroup for non-uniform descriptor indices (lavapipe)"
     ),
     target_bool!(
+        "quirk_nonuniform_access_per_lane",
+        nonuniform_access_per_lane,
+        "target expands each non-uniformly indexed storage-buffer access per lane (lavapipe): loops holding lowered address accesses are marked DontUnroll"
+    ),
+    target_bool!(
         "robust_buffer_access2",
         robust_buffer_access2,
         "target has robustBufferAccess2 enabled (and no pipeline robustness): lowered buffer-device-address accesses leave their bounds checks to the driver"

@@ -47,6 +47,8 @@ pub struct Stats {
     /// accesses, and physical loads that reused an earlier load's value.
     pub physical_located: u32,
     pub physical_reused_loads: u32,
+    /// Loops holding such accesses marked DontUnroll (Target::nonuniform_access_per_lane).
+    pub physical_rolled_loops: u32,
 }
 
 impl Stats {
@@ -96,6 +98,9 @@ impl fmt::Display for Stats {
                 "; physical storage buffer: {} loads, {} stores, {} atomics, {} access chains, {} pointers located, {} loads reused",
                 self.physical_loads, self.physical_stores, self.physical_atomics, self.physical_chains, self.physical_located, self.physical_reused_loads
             )?;
+            if self.physical_rolled_loops > 0 {
+                write!(f, ", {} loops kept rolled", self.physical_rolled_loops)?;
+            }
         }
         Ok(())
     }

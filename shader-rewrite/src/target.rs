@@ -31,6 +31,12 @@ pub struct Target {
     /// "waterfall" loop (broadcast-first index → uniform OpArrayLength), which needs subgroup
     /// ballot support in every shader stage.
     pub nonuniform_array_length_broken: bool,
+    /// Driver quirk (lavapipe, Mesa 25.0): a storage-buffer access through a non-uniform
+    /// descriptor index becomes one code sequence per lane, so a constant-trip loop of such
+    /// accesses that the driver unrolls multiplies its machine code (the buffer-device-address
+    /// chase kernel, 16 hops: a 0.5 s first dispatch against 60 ms rolled). The
+    /// buffer-device-address lowering then marks the loops holding its accesses DontUnroll.
+    pub nonuniform_access_per_lane: bool,
     /// robustBufferAccess2 (VK_EXT_robustness2 / VK_KHR_robustness2) is enabled, and nothing
     /// opts a pipeline out of it (VK_EXT_pipeline_robustness is not enabled): every storage-buffer
     /// access is checked by the driver against its descriptor's range — loads outside return
@@ -54,6 +60,7 @@ impl Target {
             int16: true,
             int64: true,
             nonuniform_array_length_broken: false,
+            nonuniform_access_per_lane: false,
             robust_buffer_access2: true,
         }
     }
@@ -71,6 +78,7 @@ impl Target {
             int16: false,
             int64: false,
             nonuniform_array_length_broken: false,
+            nonuniform_access_per_lane: false,
             robust_buffer_access2: false,
         }
     }

@@ -290,7 +290,7 @@ fn atomic_in_a_selection_header_is_inlined() {
 }
 
 /// The corpus's linked-list module (a loop phi of pointers), as text.
-fn linked_list() -> String {
+fn linked_list_text() -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/physical-storage-buffer/linked-list.spvasm");
     std::fs::read_to_string(path).unwrap()
 }
@@ -301,7 +301,7 @@ fn linked_list() -> String {
 /// debug poison byte needs the lowering's own checks back.
 #[test]
 fn robust_buffer_access2_leaves_bounds_to_the_driver() {
-    let words = assemble(&linked_list(), "vulkan1.1");
+    let words = assemble(&linked_list_text(), "vulkan1.1");
     for int64 in [true, false] {
         let mut robust = robust_options(int64);
         robust.target.nonuniform_array_length_broken = true;
@@ -324,6 +324,25 @@ fn robust_buffer_access2_leaves_bounds_to_the_driver() {
     let body = format!("%pu = OpTypePointer PhysicalStorageBuffer %uint\n{MAIN_X}%p = OpConvertUToPtr %pu %x\n%old = OpAtomicIAdd %uint %p %u1 %u0 %u1\nOpReturn\nOpFunctionEnd\n");
     let (dis, _) = lower_with(&module(&[], "", &body), ENV, &[robust_options(true), robust_options(false)]);
     assert!(dis.contains("OpAtomicIAdd") && !dis.contains("OpBranchConditional") && !dis.contains("OpArrayLength"), "{dis}");
+}
+
+/// Target::nonuniform_access_per_lane (lavapipe): a loop holding lowered accesses is marked
+/// DontUnroll (an unrolled loop of per-lane accesses multiplies the driver's code); a loop
+/// whose control asks for something keeps it; without the quirk nothing changes.
+#[test]
+fn loops_of_accesses_stay_rolled_where_accesses_are_per_lane() {
+    let text = linked_list_text();
+    let merge = |dis: &str| dis.lines().find(|l| l.contains("OpLoopMerge")).map(|l| l.split_whitespace().last().unwrap().to_string()).unwrap();
+    for robust in [true, false] {
+        let mut o = if robust { robust_options(true) } else { options(true) };
+        let (dis, stats) = lower_with(&text, "vulkan1.1", &[o.clone()]);
+        assert_eq!((merge(&dis).as_str(), stats.physical_rolled_loops), ("None", 0), "{dis}");
+        o.target.nonuniform_access_per_lane = true;
+        let (dis, stats) = lower_with(&text, "vulkan1.1", &[o.clone()]);
+        assert_eq!((merge(&dis).as_str(), stats.physical_rolled_loops), ("DontUnroll", 1), "{dis}");
+        let (dis, stats) = lower_with(&text.replace("OpLoopMerge %merge %body None", "OpLoopMerge %merge %body Unroll"), "vulkan1.1", &[o]);
+        assert_eq!((merge(&dis).as_str(), stats.physical_rolled_loops), ("Unroll", 0), "{dis}");
+    }
 }
 
 /// Pointers through function parameters and results, OpSelect and OpPhi.
@@ -570,7 +589,7 @@ fn corpus() {
 /// waterfall loop over the subgroup's slots, in the stages where that driver has subgroups.
 #[test]
 fn array_length_quirk_takes_lengths_in_a_waterfall_loop() {
-    let words = assemble(&linked_list(), "vulkan1.1");
+    let words = assemble(&linked_list_text(), "vulkan1.1");
     for int64 in [true, false] {
         let mut options = options(int64);
         options.target.nonuniform_array_length_broken = true;
@@ -588,7 +607,7 @@ fn array_length_quirk_takes_lengths_in_a_waterfall_loop() {
         }
     }
     // Not in a vertex shader: lavapipe has no subgroup operations there.
-    let text = linked_list().replace("OpEntryPoint GLCompute", "OpEntryPoint Vertex").replace("OpExecutionMode %main LocalSize 1 1 1", "");
+    let text = linked_list_text().replace("OpEntryPoint GLCompute", "OpEntryPoint Vertex").replace("OpExecutionMode %main LocalSize 1 1 1", "");
     let mut options = options(true);
     options.target.nonuniform_array_length_broken = true;
     let (dis, _) = lower_with(&text, "vulkan1.1", &[options]);

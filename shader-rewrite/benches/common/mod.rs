@@ -24,7 +24,7 @@ pub struct Module {
 pub fn profiles() -> [(&'static str, Options); 2] {
     let bindless = Some(BindlessTable::with_defaults(7));
     let bda = Some(BdaTable { set: 7, binding: 3, count: 65536 });
-    let device = Target { storage_input_output_16: false, nonuniform_array_length_broken: true, ..Target::all() };
+    let device = Target { storage_input_output_16: false, nonuniform_array_length_broken: true, nonuniform_access_per_lane: true, ..Target::all() };
     let core = Target::core();
     let with = |target: Target| Options { target, emulate_storage: SmallStorage::missing_from(&target), bindless, bda, ..Options::default() };
     [("device", with(device)), ("core", with(core))]

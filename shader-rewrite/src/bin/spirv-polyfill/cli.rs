@@ -118,6 +118,10 @@ pub struct TargetArgs {
     /// (lavapipe): take such lengths in a subgroup loop
     #[arg(long, help_heading = "Target")]
     pub quirk_nonuniform_array_length: bool,
+    /// The target expands each non-uniformly indexed storage-buffer access per lane (lavapipe):
+    /// loops holding lowered buffer-device-address accesses are marked DontUnroll
+    #[arg(long, help_heading = "Target")]
+    pub quirk_nonuniform_access_per_lane: bool,
     /// The target does not have robustBufferAccess2 enabled (or lets pipelines opt out of it):
     /// lowered buffer-device-address accesses check their bounds themselves
     #[arg(long = "no-robust-buffer-access2", help_heading = "Target")]
@@ -172,6 +176,7 @@ impl TargetArgs {
         t.storage_input_output_16 &= !(self.no_16bit_storage || self.no_16bit_io);
         t.int64 &= !self.no_int64;
         t.nonuniform_array_length_broken |= self.quirk_nonuniform_array_length;
+        t.nonuniform_access_per_lane |= self.quirk_nonuniform_access_per_lane;
         t.robust_buffer_access2 &= !self.no_robust_buffer_access2;
         o.emulate_raw_access_chains = !self.no_raw_access_chains;
         let counts = self.bindless_counts.map(|[s, t, p]| [("bindless_sampled_images_count", s), ("bindless_storage_images_count", t), ("bindless_samplers_count", p)]);

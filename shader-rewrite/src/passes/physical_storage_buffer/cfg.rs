@@ -125,13 +125,14 @@ impl Cfg {
         intersect(&self.idom, &self.rpo_pos, a, b)
     }
 
+    /// The headers of every loop construct holding `b`.
+    pub fn loops_holding(&self, b: usize) -> impl Iterator<Item = usize> + '_ {
+        self.loops.iter().filter(move |&&(h, m)| self.dominates(h, b) && !(self.reachable(m) && self.dominates(m, b))).map(|&(h, _)| h)
+    }
+
     /// The header of the innermost loop construct holding `b`, if any.
     pub fn loop_of(&self, b: usize) -> Option<usize> {
-        self.loops
-            .iter()
-            .filter(|&&(h, m)| self.dominates(h, b) && !(self.reachable(m) && self.dominates(m, b)))
-            .map(|&(h, _)| h)
-            .max_by_key(|&h| self.rpo_pos[h])
+        self.loops_holding(b).max_by_key(|&h| self.rpo_pos[h])
     }
 }
 

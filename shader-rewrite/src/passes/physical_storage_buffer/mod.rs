@@ -87,6 +87,7 @@ mod cleanup;
 mod fold;
 mod helpers;
 mod inline;
+mod loops;
 mod memory;
 mod roots;
 mod table;
@@ -194,6 +195,15 @@ fn lower(
         }
         cx.h.table.used_by.retain(|f, _| !gone.contains(f));
         cx.elided.extend(gone);
+    }
+    if options.target.nonuniform_access_per_lane {
+        let vars = cx.h.table.variables();
+        let accesses = |i: &Inst| match i.op {
+            op::ACCESS_CHAIN => i.ops.first().is_some_and(|v| vars.contains(v)),
+            op::FUNCTION_CALL => i.ops.first().is_some_and(|f| helper_ids.contains(f)),
+            _ => false,
+        };
+        cx.stats.physical_rolled_loops += loops::keep_rolled(functions, accesses);
     }
     let mut elided = std::mem::take(&mut cx.elided);
     elided.extend(cx.h.dead.drain());

@@ -130,6 +130,11 @@ impl Table {
         gone
     }
 
+    /// Every table variable declared (the views', the typed views').
+    pub fn variables(&self) -> HashSet<u32> {
+        self.vars.iter().copied().chain(self.typed.values().map(|&(_, v)| v)).collect()
+    }
+
     /// The view of a table variable (None: the 64-bit one).
     pub fn kind_of(&self, var: u32) -> Option<AliasKind> {
         self.vars.iter().position(|&v| v == var).map(|n| self.kinds[n])
