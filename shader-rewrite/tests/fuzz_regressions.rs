@@ -19,7 +19,7 @@ fn options() -> [Options; 2] {
 
 /// The fuzzers' bindless option set.
 fn bindless() -> Options {
-    let [_, _, bindless, _] = common::fuzz_options::option_sets();
+    let [_, _, bindless, _, _] = common::fuzz_options::option_sets();
     bindless
 }
 
@@ -294,5 +294,31 @@ fn matrix_stride_past_4_gib_is_an_error_not_a_panic() {
                 other => panic!("option set {k}: {:?}", other.map(|o| o.stats)),
             }
         }
+    }
+}
+
+/// Found by tests/fuzz_bounded.rs (mutation 754 of a physical-storage-buffer seed): a load
+/// through a physical pointer with `Aligned 255` (not a power of two: invalid). The access was
+/// lowered for alignment 1, but the choice of views trusted the 255 as "at least 4" and left the
+/// byte view undeclared: a panic. Every decision now reads the same alignment
+/// (`memory::access_alignment`).
+#[test]
+fn physical_access_with_an_alignment_that_is_not_a_power_of_two() {
+    let text = "OpCapability Shader\nOpCapability PhysicalStorageBufferAddresses\nOpCapability Int64\n\
+        OpExtension \"SPV_KHR_physical_storage_buffer\"\nOpMemoryModel PhysicalStorageBuffer64 GLSL450\n\
+        OpEntryPoint GLCompute %main \"main\" %pc\nOpExecutionMode %main LocalSize 1 1 1\n\
+        OpDecorate %PC Block\nOpMemberDecorate %PC 0 Offset 0\n\
+        %void = OpTypeVoid\n%fn = OpTypeFunction %void\n%int = OpTypeInt 32 1\n%ulong = OpTypeInt 64 0\n\
+        %float = OpTypeFloat 32\n%v4 = OpTypeVector %float 4\n%i0 = OpConstant %int 0\n\
+        %PC = OpTypeStruct %ulong\n%ppc = OpTypePointer PushConstant %PC\n%pcu = OpTypePointer PushConstant %ulong\n\
+        %pv4 = OpTypePointer PhysicalStorageBuffer %v4\n%pc = OpVariable %ppc PushConstant\n\
+        %main = OpFunction %void None %fn\n%l = OpLabel\n%a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n\
+        %p = OpConvertUToPtr %pv4 %x\n%v = OpLoad %v4 %p Aligned 255\nOpStore %p %v Aligned 16\nOpReturn\nOpFunctionEnd\n";
+    let input = common::assemble(text, "vulkan1.2");
+    for (k, o) in common::fuzz_options::option_sets().iter().enumerate().filter(|(_, o)| o.bda.is_some()) {
+        let out = std::panic::catch_unwind(|| rewrite(&input, o)).unwrap_or_else(|_| panic!("option set {k}: rewrite panicked"));
+        let out = out.unwrap_or_else(|e| panic!("option set {k}: {e}"));
+        Module::parse(&out.words).unwrap_or_else(|e| panic!("option set {k}: rewritten module does not re-parse: {e}"));
+        assert_eq!(out.stats.physical_loads, 1, "option set {k}");
     }
 }

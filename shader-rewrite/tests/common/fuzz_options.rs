@@ -4,10 +4,13 @@
 //! 2. a Vulkan 1.0 core target lacking every 8/16-bit storage feature, all of them emulated;
 //! 3. the default plus a bindless descriptor table (SPV_NV_bindless_texture lowered);
 //! 4. that plus a buffer-address table (SPV_KHR_physical_storage_buffer lowered), on a target
-//!    without Int64 (uvec2 addresses).
+//!    without Int64 (uvec2 addresses) whose driver checks bounds (robustBufferAccess2);
+//! 5. the buffer-address table on a target with Int64 and without robustBufferAccess2 (the
+//!    lowering's own bounds checks), with lavapipe's quirks (the array-length waterfall loop,
+//!    loops kept rolled).
 use shader_rewrite::{BdaTable, BindlessTable, Options, SmallStorage, Target};
 
-pub fn option_sets() -> [Options; 4] {
+pub fn option_sets() -> [Options; 5] {
     let core = Target::core();
     let table = BindlessTable {
         set: 7,
@@ -25,6 +28,11 @@ pub fn option_sets() -> [Options; 4] {
         Options {
             target: Target { int64: false, ..Target::all() },
             bindless: Some(table),
+            bda: Some(BdaTable { set: 6, binding: 3, count: 256 }),
+            ..Options::default()
+        },
+        Options {
+            target: Target { robust_buffer_access2: false, nonuniform_array_length_broken: true, nonuniform_access_per_lane: true, ..Target::all() },
             bda: Some(BdaTable { set: 6, binding: 3, count: 256 }),
             ..Options::default()
         },

@@ -175,6 +175,14 @@ fn oob_value(b: &mut Builder, ty: u32, poison: Option<u8>) -> u32 {
     }
 }
 
+/// The alignment an access through a physical pointer is lowered for: its `Aligned` operand
+/// (required on physical pointers), 1 without one or for a value that is not a power of two
+/// (invalid SPIR-V, not trusted), at most 16 (no view is wider). Every decision about views
+/// (`words_only`, `one_unit`) reads it from here, so none assumes more than the accesses get.
+pub(super) fn access_alignment(mem: &[u32]) -> u32 {
+    split_memory_operands(mem).1.filter(|a| a.is_power_of_two()).unwrap_or(1).min(16)
+}
+
 /// An access through a pointer: the helper kind's common part and where it starts.
 struct Access {
     rec: u32,
@@ -189,7 +197,7 @@ impl Cx<'_, '_> {
     /// pointers; 1 without it).
     fn access(&mut self, e: &mut Emitter, ptr: u32, mem: &[u32]) -> Result<Access, RewriteError> {
         let p = self.phys(ptr).expect("a physical pointer");
-        let align = split_memory_operands(mem).1.filter(|a| a.is_power_of_two()).unwrap_or(1).min(16);
+        let align = access_alignment(mem);
         let (rec, delta) = self.record(e, ptr)?;
         let mut cur = Cursor::at_start(self.b, p.pointee, align);
         cur.off = delta;

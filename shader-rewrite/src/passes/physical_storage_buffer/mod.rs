@@ -215,7 +215,7 @@ fn lower(
 /// multiples of 4 in every Vulkan layout, so then each leaf is too.
 fn words_only(b: &Builder, functions: &[Function], types: &HashMap<u32, u32>, retyped: &types::Retyped) -> bool {
     let pointee = |id: u32| types.get(&id).or_else(|| retyped.global_values.get(&id)).and_then(|t| retyped.ptrs.get(t)).map(|p| p.pointee);
-    let aligned = |mem: &[u32]| crate::passes::util::split_memory_operands(mem).1.is_some_and(|a| a >= 4);
+    let aligned = |mem: &[u32]| memory::access_alignment(mem) >= 4;
     functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|blk| blk.insts.iter()).all(|i| {
         let through = |k: usize| i.ops.get(k).and_then(|&p| pointee(p));
         let (ptr, mem) = match i.op {
@@ -255,7 +255,7 @@ fn one_unit(b: &Builder, functions: &[Function], types: &HashMap<u32, u32>, rety
             16 => AliasKind::U32x4,
             _ => return None,
         };
-        if crate::passes::util::split_memory_operands(mem).1.is_none_or(|a| a < size) || unit.is_some_and(|u| u != kind) {
+        if memory::access_alignment(mem) < size || unit.is_some_and(|u| u != kind) {
             return None;
         }
         unit = Some(kind);
