@@ -305,7 +305,7 @@ fn robust_buffer_access2_leaves_bounds_to_the_driver() {
     for int64 in [true, false] {
         let mut robust = robust_options(int64);
         robust.target.nonuniform_array_length_broken = true;
-        let mut checked = robust.clone();
+        let mut checked = robust;
         checked.target.robust_buffer_access2 = false;
         let out = rewrite(&words, &robust).unwrap_or_else(|e| panic!("{e}"));
         let dis = disassemble(&out.words);
@@ -317,7 +317,7 @@ fn robust_buffer_access2_leaves_bounds_to_the_driver() {
         let with_checks = rewrite(&words, &checked).unwrap();
         assert!(disassemble(&with_checks.words).contains("OpArrayLength"));
         assert!(out.words.len() + 100 < with_checks.words.len(), "{} words against {} with the lowering's checks", out.words.len(), with_checks.words.len());
-        let poisoned = rewrite(&words, &Options { oob_poison: Some(0xab), ..robust.clone() }).unwrap();
+        let poisoned = rewrite(&words, &Options { oob_poison: Some(0xab), ..robust }).unwrap();
         assert!(disassemble(&poisoned.words).contains("OpArrayLength"), "the poison byte needs the lowering's own checks");
     }
     // An atomic: done unconditionally (an atomic outside the range modifies nothing).
@@ -335,10 +335,10 @@ fn loops_of_accesses_stay_rolled_where_accesses_are_per_lane() {
     let merge = |dis: &str| dis.lines().find(|l| l.contains("OpLoopMerge")).map(|l| l.split_whitespace().last().unwrap().to_string()).unwrap();
     for robust in [true, false] {
         let mut o = if robust { robust_options(true) } else { options(true) };
-        let (dis, stats) = lower_with(&text, "vulkan1.1", &[o.clone()]);
+        let (dis, stats) = lower_with(&text, "vulkan1.1", &[o]);
         assert_eq!((merge(&dis).as_str(), stats.physical_rolled_loops), ("None", 0), "{dis}");
         o.target.nonuniform_access_per_lane = true;
-        let (dis, stats) = lower_with(&text, "vulkan1.1", &[o.clone()]);
+        let (dis, stats) = lower_with(&text, "vulkan1.1", &[o]);
         assert_eq!((merge(&dis).as_str(), stats.physical_rolled_loops), ("DontUnroll", 1), "{dis}");
         let (dis, stats) = lower_with(&text.replace("OpLoopMerge %merge %body None", "OpLoopMerge %merge %body Unroll"), "vulkan1.1", &[o]);
         assert_eq!((merge(&dis).as_str(), stats.physical_rolled_loops), ("Unroll", 0), "{dis}");
