@@ -98,6 +98,13 @@ impl<'l> Helpers<'l> {
     /// OpBitcast: a bitcast per call costs less than a second helper.
     #[allow(clippy::too_many_arguments)]
     pub fn call_access(&mut self, e: &mut Emitter, b: &mut Builder, ty: u32, align: u32, mem: &[u32], rec: u32, off: u32, value: Option<u32>, result: Option<u32>, inst: &Inst) -> Result<u32, RewriteError> {
+        if let Some(sv) = b.scalar_vec(ty).filter(|sv| sv.width >= 32 && align < 4) {
+            // Vulkan "Offset and Stride Assignment": a 32/64-bit component's offset is a multiple
+            // of 4 at least (of its size, but an Aligned below it is allowed); the byte-address
+            // backend moves such components in whole words.
+            let what = crate::passes::leaves::describe(inst);
+            return Err(RewriteError::unsupported(what, format!("a {}-bit component at an alignment of {align} byte(s): the explicit layout (Offset, ArrayStride, MatrixStride) breaks Vulkan's offset rules", sv.width)));
+        }
         let store = value.is_some();
         let hty = match b.scalar_vec(ty) {
             Some(sv) if sv.width >= 32 => *self.by_bits.entry((store, sv.width, sv.n, align_for(sv.n * sv.width / 8, align), mem.to_vec())).or_insert(ty),

@@ -153,7 +153,14 @@ fn lower(
         }
     }
     let words_only = words_only(&b, functions, &types, retyped);
-    let mut table = Table::new(&mut b, *cfg, &mut backend, &options.target, words_only);
+    if words_only {
+        // Every access is a whole number of 4-aligned words, so the word view's length is exact
+        // too: no 8/16-bit view is declared, and the backend never plans one (a leaf an invalid
+        // layout misaligns, an odd MatrixStride, still goes through word parts).
+        let t = &mut backend.target;
+        (t.storage_buffer_8bit, t.storage_buffer_16bit, t.uniform_and_storage_buffer_8bit, t.uniform_and_storage_buffer_16bit) = (false, false, false, false);
+    }
+    let mut table = Table::new(&mut b, *cfg, &mut backend);
     table.length_unit = one_unit(&b, functions, &types, retyped);
     // Bounds left to the driver's robustBufferAccess2 where it has it on, unless out-of-range
     // loads must return the debug poison byte (only the lowering's own checks can).

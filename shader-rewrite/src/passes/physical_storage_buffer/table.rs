@@ -11,7 +11,6 @@ use crate::builder::{deco, sc, Builder, Emitter};
 use crate::byte_address::{AliasKind, AliasViews, Backend};
 use crate::module::{op, Inst, Module};
 use crate::ops;
-use crate::target::Target;
 
 use super::address::Decoded;
 use crate::passes::raw_access_chains::control_flow::waterfall_length;
@@ -91,13 +90,12 @@ pub(super) struct Table {
 }
 
 impl Table {
-    /// Declares the views the target can have (8/16-bit ones with its storage features, unless
-    /// `words_only`: every access is a whole number of 4-aligned words, so the word view's length
-    /// is exact too) in `backend` and their array variables.
-    pub fn new(b: &mut Builder, cfg: BdaTable, backend: &mut Backend, target: &Target, words_only: bool) -> Self {
+    /// Declares the views the backend's target can have (8/16-bit ones with its storage
+    /// features) in `backend` and their array variables.
+    pub fn new(b: &mut Builder, cfg: BdaTable, backend: &mut Backend) -> Self {
         let first_id = b.m.header[3];
-        let small = |k: &AliasKind| matches!(k, AliasKind::U8 | AliasKind::U16);
-        let kinds: Vec<AliasKind> = AliasKind::ALL.into_iter().filter(|k| k.available(target, sc::STORAGE_BUFFER) && !(words_only && small(k))).collect();
+        let target = backend.target;
+        let kinds: Vec<AliasKind> = AliasKind::ALL.into_iter().filter(|k| k.available(&target, sc::STORAGE_BUFFER)).collect();
         let views = AliasViews::new(b, sc::STORAGE_BUFFER, kinds.clone());
         let vars = views.struct_ty.clone().into_iter().map(|st| declare(b, &cfg, st)).collect();
         let struct_ptrs = views.struct_ptr.clone();
