@@ -114,19 +114,30 @@ impl DevicePlan for Plan {
             None => None,
         };
         self.bounds_by_driver = matches!(bounds, Some(Bounds::Driver(_) | Bounds::Enable(_)));
-        let null = support.and_then(|s| if s.null_descriptor { Ok(s.extension) } else { Err(format!("{} lacks nullDescriptor", s.extension.to_str().unwrap_or("?"))) });
+        let mut null = support.and_then(|s| if s.null_descriptor { Ok(s.extension) } else { Err(format!("{} lacks nullDescriptor", s.extension.to_str().unwrap_or("?"))) });
         let bits = Bits { null_descriptor: null.is_ok(), robust_buffer_access2: robust.is_some() };
         if let Some(ext) = robust.or(null.as_ref().ok().copied()) {
-            let added = robustness2::enable(&mut edit.chain, &mut edit.extensions, ext, bits)?;
-            let mut names: Vec<&str> = added.iter().map(|e| e.to_str().unwrap_or("?")).collect();
-            if bits.robust_buffer_access2 {
-                names.extend(features::enable_core(&mut edit.chain, &mut edit.enabled_features, &[features::Core::RobustBufferAccess]));
-                names.push("robustBufferAccess2 (the driver checks the bounds of the lowered storage-buffer accesses)");
+            match robustness2::enable(&mut edit.chain, &mut edit.extensions, ext, bits) {
+                Ok(added) => {
+                    let mut names: Vec<&str> = added.iter().map(|e| e.to_str().unwrap_or("?")).collect();
+                    if bits.robust_buffer_access2 {
+                        names.extend(features::enable_core(&mut edit.chain, &mut edit.enabled_features, &[features::Core::RobustBufferAccess]));
+                        names.push("robustBufferAccess2 (the driver checks the bounds of the lowered storage-buffer accesses)");
+                    }
+                    if bits.null_descriptor {
+                        names.push("nullDescriptor (the descriptor table's free slots)");
+                    }
+                    log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': enabling {}", names.join(", "));
+                }
+                // Neither can be turned on: the lowering checks bounds, a buffer fills free slots.
+                Err(why) => {
+                    if bits.robust_buffer_access2 {
+                        self.bounds_by_driver = false;
+                        log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': not relying on robustBufferAccess2 ({why}): the lowered storage-buffer accesses of {} check their bounds themselves", users());
+                    }
+                    null = Err(why);
+                }
             }
-            if bits.null_descriptor {
-                names.push("nullDescriptor (the descriptor table's free slots)");
-            }
-            log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': enabling {}", names.join(", "));
         }
         match null {
             Ok(_) => self.free = Some(FreeSlots::Null),
