@@ -317,3 +317,34 @@ fn vkd3d_like_chain_is_valid_below_the_layer() {
     assert_eq!(create_device(&ctx, &chain, &extensions), vk::Result::SUCCESS);
     assert_eq!(ctx.validation_errors(), Vec::<String>::new());
 }
+
+/// With addresses emulated, the table wants robustBufferAccess2 (the application enables only
+/// robustBufferAccess, so the device default does not count) and nullDescriptor, but the
+/// application's robustness2 structure sits behind an unknown structure in read-only memory,
+/// where the layer cannot edit it: the device is still created, the lowering keeps its own
+/// bounds checks and a buffer fills the table's free slots, and the log says so.
+#[test]
+fn robustness2_behind_a_read_only_structure_keeps_the_lowerings_checks() {
+    const ROBUSTNESS_2: i32 = 1_000_286_000;
+    let options = ContextOptions { enable_layer: true, api_version: vk::make_api_version(0, 1, 3, 0), ..ContextOptions::native() }
+        .setting("buffer_device_address", "force")
+        .setting("log_level", "info")
+        .messenger(true);
+    let ctx = Context::new(&options).unwrap_or_else(|e| panic!("{e}"));
+    let mut chain = FeatureChain::new(&[ROBUSTNESS_2]);
+    chain.f2.features.robust_buffer_access = vk::TRUE;
+    ctx.clear_validation_messages();
+    unsafe {
+        let page = libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+        assert_ne!(page, libc::MAP_FAILED);
+        write_newer_still(page as *mut u8, chain.node(ROBUSTNESS_2));
+        assert_eq!(libc::mprotect(page, 4096, libc::PROT_READ), 0);
+        chain.insert_before(ROBUSTNESS_2, NEWER_STILL, page);
+        assert_eq!(create_device(&ctx, &chain, &["VK_EXT_robustness2".to_string()]), vk::Result::SUCCESS);
+        libc::munmap(page, 4096);
+    }
+    let texts: Vec<String> = ctx.layer_messages().into_iter().map(|m| m.text).collect();
+    let said = |what: &str| texts.iter().any(|t| t.contains(what));
+    assert!(said("not relying on robustBufferAccess2 (the robustness2 feature structure sits behind an unknown structure)"), "{texts:#?}");
+    assert!(said("no null descriptors for the descriptor table"), "{texts:#?}");
+}
