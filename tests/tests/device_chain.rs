@@ -266,14 +266,22 @@ fn newer_still_structure_in_front_of_vulkan11() {
 fn newer_still_structure_in_read_only_memory_is_refused() {
     let ctx = context(true, false, 4);
     let (mut chain, extensions) = vkd3d_like_chain(&ctx, |_| true, extensions_to_enable(&ctx));
+    let result = with_read_only_newer_still(&mut chain, VULKAN_11_FEATURES, |chain| create_device(&ctx, chain, &extensions));
+    assert_eq!(result, vk::Result::ERROR_FEATURE_NOT_PRESENT);
+}
+
+/// Runs `f` with a `NEWER_STILL` structure in a read-only page inserted in front of the node of
+/// sType `before` (the layer can neither edit nor splice it: it and what follows stay as-is).
+fn with_read_only_newer_still<R>(chain: &mut FeatureChain, before: i32, f: impl FnOnce(&FeatureChain) -> R) -> R {
     unsafe {
         let page = libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
         assert_ne!(page, libc::MAP_FAILED);
-        write_newer_still(page as *mut u8, chain.node(VULKAN_11_FEATURES));
+        write_newer_still(page as *mut u8, chain.node(before));
         assert_eq!(libc::mprotect(page, 4096, libc::PROT_READ), 0);
-        chain.insert_before(VULKAN_11_FEATURES, NEWER_STILL, page);
-        assert_eq!(create_device(&ctx, &chain, &extensions), vk::Result::ERROR_FEATURE_NOT_PRESENT);
+        chain.insert_before(before, NEWER_STILL, page);
+        let r = f(chain);
         libc::munmap(page, 4096);
+        r
     }
 }
 
@@ -334,15 +342,8 @@ fn robustness2_behind_a_read_only_structure_keeps_the_lowerings_checks() {
     let mut chain = FeatureChain::new(&[ROBUSTNESS_2]);
     chain.f2.features.robust_buffer_access = vk::TRUE;
     ctx.clear_validation_messages();
-    unsafe {
-        let page = libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
-        assert_ne!(page, libc::MAP_FAILED);
-        write_newer_still(page as *mut u8, chain.node(ROBUSTNESS_2));
-        assert_eq!(libc::mprotect(page, 4096, libc::PROT_READ), 0);
-        chain.insert_before(ROBUSTNESS_2, NEWER_STILL, page);
-        assert_eq!(create_device(&ctx, &chain, &["VK_EXT_robustness2".to_string()]), vk::Result::SUCCESS);
-        libc::munmap(page, 4096);
-    }
+    let result = with_read_only_newer_still(&mut chain, ROBUSTNESS_2, |chain| create_device(&ctx, chain, &["VK_EXT_robustness2".to_string()]));
+    assert_eq!(result, vk::Result::SUCCESS);
     let texts: Vec<String> = ctx.layer_messages().into_iter().map(|m| m.text).collect();
     let said = |what: &str| texts.iter().any(|t| t.contains(what));
     assert!(said("not relying on robustBufferAccess2 (the robustness2 feature structure sits behind an unknown structure)"), "{texts:#?}");
