@@ -246,10 +246,11 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
     // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform descriptor index
     // (seen on Mesa 25.0): the rewriter works around it, in the stages with subgroup ballot
     // (module_rewrite.rs, subgroup_stages.rs).
-    target.nonuniform_array_length_broken = name.starts_with("llvmpipe");
+    let lavapipe = name.starts_with("llvmpipe");
+    target.nonuniform_array_length_broken = lavapipe;
     // lavapipe also expands each non-uniformly indexed storage-buffer access per lane: loops of
     // lowered address accesses stay rolled (Target::nonuniform_access_per_lane).
-    target.nonuniform_access_per_lane = name.starts_with("llvmpipe");
+    target.nonuniform_access_per_lane = lavapipe;
     let mut o = shader_rewrite::Options {
         target,
         emulate_raw_access_chains: false,

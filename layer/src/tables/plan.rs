@@ -100,15 +100,18 @@ impl DevicePlan for Plan {
             DebugTarget::Device => robustness2::support(pd.inst, pd.pd, pd.info),
         };
         let bounds = self.buffer_bounds(pd, edit, support.as_ref().ok());
-        let users = || self.users.iter().filter(|u| u.robust_buffers).map(|u| u.name).collect::<Vec<_>>().join(", ");
+        let users = self.users.iter().filter(|u| u.robust_buffers).map(|u| u.name).collect::<Vec<_>>().join(", ");
+        let keeps_checks = |why: &str| {
+            log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': not relying on robustBufferAccess2 ({why}): the lowered storage-buffer accesses of {users} check their bounds themselves");
+        };
         let robust = match bounds {
             Some(Bounds::Enable(ext)) => Some(ext),
             Some(Bounds::Driver(why)) => {
-                log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': the driver checks the bounds of the lowered storage-buffer accesses of {} ({why})", users());
+                log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': the driver checks the bounds of the lowered storage-buffer accesses of {users} ({why})");
                 None
             }
             Some(Bounds::Lowering(why)) => {
-                log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': not relying on robustBufferAccess2 ({why}): the lowered storage-buffer accesses of {} check their bounds themselves", users());
+                keeps_checks(why);
                 None
             }
             None => None,
@@ -133,7 +136,7 @@ impl DevicePlan for Plan {
                 Err(why) => {
                     if bits.robust_buffer_access2 {
                         self.bounds_by_driver = false;
-                        log_info!(DEVICE_FEATURES, "vkCreateDevice: device '{name}': not relying on robustBufferAccess2 ({why}): the lowered storage-buffer accesses of {} check their bounds themselves", users());
+                        keeps_checks(&why);
                     }
                     null = Err(why);
                 }

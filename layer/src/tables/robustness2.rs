@@ -12,17 +12,11 @@ use crate::pnext::Chain;
 use ash::vk;
 use std::ffi::{c_void, CStr};
 
-/// The extension that makes `VkPhysicalDeviceRobustness2FeaturesEXT` valid in the chain, if the
-/// application enabled one (VK_KHR_robustness2 shares the structure and its sType).
-fn robustness2_enabled(extensions: &[&CStr]) -> Option<&'static CStr> {
+/// The robustness2 extension `has` names, EXT first (VK_KHR_robustness2 shares the structure and
+/// its sType).
+fn robustness2_in(has: impl Fn(&CStr) -> bool) -> Option<&'static CStr> {
     const KHR: &CStr = c"VK_KHR_robustness2";
-    if extensions.contains(&vk::EXT_ROBUSTNESS2_NAME) {
-        Some(vk::EXT_ROBUSTNESS2_NAME)
-    } else if extensions.contains(&KHR) {
-        Some(KHR)
-    } else {
-        None
-    }
+    [vk::EXT_ROBUSTNESS2_NAME, KHR].into_iter().find(|&n| has(n))
 }
 
 /// What the physical device supports of robustness2.
@@ -50,12 +44,7 @@ pub struct Bits {
 /// # Safety
 /// `pd` belongs to `inst`; `phys` is its info.
 pub unsafe fn support(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Result<Support, String> {
-    const KHR: &CStr = c"VK_KHR_robustness2";
-    let extension = if phys.has_extension(vk::EXT_ROBUSTNESS2_NAME) {
-        vk::EXT_ROBUSTNESS2_NAME
-    } else if phys.has_extension(KHR) {
-        KHR
-    } else {
+    let Some(extension) = robustness2_in(|n| phys.has_extension(n)) else {
         return Err("the device has neither VK_EXT_robustness2 nor VK_KHR_robustness2".into());
     };
     let Some(features2) = inst.features2_for_query() else {
@@ -114,7 +103,8 @@ pub unsafe fn enable(chain: &mut Chain, enabled_extensions: &mut Vec<&CStr>, ext
     if chain.tail_contains(S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT) {
         return Err("the robustness2 feature structure sits behind an unknown structure".into());
     }
-    let added = match robustness2_enabled(enabled_extensions) {
+    // The structure is only valid with one of the extensions enabled.
+    let added = match robustness2_in(|n| enabled_extensions.contains(&n)) {
         Some(_) => None,
         None => {
             enabled_extensions.push(extension);
