@@ -48,7 +48,11 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     // After each pass, a structural check (passes::check) turns a shape the pass let through
     // unhandled into an error instead of a module the driver chokes on.
     use passes::check::{after, Pass};
-    if found.raw_access_chains && options.emulate_raw_access_chains {
+    let bda = options.bda.filter(|_| found.physical_storage_buffer);
+    // The physical-pointer lowering cannot follow a raw chain on a physical base, so a module
+    // it lowers has its raw chains lowered too, even for a target that has them (buffer device
+    // addresses forced on NVIDIA).
+    if found.raw_access_chains && (options.emulate_raw_access_chains || bda.is_some()) {
         passes::raw_access_chains::run(&mut module, options, &mut stats)?;
         after(&module, Pass::RawAccessChains)?;
     }
@@ -58,7 +62,6 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     // into address arithmetic) and bindless handles (which may live in physical memory), and
     // before the 8/16-bit lowering (which would widen the types in physical memory, changing
     // its layout, and emulates the 8/16-bit accesses this pass leaves).
-    let bda = options.bda.filter(|_| found.physical_storage_buffer);
     if small_storage && bda.is_none() {
         passes::small_storage::run(&mut module, options, &mut stats)?;
         after(&module, lowered_storage)?;

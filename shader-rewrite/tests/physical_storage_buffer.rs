@@ -460,7 +460,8 @@ fn matrices_and_arrays() {
 }
 
 /// Raw access chains on physical bases: the raw-chain pass turns them into address arithmetic
-/// and an OpBitcast from uvec2, which this pass then lowers.
+/// and an OpBitcast from uvec2, which this pass then lowers; also for a target that has raw
+/// chains itself (addresses forced on NVIDIA), since this pass cannot follow a raw chain.
 #[test]
 fn raw_chains_on_physical_bases() {
     let text = module(
@@ -476,6 +477,10 @@ fn raw_chains_on_physical_bases() {
          OpReturn\nOpFunctionEnd\n",
     );
     let (dis, stats) = lower(&text);
+    assert_eq!((stats.raw_chains_physical, stats.physical_loads, stats.physical_stores), (2, 2, 1), "{stats:?}");
+    assert!(!dis.contains("RawAccessChain"), "{dis}");
+    let native_raw_chains: Vec<Options> = [options(true), robust_options(false)].into_iter().map(|o| Options { emulate_raw_access_chains: false, ..o }).collect();
+    let (dis, stats) = lower_with(&text, ENV, &native_raw_chains);
     assert_eq!((stats.raw_chains_physical, stats.physical_loads, stats.physical_stores), (2, 2, 1), "{stats:?}");
     assert!(!dis.contains("RawAccessChain"), "{dis}");
 }
