@@ -11,8 +11,8 @@
 //! a compute shader's machine code there, lazily, not in vkCreateComputePipelines). Wall time
 //! per submit (record once, submit + wait).
 //!
-//! Pipeline creation (`vkCreateShaderModule` + `vkCreateComputePipelines`, no pipeline cache:
-//! the layer's rewrite plus lavapipe's compile) of the physical-storage-buffer corpus
+//! Pipeline creation (`vkCreateShaderModule` + `vkCreateComputePipelines`, no pipeline cache and
+//! the drivers' on-disk shader caches off: the layer's rewrite plus lavapipe's compile) of the physical-storage-buffer corpus
 //! (`tests/corpus/physical-storage-buffer`) and the kernels, each module created and destroyed
 //! on both sides in alternating order, round by round; with the words the rewrite hands lavapipe
 //! (the layer's options on lavapipe: the array-length quirk, the table at set 7).
@@ -164,6 +164,7 @@ fn creation(ctxs: [&Context; 2], reps: usize) {
 }
 
 fn main() {
+    no_disk_shader_caches();
     let reps = env_num("BDA_REPS", 31).max(1) as usize;
     let create_reps = env_num("BDA_CREATE_REPS", 25).max(1) as usize;
     let log2 = env_num("BDA_LOG2_INVOCATIONS", 20).clamp(16, 24);

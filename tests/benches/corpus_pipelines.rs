@@ -132,8 +132,7 @@ fn create(ctx: &Context, layout: vk::PipelineLayout, module: vk::ShaderModule, e
 }
 
 fn main() {
-    // SAFETY: set before any thread (and before Vulkan) starts.
-    unsafe { std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true") };
+    no_disk_shader_caches();
     let (_, options) = corpus::profiles()[0];
     let modules: Vec<(String, Vec<u32>)> = corpus::corpus()
         .into_iter()

@@ -28,9 +28,9 @@
 //! cold") and of
 //! vkCreateComputePipelines (the driver compiling what it was handed), and A/B ratios of their
 //! sum (target ≤ 1.2, issue 24), in CPU time of the process (the driver's threads included; wall
-//! times of calls this short are stretched to whole scheduler slices on a loaded machine). Mesa's
-//! on-disk shader cache is turned off for the whole run (MESA_SHADER_CACHE_DISABLE), so every
-//! creation compiles.
+//! times of calls this short are stretched to whole scheduler slices on a loaded machine). The
+//! drivers' on-disk shader caches are turned off for the whole run (`no_disk_shader_caches`), so
+//! every creation compiles.
 //!
 //! Run: `cargo build --release -p vk-layer-polyfill-extensions &&
 //!       cargo bench -p polyfill-e2e --bench kernels`
@@ -164,9 +164,7 @@ fn create_table(rigs: &[&Rig], kernels: &[(&str, usize, &[u32])], pairs: &[(usiz
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing to parse.
-    // Every pipeline creation compiles: no on-disk cache hit from an earlier run or round.
-    // SAFETY: set before any thread (and before Vulkan) starts.
-    unsafe { std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true") };
+    no_disk_shader_caches();
     let reps = env_num("KERNELS_REPS", 201).max(1) as usize;
     let log2 = env_num("KERNELS_LOG2_INVOCATIONS", 20).clamp(6, 24);
     let n = 1usize << log2; // invocations = float4 elements

@@ -8,6 +8,17 @@ mod rig;
 #[allow(unused_imports)]
 pub use rig::*;
 
+/// Every pipeline creation compiles: the drivers' on-disk shader caches off for the whole run
+/// (Mesa's `MESA_SHADER_CACHE_DISABLE`, NVIDIA's `__GL_SHADER_DISK_CACHE`), so no round hits
+/// what an earlier round or run compiled. Call first thing in `main`, before any thread starts.
+pub fn no_disk_shader_caches() {
+    // SAFETY: called before any other thread (and before Vulkan) starts.
+    unsafe {
+        std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true");
+        std::env::set_var("__GL_SHADER_DISK_CACHE", "0");
+    }
+}
+
 pub fn fail(msg: &str) -> ! {
     eprintln!("{} bench: {msg}", env!("CARGO_CRATE_NAME"));
     std::process::exit(1);
