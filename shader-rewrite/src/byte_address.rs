@@ -812,8 +812,9 @@ impl Backend {
     /// The byte length of the bound range, from the exact 8-bit view when there is one, else
     /// the word view (rounded down to whole words). `views` as in [`Backend::emit`].
     pub fn byte_length(&self, e: &mut Emitter, b: &mut Builder, storage: u32, view_ptrs: &[u32]) -> u32 {
-        let ptr = view_ptrs[self.views[&storage].slot(self.length_view(storage))];
-        self.length_of_view(e, b, storage, ptr)
+        let kind = self.length_view(storage);
+        let ptr = view_ptrs[self.views[&storage].slot(kind)];
+        self.length_of_view(e, b, kind, ptr)
     }
 
     /// Pointer to the 32-bit word holding byte address `addr` (4-aligned), for atomics.
@@ -840,16 +841,16 @@ impl Backend {
         if self.views[&storage].kinds.contains(&AliasKind::U8) { AliasKind::U8 } else { AliasKind::U32 }
     }
 
-    /// Byte length from a pointer to the alias struct of [`Backend::length_view`].
-    pub fn length_of_view(&self, e: &mut Emitter, b: &mut Builder, storage: u32, ptr: u32) -> u32 {
+    /// Byte length from a pointer to an alias struct of elements `kind` (OpArrayLength counts
+    /// them: × their bytes).
+    pub fn length_of_view(&self, e: &mut Emitter, b: &mut Builder, kind: AliasKind, ptr: u32) -> u32 {
         let u32t = b.t_u32();
-        if self.length_view(storage) == AliasKind::U8 {
-            e.op(b, op::ARRAY_LENGTH, u32t, ops![ptr, 0])
-        } else {
-            let words = e.op(b, op::ARRAY_LENGTH, u32t, ops![ptr, 0]);
-            let two = b.c_u32(2);
-            e.op(b, op::SHIFT_LEFT_LOGICAL, u32t, ops![words, two])
+        let count = e.op(b, op::ARRAY_LENGTH, u32t, ops![ptr, 0]);
+        if kind.bytes() == 1 {
+            return count;
         }
+        let shift = b.c_u32(kind.bytes().trailing_zeros());
+        e.op(b, op::SHIFT_LEFT_LOGICAL, u32t, ops![count, shift])
     }
 
     /// Does this access branch (and so split its block)?

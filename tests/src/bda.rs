@@ -338,6 +338,8 @@ pub const ELEMENTS: &[Element] = &[
     Element { name: "u64vec3", capabilities: INT64, decorations: "", types: "%T = OpTypeVector %u64 3", ty: "%T", stride: 32, align: 8 },
     Element { name: "u16", capabilities: SIXTEEN_BIT, decorations: "", types: "", ty: "%u16", stride: 2, align: 2 },
     Element { name: "u16vec3", capabilities: SIXTEEN_BIT, decorations: "", types: "%T = OpTypeVector %u16 3", ty: "%T", stride: 8, align: 2 },
+    // Every access one aligned 8-byte unit of 16-bit components.
+    Element { name: "u16vec4 (Aligned 8)", capabilities: SIXTEEN_BIT, decorations: "", types: "%T = OpTypeVector %u16 4", ty: "%T", stride: 8, align: 8 },
     Element { name: "u8", capabilities: EIGHT_BIT, decorations: "", types: "", ty: "%u8", stride: 1, align: 1 },
     Element { name: "f64", capabilities: &["Float64"], decorations: "", types: "", ty: "%f64", stride: 8, align: 8 },
     Element {

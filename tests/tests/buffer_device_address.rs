@@ -583,9 +583,14 @@ fn element_sweep(target: &str) {
             buffers: vec![BufferSpec::device_address(0, input), BufferSpec::device_address(8, vec![0; n])],
             ..Default::default()
         };
-        let (want, got) = native_and_forced(&format!("elements-{}", e.ty.trim_start_matches('%')), target, &copy_elements(e), &job);
+        let name = format!("elements-{}", e.ty.trim_start_matches('%'));
+        let (want, got) = native_and_forced(&name, target, &copy_elements(e), &job);
         assert_eq!(got, want, "{}: emulated vs native", e.name);
         assert!(want[1].iter().any(|b| *b != 0), "{}: the native copy wrote", e.name);
+        // The lowering's own checks too (an application with pipelineRobustness): a buffer's
+        // length counted in the one 8/16-byte unit every access is must still be its bytes.
+        let checked = forced_with(&format!("{name}-checked"), target, &copy_elements(e), &job, options("force").pipeline_robustness(true));
+        assert_eq!(checked, want, "{}: emulated with the lowering's checks vs native", e.name);
     }
 }
 

@@ -165,6 +165,7 @@ impl Table {
     /// table, without a branch (lavapipe crashes on an OpArrayLength in a branch no invocation
     /// of the subgroup takes).
     pub fn length(&self, e: &mut Emitter, b: &mut Builder, backend: &Backend, d: &Decoded, how: Length, used: &mut BTreeSet<u32>) -> u32 {
+        // The one unit every access is (exact for all of them), else the backend's length view.
         let length_view = self.length_unit.unwrap_or(backend.length_view(sc::STORAGE_BUFFER));
         let n = self.kinds.iter().position(|&k| k == length_view).expect("the length view is declared");
         let (var, struct_ptr) = (self.vars[n], self.struct_ptrs[n]);
@@ -174,22 +175,17 @@ impl Table {
         let length = |e: &mut Emitter, b: &mut Builder| {
             if how == Length::Waterfall {
                 // One OpArrayLength per subgroup on such drivers: one slot at a time.
-                waterfall_length(e, b, backend, sc::STORAGE_BUFFER, var, struct_ptr, d.slot)
+                waterfall_length(e, b, backend, length_view, var, struct_ptr, d.slot)
             } else {
                 let p = e.op(b, op::ACCESS_CHAIN, struct_ptr, ops![var, d.slot]);
 
                 if how == Length::NonUniform {
                     b.decorate(p, deco::NON_UNIFORM, &[]);
                 }
-                backend.length_of_view(e, b, sc::STORAGE_BUFFER, p)
+                backend.length_of_view(e, b, length_view, p)
             }
         };
-        let mut l = length(e, b);
-        if let Some(unit) = self.length_unit {
-            // The backend counts the view's elements as words (× 4): × the unit's words more.
-            let shift = b.c_u32((unit.bytes() / 4).trailing_zeros());
-            l = e.op(b, op::SHIFT_LEFT_LOGICAL, u32t, ops![l, shift]);
-        }
+        let l = length(e, b);
         e.op(b, op::SELECT, u32t, ops![d.in_table, l, zero])
     }
 

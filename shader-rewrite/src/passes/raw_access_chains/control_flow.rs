@@ -178,7 +178,7 @@ impl Copies<'_, '_> {
 /// a loop that takes the subgroup's first active index, lets the invocations holding it take a
 /// uniform OpArrayLength and leave, and repeats for the rest (a "waterfall" loop). Works
 /// around drivers that evaluate OpArrayLength once per subgroup (Target::nonuniform_array_length_broken).
-pub(crate) fn waterfall_length(e: &mut Emitter, b: &mut Builder, backend: &Backend, storage: u32, array: u32, elem_ty: u32, index: u32) -> u32 {
+pub(crate) fn waterfall_length(e: &mut Emitter, b: &mut Builder, backend: &Backend, kind: AliasKind, array: u32, elem_ty: u32, index: u32) -> u32 {
     let u32t = b.t_u32();
     let bool_t = b.t_bool();
     let (header, then, cont, merge) = (b.id(), b.id(), b.id(), b.id());
@@ -201,7 +201,7 @@ pub(crate) fn waterfall_length(e: &mut Emitter, b: &mut Builder, backend: &Backe
     e.stmt(op::LOOP_MERGE, ops![merge, cont, 0]);
     e.terminate(Inst::new(op::BRANCH_CONDITIONAL, 0, 0, ops![mine, then, cont]), then);
     let ptr = e.op(b, op::ACCESS_CHAIN, elem_ty, ops![array, first]);
-    let len = backend.length_of_view(e, b, storage, ptr);
+    let len = backend.length_of_view(e, b, kind, ptr);
     e.terminate(Inst::new(op::BRANCH, 0, 0, ops![merge]), cont);
     e.terminate(Inst::new(op::BRANCH, 0, 0, ops![header]), merge);
     // `then` is the only way into `merge`, so `len` dominates everything after the loop.

@@ -535,10 +535,10 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                                 let len = if waterfall(&b, id, &ops) {
                                     let array = shadow.get(ops[0], k)?;
                                     let elem_ty = shadow_ty(&mut b, &backend, &mut shadow_ty_cache, ty, k, id)?;
-                                    waterfall_length(&mut e, &mut b, &backend, storage, array, elem_ty, ops[1])
+                                    waterfall_length(&mut e, &mut b, &backend, k, array, elem_ty, ops[1])
                                 } else {
                                     let ptr = shadow.get(id, k)?;
-                                    backend.length_of_view(&mut e, &mut b, storage, ptr)
+                                    backend.length_of_view(&mut e, &mut b, k, ptr)
                                 };
                                 if e.rename_last(len, l) {
                                     continue;
@@ -642,9 +642,10 @@ fn length(
     if !is_struct_root {
         return Err(RewriteError::unsupported(format!("%{id}"), "robust raw access chain on a whole descriptor array (Base must select one buffer)"));
     }
-    let ptr = shadow.get(id, backend.length_view(storage))?;
+    let kind = backend.length_view(storage);
+    let ptr = shadow.get(id, kind)?;
     let mut e = Emitter::new(0);
-    let len = backend.length_of_view(&mut e, b, storage, ptr);
+    let len = backend.length_of_view(&mut e, b, kind, ptr);
     entry_lens.extend(e.take_insts());
     root_len.push((id, len));
     Ok(len)
