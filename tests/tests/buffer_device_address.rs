@@ -743,23 +743,33 @@ fn limits_reserve_the_table() {
 
 /// A pipeline using pointers whose layout sits exactly at the reported limits — every set
 /// (`maxBoundDescriptorSets`) and the last one an update-after-bind heap of as many storage
-/// buffers as a stage and a layout may have — is created and runs (the copy through
-/// push-constant pointers), the validation layer below reporting nothing.
+/// buffers as a stage, a layout and the stage's resources may have — is created and runs (the
+/// copy through push-constant pointers), the validation layer below reporting nothing; also
+/// with bindless handles emulated beside the addresses.
 #[test]
 fn pipelines_using_pointers_at_the_reported_limits_work() {
-    let ctx = context("force");
-    let (sets, per_stage, per_set, _) = descriptor_limits(&ctx);
-    let input: Vec<u32> = (0..64).map(|i| i * 3 + 1).collect();
-    let mut job = ComputeJob {
-        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
-        groups: [1, 1, 1],
-        ..Default::default()
-    };
-    job.heap = Some(polyfill_e2e::vk::Heap { sets, ty: vk::DescriptorType::STORAGE_BUFFER, count: per_stage.min(per_set) });
-    let out = ctx.run_compute(&copy_scale(), &job).unwrap_or_else(|e| panic!("{sets} sets, {} storage buffers: {e}", per_stage.min(per_set)));
-    let want: Vec<u32> = input.iter().map(|v| v * 2 + 1).collect();
-    assert_eq!(bytes::to_u32s(&out[1]), want);
-    assert_eq!(ctx.validation_errors(), Vec::<String>::new());
+    // With bindless handles emulated too (both arrays in the table): the same holds.
+    for o in [options("force"), options("force").setting("image_view_handle", "force")] {
+        let ctx = Context::new(&o).unwrap_or_else(|e| panic!("{e}"));
+        let (sets, per_stage, per_set, _) = descriptor_limits(&ctx);
+        // Every resource of a stage counts once more in maxPerStageUpdateAfterBindResources,
+        // which the layer lowers by all its arrays.
+        let mut v12 = vk::PhysicalDeviceVulkan12Properties::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v12);
+        unsafe { ctx.instance().get_physical_device_properties2(ctx.physical_device(), &mut p2) };
+        let count = per_stage.min(per_set).min(v12.max_per_stage_update_after_bind_resources);
+        let input: Vec<u32> = (0..64).map(|i| i * 3 + 1).collect();
+        let mut job = ComputeJob {
+            buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
+            groups: [1, 1, 1],
+            ..Default::default()
+        };
+        job.heap = Some(polyfill_e2e::vk::Heap { sets, ty: vk::DescriptorType::STORAGE_BUFFER, count });
+        let out = ctx.run_compute(&copy_scale(), &job).unwrap_or_else(|e| panic!("{sets} sets, {count} storage buffers: {e}"));
+        let want: Vec<u32> = input.iter().map(|v| v * 2 + 1).collect();
+        assert_eq!(bytes::to_u32s(&out[1]), want);
+        assert_eq!(ctx.validation_errors(), Vec::<String>::new());
+    }
 }
 
 /// Beyond the reported limits (the driver's: valid for the validation layer below, which sees
