@@ -141,6 +141,9 @@ pub(crate) struct Splitter<'l> {
     depth: u32,
     /// Width conversions from 8/16-bit memory: exact, a type legalization may turn them into copies.
     pub exact: Vec<u32>,
+    /// Loaded 16-bit float leaves come back as themselves where [`loads_f16_exactly`] (the
+    /// physical-pointer helpers return them so).
+    f16_as_is: bool,
 }
 
 struct Part {
@@ -152,11 +155,16 @@ struct Part {
 
 impl<'l> Splitter<'l> {
     pub fn new(layouts: &'l Layouts) -> Self {
-        Splitter { layouts, budget: 0, depth: 0, exact: vec![] }
+        Splitter { layouts, budget: 0, depth: 0, exact: vec![], f16_as_is: false }
+    }
+
+    /// A splitter whose loads give 16-bit floats back as themselves (see `f16_as_is`).
+    pub fn keeping_f16(layouts: &'l Layouts) -> Self {
+        Splitter { f16_as_is: true, ..Splitter::new(layouts) }
     }
 
     /// Loads the value at `cur`, one `leaf` call per scalar/vector (which returns the loaded
-    /// value, the 32-bit twin for 8/16-bit leaves).
+    /// value, the 32-bit twin for 8/16-bit leaves but f16 ones with `f16_as_is`).
     pub fn load(&mut self, e: &mut Emitter, b: &mut Builder, cur: &Cursor, inst: &Inst, leaf: &mut dyn FnMut(&mut Emitter, &mut Builder, &Leaf) -> u32) -> Result<u32, RewriteError> {
         self.budget = MAX_LEAVES;
         self.depth = 0;
@@ -185,7 +193,7 @@ impl<'l> Splitter<'l> {
         leaf: &mut dyn FnMut(&mut Emitter, &mut Builder, &Leaf) -> u32,
     ) -> Result<u32, RewriteError> {
         if let Some(sv) = self.leaf(b, ty, inst)? {
-            let small = sv.width < 32;
+            let small = sv.width < 32 && !(self.f16_as_is && loads_f16_exactly(b, sv));
             let wide = if sv.n == 1 || cs == 0 || cs == sv.width / 8 {
                 leaf(e, b, &Leaf { ty, sv, off, align })
             } else {
@@ -343,6 +351,14 @@ fn at(e: &mut Emitter, b: &mut Builder, off: u32, align: u32, c: u32) -> (u32, u
     let u32t = b.t_u32();
     let k = b.c_u32(c);
     (e.op(b, op::I_ADD, u32t, ops![off, k]), align.min(pow2_align(c)))
+}
+
+/// Does a loaded 16-bit float leaf come back as itself, not as its f32 twin? Where the module
+/// has Float16 a function may return f16 values, and the backend makes them from the loaded
+/// bits (OpBitcast), so NaN payloads survive: a conversion through f32 may quiet or
+/// canonicalize them (lavapipe's f16 → f32 unpacking does), and a load converts nothing.
+pub(crate) fn loads_f16_exactly(b: &Builder, sv: ScalarVec) -> bool {
+    sv.float && sv.width == 16 && b.m.has_capability(crate::builder::cap::FLOAT16)
 }
 
 /// Width conversion between an 8/16-bit scalar/vector type and its 32-bit twin.

@@ -28,7 +28,7 @@ use crate::error::RewriteError;
 use crate::module::{op, Block, Function, Inst};
 use crate::ops;
 use crate::passes::layout::Layouts;
-use crate::passes::leaves::{Cursor, Leaf, Splitter};
+use crate::passes::leaves::{loads_f16_exactly, Cursor, Leaf, Splitter};
 
 use super::address::{Addr, Decoded};
 use super::fold::Folder;
@@ -80,11 +80,12 @@ impl<'l> Helpers<'l> {
         b.t_vec(u32t, if self.checked { 3 } else { 2 })
     }
 
-    /// The type a value of `ty` crosses a helper's boundary as: its 32-bit twin for an 8/16-bit
-    /// scalar/vector, else itself.
-    pub fn boundary_ty(b: &mut Builder, ty: u32) -> u32 {
+    /// The type a value of `ty` crosses a helper's boundary as (`store`: into it, else loaded
+    /// out of it): its 32-bit twin for an 8/16-bit scalar/vector (but a loaded 16-bit float
+    /// where [`loads_f16_exactly`]), else itself.
+    pub fn boundary_ty(b: &mut Builder, ty: u32, store: bool) -> u32 {
         match b.scalar_vec(ty) {
-            Some(sv) if sv.width < 32 => {
+            Some(sv) if sv.width < 32 && (store || !loads_f16_exactly(b, sv)) => {
                 let c = if sv.float { b.t_float(32) } else { b.t_int(32, sv.signed) };
                 if sv.n == 1 { c } else { b.t_vec(c, sv.n) }
             }
@@ -119,7 +120,7 @@ impl<'l> Helpers<'l> {
                 e.push(Inst::new(op::FUNCTION_CALL, void, result, ops![f, rec, off, v]));
             }
             None if hty == ty => {
-                let rt = Self::boundary_ty(b, ty);
+                let rt = Self::boundary_ty(b, ty, false);
                 e.push(Inst::new(op::FUNCTION_CALL, rt, result, ops![f, rec, off]));
             }
             None => {
@@ -171,7 +172,7 @@ impl<'l> Helpers<'l> {
             }
             Kind::Access { store, ty, align, mem } => {
                 let (rec, delta) = (param(b, rec_ty), param(b, u32t));
-                let value_ty = Self::boundary_ty(b, *ty);
+                let value_ty = Self::boundary_ty(b, *ty, *store);
                 let value = store.then(|| param(b, value_ty));
                 let loaded = match b.scalar_vec(*ty) {
                     // One scalar/vector (an 8/16-bit one moved as its 32-bit twin).
@@ -223,7 +224,7 @@ impl<'l> Helpers<'l> {
     fn composite(&mut self, e: &mut Emitter, b: &mut Builder, rec: u32, delta: u32, ty: u32, align: u32, mem: &[u32], value: Option<u32>, inst: &Inst) -> Result<Option<u32>, RewriteError> {
         let mut cur = Cursor::at_start(b, ty, align);
         cur.off = delta;
-        let mut splitter = Splitter::new(self.layouts);
+        let mut splitter = Splitter::keeping_f16(self.layouts);
         let mut err = None;
         let mut call = |this: &mut Self, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, v: Option<u32>| match this.call_access(e, b, leaf.ty, leaf.align, mem, rec, leaf.off, v, None, inst) {
             Ok(r) => r,

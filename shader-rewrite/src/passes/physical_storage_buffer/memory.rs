@@ -6,7 +6,7 @@ use crate::builder::sc;
 use crate::byte_address::{AccessShape, AliasKind, Robustness};
 use crate::ops;
 use crate::passes::layout::contains_width;
-use crate::passes::leaves::{Cursor, Leaf};
+use crate::passes::leaves::{loads_f16_exactly, Cursor, Leaf};
 use crate::passes::util::{split_memory_operands, without_aligned};
 use crate::target::Target;
 use table::Located;
@@ -62,7 +62,7 @@ impl<'l> LeafAccess<'l> {
         if !self.checked {
             // robustBufferAccess2: the driver checks the access against the descriptor's range
             // (a load outside reads 0, a store outside is dropped), as the checks below would.
-            let shape = self.shape(leaf, value.is_some());
+            let shape = self.shape(b, leaf, value.is_some());
             return raw_access(backend, e, b, &shape, &self.target, self.at, a, value);
         }
         let size = leaf.sv.n * leaf.sv.width / 8;
@@ -92,7 +92,7 @@ impl<'l> LeafAccess<'l> {
     /// there), a load selected to the out-of-range value where `ok` is false.
     #[allow(clippy::too_many_arguments)]
     fn finish(&mut self, backend: &mut Backend, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, value: Option<u32>, a: u32, ok: u32, at: &mut Located) -> u32 {
-        let shape = self.shape(leaf, value.is_some());
+        let shape = self.shape(b, leaf, value.is_some());
         let v = raw_access(backend, e, b, &shape, &self.target, at, a, value);
         self.at.used.extend(at.used.iter().copied());
         if value.is_some() {
@@ -101,7 +101,7 @@ impl<'l> LeafAccess<'l> {
         self.select_loaded(e, b, leaf, ok, v)
     }
 
-    fn shape(&self, leaf: &Leaf, store: bool) -> AccessShape {
+    fn shape(&self, b: &Builder, leaf: &Leaf, store: bool) -> AccessShape {
         AccessShape {
             store,
             storage: sc::STORAGE_BUFFER,
@@ -111,7 +111,7 @@ impl<'l> LeafAccess<'l> {
             robustness: Robustness::None,
             mem_ops: self.mem.to_vec(),
             nonuniform: true,
-            wide: leaf.sv.width < 32,
+            wide: leaf.sv.width < 32 && (store || !loads_f16_exactly(b, leaf.sv)),
         }
     }
 
@@ -119,7 +119,7 @@ impl<'l> LeafAccess<'l> {
     fn select_loaded(&self, e: &mut Emitter, b: &mut Builder, leaf: &Leaf, ok: u32, v: u32) -> u32 {
         let bool_t = b.t_bool();
         // The loaded value's type: the leaf's, or its 32-bit twin.
-        let ty = helpers::Helpers::boundary_ty(b, leaf.ty);
+        let ty = helpers::Helpers::boundary_ty(b, leaf.ty, false);
         let oob = oob_value(b, ty, self.oob_poison);
         let cond = if self.old_select && leaf.sv.n > 1 {
             // Before SPIR-V 1.4 OpSelect of vectors wants a vector condition.
@@ -166,8 +166,10 @@ pub(super) fn whole_unit_check(backend: &Backend, e: &mut Emitter, b: &mut Build
 /// poison byte repeated.
 fn oob_value(b: &mut Builder, ty: u32, poison: Option<u8>) -> u32 {
     let sv = b.scalar_vec(ty).expect("a scalar or vector");
-    let byte = poison.unwrap_or(0) as u32 * 0x0101_0101;
-    let comp = b.constant(sv.comp_ty, &vec![byte; sv.width as usize / 32]);
+    // One literal word per 32 bits; a narrower type's literal has its high bits 0 (SPIR-V spec
+    // 2.2.1, Literal).
+    let byte = (poison.unwrap_or(0) as u64 * 0x0101_0101_0101_0101 & (u64::MAX >> (64 - sv.width.min(32)))) as u32;
+    let comp = b.constant(sv.comp_ty, &vec![byte; (sv.width as usize).div_ceil(32)]);
     if sv.n == 1 {
         comp
     } else {

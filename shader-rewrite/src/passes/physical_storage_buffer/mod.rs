@@ -172,7 +172,7 @@ fn lower(
         ptrs: &retyped.ptrs,
         global_values: &retyped.global_values,
         types: &types,
-        splitter: Splitter::new(layouts),
+        splitter: Splitter::keeping_f16(layouts),
         stats,
         waterfall: false,
         old_select,
