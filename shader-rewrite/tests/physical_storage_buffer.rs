@@ -459,6 +459,30 @@ fn matrices_and_arrays() {
     assert_eq!((stats.physical_loads, stats.physical_stores), (4, 4), "{stats:?}");
 }
 
+/// A 16-bit float loaded through a pointer in a module with Float16 is made from the loaded bits
+/// and comes back from the helper as itself: no f32 round trip (UnpackHalf2x16 and OpFConvert
+/// may quiet or canonicalize NaN payloads), with the lowering's checks and without.
+#[test]
+fn f16_loads_keep_their_bits_with_float16() {
+    let text = module(
+        &["Float16", "StorageBuffer16BitAccess"],
+        "OpDecorate %arr ArrayStride 8\nOpMemberDecorate %S 0 Offset 0\nOpDecorate %S Block",
+        &format!(
+            "%half = OpTypeFloat 16\n%v4h = OpTypeVector %half 4\n%arr = OpTypeRuntimeArray %v4h\n%S = OpTypeStruct %arr\n\
+             %pS = OpTypePointer PhysicalStorageBuffer %S\n%pv = OpTypePointer PhysicalStorageBuffer %v4h\n\
+             {MAIN_X}%p = OpConvertUToPtr %pS %x\n%e = OpAccessChain %pv %p %i0 %i1\n%v = OpLoad %v4h %e Aligned 8\n\
+             %s = OpFAdd %v4h %v %v\n%q = OpAccessChain %pv %p %i0 %i2\nOpStore %q %s Aligned 8\nOpReturn\nOpFunctionEnd\n"
+        ),
+    );
+    let words = assemble(&text, ENV);
+    for o in [options(true), robust_options(true)] {
+        let out = rewrite(&words, &o).unwrap_or_else(|e| panic!("{e}"));
+        let dis = disassemble(&out.words);
+        validate(&out.words, ENV).unwrap_or_else(|e| panic!("{e}\n{dis}"));
+        assert!(!dis.contains("UnpackHalf2x16"), "an f16 load through f32 ({o:?}):\n{dis}");
+    }
+}
+
 /// Raw access chains on physical bases: the raw-chain pass turns them into address arithmetic
 /// and an OpBitcast from uvec2, which this pass then lowers; also for a target that has raw
 /// chains itself (addresses forced on NVIDIA), since this pass cannot follow a raw chain.

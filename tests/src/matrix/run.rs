@@ -23,6 +23,9 @@ pub enum RewriteTarget {
     Device,
     /// `debug_target=core` (`Target::core()`): word-granular bounds, sub-word stores as atomics.
     Core,
+    /// The device's features with buffer device addresses emulated (`buffer_device_address=force`):
+    /// raw chains on physical bases reach their buffers through the descriptor table.
+    EmulatedAddresses,
 }
 
 impl RewriteTarget {
@@ -33,7 +36,7 @@ impl RewriteTarget {
     /// The rewriter target matching the layer's choice (lavapipe has every optional feature).
     pub fn target(self) -> shader_rewrite::Target {
         match self {
-            RewriteTarget::Device => shader_rewrite::Target::all(),
+            RewriteTarget::Device | RewriteTarget::EmulatedAddresses => shader_rewrite::Target::all(),
             RewriteTarget::Core => shader_rewrite::Target::core(),
         }
     }
@@ -96,8 +99,10 @@ pub fn context_options(poison: bool) -> ContextOptions {
 /// [`context_options`] with the layer's `debug_target` set for `target`.
 pub fn context_options_for(poison: bool, target: RewriteTarget) -> ContextOptions {
     let mut o = ContextOptions::raw_access_chains();
-    if target == RewriteTarget::Core {
-        o = o.setting(TARGET_SETTING, "core");
+    match target {
+        RewriteTarget::Core => o = o.setting(TARGET_SETTING, "core"),
+        RewriteTarget::EmulatedAddresses => o = o.setting("buffer_device_address", "force"),
+        RewriteTarget::Device => {}
     }
     if poison {
         o = o.setting(POISON_SETTING, &format!("{POISON:#x}"));
@@ -257,10 +262,10 @@ pub fn run_case_for(ctx: &Context, case: &Case, target: RewriteTarget) -> CaseRe
             undefined_bytes: 0,
             failure: Some(format!(
                 "FAIL {case}{}\n  notes: {}{dumped}\n  {msg}",
-                if target == RewriteTarget::Core {
-                    " debug_target=core"
-                } else {
-                    ""
+                match target {
+                    RewriteTarget::Core => " debug_target=core",
+                    RewriteTarget::EmulatedAddresses => " buffer_device_address=force",
+                    RewriteTarget::Device => "",
                 },
                 plan.notes.join("; ")
             )),
