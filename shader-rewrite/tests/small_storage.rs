@@ -216,3 +216,27 @@ fn physical_memory_with_small_members_is_refused_unless_lowered_as_physical() {
     let (dis, _) = lower(&physical_f16(), "vulkan1.2", &with_bda);
     assert!(!dis.contains("PhysicalStorageBuffer"), "{dis}");
 }
+
+/// Raw chains whose result points to 16-bit data, on a target with no 8/16-bit storage: the
+/// raw-chain lowering reaches the words through word views and leaves the chains' result type
+/// (a StorageBuffer pointer to u16) unused; it goes, so the module no longer needs
+/// StorageBuffer16BitAccess (it was refused before: "pointer type ... still holds 16-bit data").
+#[test]
+fn raw_chains_to_16bit_data_leave_no_16bit_pointer_type() {
+    let text = "OpCapability Shader\nOpCapability Int16\nOpCapability StorageBuffer16BitAccess\nOpCapability RawAccessChainsNV\n\
+        OpExtension \"SPV_KHR_16bit_storage\"\nOpExtension \"SPV_NV_raw_access_chains\"\n\
+        OpMemoryModel Logical GLSL450\nOpEntryPoint GLCompute %main \"main\" %gid\nOpExecutionMode %main LocalSize 1 1 1\n\
+        OpDecorate %gid BuiltIn GlobalInvocationId\nOpDecorate %rta ArrayStride 4\nOpMemberDecorate %B 0 Offset 0\nOpDecorate %B Block\n\
+        OpDecorate %buf DescriptorSet 0\nOpDecorate %buf Binding 0\n\
+        %void = OpTypeVoid\n%fn = OpTypeFunction %void\n%u32 = OpTypeInt 32 0\n%u16 = OpTypeInt 16 0\n%v3 = OpTypeVector %u32 3\n\
+        %pin = OpTypePointer Input %v3\n%gid = OpVariable %pin Input\n%rta = OpTypeRuntimeArray %u32\n%B = OpTypeStruct %rta\n\
+        %pB = OpTypePointer StorageBuffer %B\n%buf = OpVariable %pB StorageBuffer\n%ps16 = OpTypePointer StorageBuffer %u16\n\
+        %c0 = OpConstant %u32 0\n%c1 = OpConstant %u32 1\n%h1 = OpConstant %u16 1\n\
+        %main = OpFunction %void None %fn\n%l = OpLabel\n%g = OpLoad %v3 %gid\n%i = OpCompositeExtract %u32 %g 0\n\
+        %off = OpShiftLeftLogical %u32 %i %c1\n\
+        %p = OpRawAccessChainNV %ps16 %buf %c0 %c0 %off RobustnessPerComponentNV\n%h = OpLoad %u16 %p Aligned 2\n\
+        %h2 = OpIAdd %u16 %h %h1\nOpStore %p %h2 Aligned 2\nOpReturn\nOpFunctionEnd\n";
+    let (dis, stats) = lower(text, "vulkan1.1", &core());
+    assert_eq!(stats.raw_chains, 1, "{stats:?}");
+    assert!(!caps_of(&dis).iter().any(|c| c.contains("16BitAccess")), "{dis}");
+}

@@ -109,8 +109,10 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     // The lowering's copies and repeats, and its u32 offset arithmetic of constants.
     let folded = super::tidy::tidy(m, super::tidy::Options { first_new, constants: true });
     forget_ids(m, &folded);
-    // Alias views no access uses go too (taken out of the interfaces with them).
-    if lowered_any || !folded.is_empty() {
+    // Alias views no access uses go too (taken out of the interfaces with them). The raw-chain
+    // lowering leaves its chains' result types, which may be pointers to 8/16-bit data nothing
+    // uses any more: they go too, or the module would still need the storage capability.
+    if lowered_any || !folded.is_empty() || stats.raw_chains > 0 {
         let is_alias = |g: &Inst| g.op == op::VARIABLE && blocks.alias_vars.contains(&g.id);
         let aliases = |m: &Module| m.globals.iter().filter(|g| is_alias(g)).count() as u32;
         let before = aliases(m);
