@@ -168,7 +168,8 @@ fn oob_value(b: &mut Builder, ty: u32, poison: Option<u8>) -> u32 {
     let sv = b.scalar_vec(ty).expect("a scalar or vector");
     // One literal word per 32 bits; a narrower type's literal has its high bits 0 (SPIR-V spec
     // 2.2.1, Literal).
-    let byte = (poison.unwrap_or(0) as u64 * 0x0101_0101_0101_0101 & (u64::MAX >> (64 - sv.width.min(32)))) as u32;
+    let pattern = poison.unwrap_or(0) as u32 * 0x0101_0101;
+    let byte = if sv.width < 32 { pattern & ((1 << sv.width) - 1) } else { pattern };
     let comp = b.constant(sv.comp_ty, &vec![byte; (sv.width as usize).div_ceil(32)]);
     if sv.n == 1 {
         comp
