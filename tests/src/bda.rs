@@ -322,6 +322,20 @@ pub fn copy_elements(e: &Element) -> Vec<u32> {
     )
 }
 
+/// `dst[n - 1] = src[n - 1]` for bytes (`uint8_t[]` through the two pointers, `n` the third
+/// push constant), by invocation 0: the last byte of a buffer whose size may not be whole words.
+pub fn copy_last_byte() -> Vec<u32> {
+    let m = base(EIGHT_BIT)
+        .decorate("OpDecorate %arr8 ArrayStride 1\nOpDecorate %Buf8 Block\nOpMemberDecorate %Buf8 0 Offset 0")
+        .globals("%arr8 = OpTypeRuntimeArray %u8\n%Buf8 = OpTypeStruct %arr8\n%pbuf8 = OpTypePointer PhysicalStorageBuffer %Buf8");
+    let last = "%i = OpISub %u32 %n %c1\n%ep = OpAccessChain %pg_u8 %src %c0 %i\n%v = OpLoad %u8 %ep Aligned 1\n\
+                %op = OpAccessChain %pg_u8 %dst %c0 %i\nOpStore %op %v Aligned 1\n";
+    compute(
+        push_constants(m, &["%pbuf8", "%pbuf8", "%u32"]),
+        &format!("{}{}", push_loads(0, &[("src", "%pbuf8"), ("dst", "%pbuf8"), ("n", "%u32")]), first_invocation(last, "then", "merge")),
+    )
+}
+
 const INT64: &[&str] = &["Int64"];
 const SIXTEEN_BIT: &[&str] = &["StorageBuffer16BitAccess", "StoragePushConstant16"];
 const EIGHT_BIT: &[&str] = &["StorageBuffer8BitAccess", "StoragePushConstant8"];

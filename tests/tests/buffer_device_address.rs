@@ -11,7 +11,7 @@ use polyfill_e2e::bytes;
 use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
-    atomics_and_ptr_chains, copy_elements, copy_scale, graphics_fs, graphics_vs, linked_list, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
+    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, graphics_fs, graphics_vs, linked_list, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
 };
 use polyfill_e2e::tools::spirv_val;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
@@ -836,6 +836,29 @@ fn device_buffer_memory_requirements_match_created_buffers() {
         (actual.size, actual.alignment, actual.memory_type_bits)
     );
     assert_eq!(ctx.validation_errors(), Vec::<String>::new());
+}
+
+/// The last byte of a buffer whose size is not whole words (43 bytes, in an allocation with
+/// room after it), loaded and stored through pointers under `debug_target=core` (no 8-bit
+/// view: the rewritten shader counts the buffer in words and moves whole words): natively and
+/// through the layer the same bytes, as the slot's descriptor names a whole-word alias of the
+/// buffer on its memory (word_alias.rs); and with the device's features too.
+#[test]
+fn last_bytes_of_a_buffer_that_is_not_whole_words() {
+    let input: Vec<u8> = (0..43u8).map(|b| b.wrapping_mul(37).wrapping_add(11)).collect();
+    let job = ComputeJob {
+        buffers: vec![
+            BufferSpec::device_address(0, input.clone()).allocation_tail(64, 0),
+            BufferSpec::device_address(8, vec![0xEE; 43]).allocation_tail(64, 0),
+        ],
+        push_constants: [vec![0u8; 16], 43u32.to_le_bytes().to_vec(), vec![0; 4]].concat(),
+        ..Default::default()
+    };
+    for target in ["core", "device"] {
+        let (want, got) = native_and_forced("last-byte", target, &copy_last_byte(), &job);
+        assert_eq!(want[1][42], input[42], "natively");
+        assert_eq!(got, want, "{target}: emulated vs native");
+    }
 }
 
 /// Open file descriptors and threads of this process (drivers hold device files and worker

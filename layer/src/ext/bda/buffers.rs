@@ -8,7 +8,8 @@
 //!   create info the same way, so the requirements match the buffer the driver creates.
 //! - vkBindBufferMemory / vkBindBufferMemory2(KHR) (every bound element): the buffer gets a slot
 //!   of the table's storage-buffer array, written with the whole buffer (up to
-//!   `maxStorageBufferRange`). Sparse buffers get theirs at creation (they are never bound this
+//!   `maxStorageBufferRange`; a buffer of 4n+1..3 bytes through a whole-word alias on the same
+//!   memory where it has room, `word_alias`). Sparse buffers get theirs at creation (they are never bound this
 //!   way, and a descriptor of a sparse buffer needs no memory).
 //! - vkGetBufferDeviceAddress (core, KHR, EXT): `encode_address(slot, 0)`. Slot 0 is never
 //!   handed out, and the tag keeps every address non-zero.
@@ -16,7 +17,8 @@
 //!   no descriptor names a dead buffer) and is reused.
 //! - vkAllocateMemory: `VkMemoryAllocateFlagsInfo`'s DEVICE_ADDRESS / DEVICE_ADDRESS_CAPTURE_REPLAY
 //!   bits and `VkMemoryOpaqueCaptureAddressAllocateInfo` are taken out (the driver's feature is
-//!   not enabled: VUID-VkMemoryAllocateInfo-flags-03331).
+//!   not enabled: VUID-VkMemoryAllocateInfo-flags-03331); the allocation's size is recorded
+//!   (until vkFreeMemory) for the whole-word aliases of buffers bound to it (`word_alias`).
 //!
 //! Capture/replay is not provided: `bufferDeviceAddressCaptureReplay` is reported false, so the
 //! opaque-capture commands may not be called (VUID-vkGetBufferOpaqueCaptureAddress-None-03326,
@@ -28,7 +30,7 @@ use crate::dispatch::load_device;
 use crate::ffi_guard::guard;
 use crate::pnext::{self, Chain};
 use crate::tables::slot_space::SlotSpace;
-use super::BdaDevice;
+use super::{word_alias, BdaDevice};
 use crate::dispatch::component;
 use crate::{log_debug, log_error};
 use ash::vk::{self, Handle};
@@ -49,6 +51,8 @@ pub struct Next {
     pub allocate_memory: Option<vk::PFN_vkAllocateMemory>,
     pub get_device_buffer_memory_requirements: Option<vk::PFN_vkGetDeviceBufferMemoryRequirements>,
     pub get_device_buffer_memory_requirements_khr: Option<vk::PFN_vkGetDeviceBufferMemoryRequirements>,
+    pub get_buffer_memory_requirements: Option<vk::PFN_vkGetBufferMemoryRequirements>,
+    pub free_memory: Option<vk::PFN_vkFreeMemory>,
 }
 
 impl Next {
@@ -64,6 +68,8 @@ impl Next {
             allocate_memory: load_device(gdpa, d, c"vkAllocateMemory"),
             get_device_buffer_memory_requirements: load_device(gdpa, d, c"vkGetDeviceBufferMemoryRequirements"),
             get_device_buffer_memory_requirements_khr: load_device(gdpa, d, c"vkGetDeviceBufferMemoryRequirementsKHR"),
+            get_buffer_memory_requirements: load_device(gdpa, d, c"vkGetBufferMemoryRequirements"),
+            free_memory: load_device(gdpa, d, c"vkFreeMemory"),
         }
     }
 }
@@ -74,12 +80,19 @@ struct Tracked {
     size: vk::DeviceSize,
     /// Its slot once bound (sparse: from creation).
     slot: Option<u32>,
+    /// May its descriptor come from a whole-word alias ([`word_alias`]).
+    alias_eligible: word_alias::Eligible,
+    /// The alias its descriptor names, destroyed with it.
+    alias: Option<vk::Buffer>,
 }
 
 #[derive(Debug)]
 struct State {
     slots: SlotSpace,
     buffers: HashMap<u64, Tracked>,
+    /// Device-address memory (until freed): its size, and whether an alias may be bound to it
+    /// (not to a dedicated or external allocation).
+    memories: HashMap<u64, (vk::DeviceSize, bool)>,
 }
 
 /// The address user's state on a device with the table.
@@ -97,7 +110,7 @@ impl Buffers {
     /// `count`: the array size (slot 0 reserved).
     pub fn new(count: u32, max_range: u32) -> Buffers {
         Buffers {
-            state: Mutex::new(State { slots: SlotSpace::new(count), buffers: HashMap::new() }),
+            state: Mutex::new(State { slots: SlotSpace::new(count), buffers: HashMap::new(), memories: HashMap::new() }),
             max_range,
             exhausted_logged: AtomicBool::new(false),
         }
@@ -105,6 +118,11 @@ impl Buffers {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a device-address allocation: its size and whether a word alias may be bound to it.
+    fn note_memory(&self, memory: vk::DeviceMemory, size: vk::DeviceSize, aliasable: bool) {
+        self.lock().memories.insert(memory.as_raw(), (size, aliasable));
     }
 
     /// The slot of a bound device-address buffer.
@@ -123,8 +141,8 @@ unsafe fn device_with_buffers(device: vk::Device, hook: &str) -> Option<std::syn
 }
 
 /// Gives `buffer` a slot (if it is a device-address buffer without one) and writes its
-/// descriptor.
-unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer) {
+/// descriptor; `bound`: the memory and offset it was just bound to (`None`: sparse).
+unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer, bound: Option<(vk::DeviceMemory, vk::DeviceSize)>) {
     let (b, array) = (&t.buffers, t.array);
     let mut state = b.lock();
     let Some(tracked) = state.buffers.get(&buffer.as_raw()).copied() else { return };
@@ -153,7 +171,21 @@ unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer) {
             tracked.size
         );
     }
-    let info = vk::DescriptorBufferInfo { buffer, offset: 0, range };
+    let memory_size = |memory: vk::DeviceMemory| state.memories.get(&memory.as_raw()).filter(|m| m.1).map(|m| m.0);
+    let alias = bound
+        .filter(|_| tracked.alias_eligible.0 && range == tracked.size)
+        .and_then(|(memory, offset)| Some((memory, offset, memory_size(memory)?)))
+        .and_then(|(memory, offset, memory_size)| match word_alias::make(t.table.device, &t.next, buffer, tracked.size, memory, offset, memory_size) {
+            Ok(a) => Some(a),
+            Err(why) => {
+                log_debug!(TRACE, "{hook}: device '{}': buffer {buffer:?} ({} bytes) keeps its exact range: no whole-word alias ({why})", t.table.name, tracked.size);
+                None
+            }
+        });
+    let info = match alias {
+        Some(a) => vk::DescriptorBufferInfo { buffer: a, offset: 0, range: (range + 3) & !3 },
+        None => vk::DescriptorBufferInfo { buffer, offset: 0, range },
+    };
     let w = vk::WriteDescriptorSet {
         dst_set: t.table.table.set,
         dst_binding: array.binding,
@@ -166,6 +198,7 @@ unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer) {
     t.table.write(&w);
     if let Some(e) = state.buffers.get_mut(&buffer.as_raw()) {
         e.slot = Some(slot);
+        e.alias = alias;
     }
     log_debug!(TRACE, "{hook}: device '{}': buffer {buffer:?} ({} bytes) -> slot {slot}", t.table.name, tracked.size);
 }
@@ -220,9 +253,10 @@ pub unsafe extern "system" fn create_buffer(
         let r = next(device, &edited.info, p_allocator, p_buffer);
         if let (vk::Result::SUCCESS, Some(&buffer)) = (r, p_buffer.as_ref()) {
             let b = &t.buffers;
-            b.lock().buffers.insert(buffer.as_raw(), Tracked { size: edited.info.size, slot: None });
+            let alias_eligible = word_alias::Eligible::of(&edited.info);
+            b.lock().buffers.insert(buffer.as_raw(), Tracked { size: edited.info.size, slot: None, alias_eligible, alias: None });
             if edited.info.flags.contains(vk::BufferCreateFlags::SPARSE_BINDING) {
-                assign_slot(&t, HOOK, buffer);
+                assign_slot(&t, HOOK, buffer, None);
             }
         }
         r
@@ -236,10 +270,13 @@ pub unsafe extern "system" fn destroy_buffer(device: vk::Device, buffer: vk::Buf
         {
             let (b, array) = (&t.buffers, t.array);
             let mut state = b.lock();
-            if let Some(Tracked { slot: Some(slot), .. }) = state.buffers.remove(&buffer.as_raw()) {
-                // The filler back before the slot is free (and before the buffer dies).
+            if let Some(Tracked { slot: Some(slot), alias, .. }) = state.buffers.remove(&buffer.as_raw()) {
+                // The filler back before the slot is free (and before the buffer and its alias die).
                 t.table.refill(array.binding, vk::DescriptorType::STORAGE_BUFFER, slot, 1);
                 state.slots.release(slot);
+                if let (Some(a), Some(f)) = (alias, t.next.destroy_buffer) {
+                    f(device, a, std::ptr::null());
+                }
                 log_debug!(TRACE, "{HOOK}: device '{}': buffer {buffer:?}: slot {slot} released", t.table.name);
             }
         }
@@ -256,7 +293,7 @@ pub unsafe extern "system" fn bind_buffer_memory(device: vk::Device, buffer: vk:
         let Some(next) = t.next.bind_buffer_memory else { return vk::Result::ERROR_INITIALIZATION_FAILED };
         let r = next(device, buffer, memory, offset);
         if r == vk::Result::SUCCESS {
-            assign_slot(&t, HOOK, buffer);
+            assign_slot(&t, HOOK, buffer, Some((memory, offset)));
         }
         r
     })
@@ -279,7 +316,7 @@ unsafe fn bind2(hook: &'static str, device: vk::Device, count: u32, infos: *cons
                     .and_then(|s| s.p_result.as_ref())
                     .is_some_and(|res| *res == vk::Result::SUCCESS);
             if bound {
-                assign_slot(&t, hook, info.buffer);
+                assign_slot(&t, hook, info.buffer, Some((info.memory, info.memory_offset)));
             }
         }
         r
@@ -355,7 +392,25 @@ pub unsafe extern "system" fn allocate_memory(
         chain.remove(S::MEMORY_OPAQUE_CAPTURE_ADDRESS_ALLOCATE_INFO);
         let mut copy = *info;
         copy.p_next = chain.link();
-        next(device, &copy, p_allocator, p_memory)
+        let r = next(device, &copy, p_allocator, p_memory);
+        if let (vk::Result::SUCCESS, Some(&memory)) = (r, p_memory.as_ref()) {
+            // Device-address buffers are bound to such memory only (DEVICE_ADDRESS bit,
+            // VUID-vkBindBufferMemory-bufferDeviceAddress-03339): note where no alias may go.
+            t.buffers.note_memory(memory, info.allocation_size, word_alias::aliasable(info));
+        }
+        r
+    })
+}
+
+/// vkFreeMemory: the allocation's entry goes (its handle may come back for another one).
+pub unsafe extern "system" fn free_memory(device: vk::Device, memory: vk::DeviceMemory, p_allocator: *const vk::AllocationCallbacks) {
+    const HOOK: &str = "vkFreeMemory";
+    guard(HOOK, (), || unsafe {
+        let Some(t) = device_with_buffers(device, HOOK) else { return };
+        t.buffers.lock().memories.remove(&memory.as_raw());
+        if let Some(f) = t.next.free_memory {
+            f(device, memory, p_allocator);
+        }
     })
 }
 

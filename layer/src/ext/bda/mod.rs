@@ -26,6 +26,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::Arc;
 
 pub mod buffers;
+mod word_alias;
 
 pub use buffers::Buffers;
 
@@ -249,6 +250,7 @@ pub fn device_hook(name: &[u8], next_exists: bool) -> vk::PFN_vkVoidFunction {
         b"vkBindBufferMemory2" => pfn!(buffers::bind_buffer_memory2 as vk::PFN_vkBindBufferMemory2),
         b"vkBindBufferMemory2KHR" => pfn!(buffers::bind_buffer_memory2_khr as vk::PFN_vkBindBufferMemory2),
         b"vkAllocateMemory" => pfn!(buffers::allocate_memory as vk::PFN_vkAllocateMemory),
+        b"vkFreeMemory" => pfn!(buffers::free_memory as vk::PFN_vkFreeMemory),
         b"vkGetDeviceBufferMemoryRequirements" => {
             pfn!(buffers::get_device_buffer_memory_requirements as vk::PFN_vkGetDeviceBufferMemoryRequirements)
         }
