@@ -9,8 +9,8 @@
 //! - vkBindBufferMemory / vkBindBufferMemory2(KHR) (every bound element): the buffer gets a slot
 //!   of the table's storage-buffer array, written with the whole buffer (up to
 //!   `maxStorageBufferRange`; a buffer of 4n+1..3 bytes through a whole-word alias on the same
-//!   memory where it has room, `word_alias`). Sparse buffers get theirs at creation (they are never bound this
-//!   way, and a descriptor of a sparse buffer needs no memory).
+//!   memory where it has room, `word_alias`). Sparse buffers get theirs at creation (they are
+//!   never bound this way, and a descriptor of a sparse buffer needs no memory).
 //! - vkGetBufferDeviceAddress (core, KHR, EXT): `encode_address(slot, 0)`. Slot 0 is never
 //!   handed out, and the tag keeps every address non-zero.
 //! - vkDestroyBuffer: the slot gets the null descriptor back (before the buffer is destroyed, so
@@ -173,7 +173,7 @@ unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer, bound: Opti
     }
     let memory_size = |memory: vk::DeviceMemory| state.memories.get(&memory.as_raw()).filter(|m| m.1).map(|m| m.0);
     let alias = bound
-        .filter(|_| tracked.alias_eligible.0 && range == tracked.size)
+        .filter(|_| tracked.alias_eligible.0 && range == tracked.size && (range + 3) & !3 <= u64::from(b.max_range))
         .and_then(|(memory, offset)| Some((memory, offset, memory_size(memory)?)))
         .and_then(|(memory, offset, memory_size)| match word_alias::make(t.table.device, &t.next, buffer, tracked.size, memory, offset, memory_size) {
             Ok(a) => Some(a),

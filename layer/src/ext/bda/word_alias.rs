@@ -9,9 +9,10 @@
 //! buffer's size), and growing the application's buffer would also grow its own `VK_WHOLE_SIZE`
 //! descriptors. The alias covers the rounded size only where the memory the application bound
 //! holds it (`offset +` the alias's requirements inside the allocation,
-//! VUID-vkBindBufferMemory-size-01037), with the same memory types and the offset's alignment. Exclusive, non-protected buffers
-//! only (an alias would need the same queue families and flags). Otherwise the buffer's own
-//! exact range stays, as before.
+//! VUID-vkBindBufferMemory-size-01037), with the same memory types and the offset's alignment,
+//! and within `maxStorageBufferRange`. Exclusive buffers without creation flags only (an alias
+//! would need the same queue families and flags), not on dedicated or external memory.
+//! Otherwise the buffer's own exact range stays, as before.
 use super::buffers::Next;
 use crate::pnext;
 use ash::vk;
