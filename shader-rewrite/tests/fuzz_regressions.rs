@@ -379,3 +379,30 @@ fn copy_of_itself_is_refused_not_a_hang() {
         }
     }
 }
+
+/// A robust raw chain whose Base is a whole descriptor array (valid SPIR-V; fuzz_bounded,
+/// mutation 9 177 250): the per-element check counted the array variable's elements with
+/// OpArrayLength, which needs a struct (the output failed spirv-val). Such a Base selects no
+/// buffer to count: the chain is refused with a precise error, as on the byte-length path.
+#[test]
+fn robust_raw_chain_on_a_whole_descriptor_array_is_refused() {
+    let text = "OpCapability Shader\nOpCapability RawAccessChainsNV\nOpExtension \"SPV_NV_raw_access_chains\"\n\
+        OpMemoryModel Logical GLSL450\nOpEntryPoint GLCompute %main \"main\"\nOpExecutionMode %main LocalSize 1 1 1\n\
+        OpDecorate %rta ArrayStride 4\nOpMemberDecorate %B 0 Offset 0\nOpDecorate %B Block\n\
+        OpDecorate %bufs DescriptorSet 0\nOpDecorate %bufs Binding 0\n\
+        %void = OpTypeVoid\n%fn = OpTypeFunction %void\n%u32 = OpTypeInt 32 0\n%rta = OpTypeRuntimeArray %u32\n\
+        %B = OpTypeStruct %rta\n%c0 = OpConstant %u32 0\n%c2 = OpConstant %u32 2\n%c4 = OpConstant %u32 4\n\
+        %arr = OpTypeArray %B %c2\n%parr = OpTypePointer StorageBuffer %arr\n%bufs = OpVariable %parr StorageBuffer\n\
+        %pu = OpTypePointer StorageBuffer %u32\n\
+        %main = OpFunction %void None %fn\n%l = OpLabel\n\
+        %p = OpRawAccessChainNV %pu %bufs %c4 %c0 %c0 RobustnessPerElementNV\n%v = OpLoad %u32 %p Aligned 4\n\
+        OpStore %p %v Aligned 4\nOpReturn\nOpFunctionEnd\n";
+    let input = common::assemble(text, "vulkan1.1");
+    common::validate(&input, "vulkan1.1").unwrap_or_else(|e| panic!("the input is valid: {e}"));
+    for (k, o) in options().iter().enumerate() {
+        match std::panic::catch_unwind(|| rewrite(&input, o)).unwrap_or_else(|_| panic!("option set {k}: rewrite panicked")) {
+            Err(RewriteError::Unsupported { reason, .. }) => assert!(reason.contains("whole descriptor array"), "option set {k}: {reason}"),
+            other => panic!("option set {k}: {:?}", other.map(|o| common::validate(&o.words, "vulkan1.1"))),
+        }
+    }
+}

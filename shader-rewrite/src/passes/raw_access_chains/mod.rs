@@ -99,13 +99,17 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     // selected, phi'd, copied or passed pointers take a byte length that follows the pointer, and
     // so do NonUniform descriptor-array elements on drivers with the array-length quirk (their
     // length comes from a waterfall loop).
+    // (A Base pointing at a whole descriptor array selects no buffer to count: such robust
+    // chains take the byte-length path, which refuses them precisely.)
     let quirk = options.target.nonuniform_array_length_broken;
+    let to_struct = |b: &Builder, ptr_ty: u32| b.pointer(ptr_ty).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT));
     let direct = |b: &Builder, id: u32| {
-        b.global(id).is_some_and(|g| g.op == op::VARIABLE)
+        b.global(id).is_some_and(|g| g.op == op::VARIABLE && to_struct(b, g.ty))
             || walk.def(id).is_some_and(|l| {
                 let inst = l.inst(functions);
                 l.b != PARAM
                     && matches!(inst.op, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN)
+                    && to_struct(b, inst.ty)
                     && !(quirk && inst.ops.len() == 2 && (b.has_decoration(id, deco::NON_UNIFORM) || b.has_decoration(inst.ops[1], deco::NON_UNIFORM)))
             })
     };
