@@ -361,6 +361,12 @@ pub(crate) fn loads_f16_exactly(b: &Builder, sv: ScalarVec) -> bool {
     sv.float && sv.width == 16 && b.m.has_capability(crate::builder::cap::FLOAT16)
 }
 
+/// Does an 8/16-bit leaf cross a helper's boundary as its 32-bit twin (`store`: into the helper,
+/// else loaded out of it)? Every one does but a loaded 16-bit float where [`loads_f16_exactly`].
+pub(crate) fn moves_as_twin(b: &Builder, sv: ScalarVec, store: bool) -> bool {
+    sv.width < 32 && (store || !loads_f16_exactly(b, sv))
+}
+
 /// Width conversion between an 8/16-bit scalar/vector type and its 32-bit twin.
 fn convert(e: &mut Emitter, b: &mut Builder, v: u32, sv: ScalarVec, to: u32) -> u32 {
     let opcode = if sv.float { op::F_CONVERT } else if sv.signed { op::S_CONVERT } else { op::U_CONVERT };

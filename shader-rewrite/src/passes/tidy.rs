@@ -260,7 +260,8 @@ impl Cx {
     /// Tidies `f` (`last`: no function follows to need `s` clean).
     fn function(&mut self, f: &mut Function, last: bool, b: &mut Option<Builder>, s: &mut [Slot], gone: &mut HashSet<u32>) {
         // (Operands are resolved before a result is replaced, so a chain is one hop; only invalid
-        // input, a result id defined twice, could close a cycle: the bound keeps it finite.)
+        // input closes a cycle — a copy of itself, a result id defined twice — and the self-check
+        // and the bound keep the walk finite.)
         let resolve = |s: &[Slot], mut id: u32| {
             for _ in 0..64 {
                 match s.get(id as usize).map(|s| s.repl).filter(|&r| r != 0 && r != id) {
@@ -367,9 +368,7 @@ impl Cx {
                 // A copy of a value of the same type is that value. (Replaced instructions stay
                 // until no operand names them: a use the substitution does not reach keeps them
                 // defined.)
-                // (Not a copy of itself: invalid input, whose operand named its own result, would
-                // make the substitution loop for ever.)
-                if inst.op == op::COPY_OBJECT && inst.ops[0] != inst.id && self.decorated(inst.id) == Decorated::No && self.ty(inst.ops[0]) == inst.ty {
+                if inst.op == op::COPY_OBJECT && self.decorated(inst.id) == Decorated::No && self.ty(inst.ops[0]) == inst.ty {
                     s[inst.id as usize].repl = inst.ops[0];
                     s[inst.id as usize].def_at = at;
                     replaced.push(inst.id);

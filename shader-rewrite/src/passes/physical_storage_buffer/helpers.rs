@@ -28,7 +28,7 @@ use crate::error::RewriteError;
 use crate::module::{op, Block, Function, Inst};
 use crate::ops;
 use crate::passes::layout::Layouts;
-use crate::passes::leaves::{loads_f16_exactly, Cursor, Leaf, Splitter};
+use crate::passes::leaves::{moves_as_twin, Cursor, Leaf, Splitter};
 
 use super::address::{Addr, Decoded};
 use super::fold::Folder;
@@ -81,11 +81,10 @@ impl<'l> Helpers<'l> {
     }
 
     /// The type a value of `ty` crosses a helper's boundary as (`store`: into it, else loaded
-    /// out of it): its 32-bit twin for an 8/16-bit scalar/vector (but a loaded 16-bit float
-    /// where [`loads_f16_exactly`]), else itself.
+    /// out of it): its 32-bit twin where [`moves_as_twin`], else itself.
     pub fn boundary_ty(b: &mut Builder, ty: u32, store: bool) -> u32 {
         match b.scalar_vec(ty) {
-            Some(sv) if sv.width < 32 && (store || !loads_f16_exactly(b, sv)) => {
+            Some(sv) if moves_as_twin(b, sv, store) => {
                 let c = if sv.float { b.t_float(32) } else { b.t_int(32, sv.signed) };
                 if sv.n == 1 { c } else { b.t_vec(c, sv.n) }
             }

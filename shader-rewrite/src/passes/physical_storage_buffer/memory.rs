@@ -6,7 +6,7 @@ use crate::builder::sc;
 use crate::byte_address::{AccessShape, AliasKind, Robustness};
 use crate::ops;
 use crate::passes::layout::contains_width;
-use crate::passes::leaves::{loads_f16_exactly, Cursor, Leaf};
+use crate::passes::leaves::{moves_as_twin, Cursor, Leaf};
 use crate::passes::util::{split_memory_operands, without_aligned};
 use crate::target::Target;
 use table::Located;
@@ -111,7 +111,7 @@ impl<'l> LeafAccess<'l> {
             robustness: Robustness::None,
             mem_ops: self.mem.to_vec(),
             nonuniform: true,
-            wide: leaf.sv.width < 32 && (store || !loads_f16_exactly(b, leaf.sv)),
+            wide: moves_as_twin(b, leaf.sv, store),
         }
     }
 
