@@ -383,8 +383,13 @@ pub fn available_instance_layers() -> Result<Vec<String>, String> {
 impl Context {
     /// Creates instance + device. Errors carry the failing call and `VkResult`.
     pub fn new(options: &ContextOptions) -> Result<Context, String> {
-        let without_validation = ContextOptions { validation: false, ..options.clone() };
-        let options = if std::env::var("POLYFILL_E2E_VALIDATION").is_ok_and(|v| v == "0") { &without_validation } else { options };
+        let without_validation;
+        let options = if options.validation && std::env::var("POLYFILL_E2E_VALIDATION").is_ok_and(|v| v == "0") {
+            without_validation = ContextOptions { validation: false, ..options.clone() };
+            &without_validation
+        } else {
+            options
+        };
         // A missing build is only fatal if the loader cannot find the layer elsewhere either
         // (e.g. installed with packaging/install-layer.sh).
         let register_error = if options.enable_layer { layer::register_with_loader().err() } else { None };

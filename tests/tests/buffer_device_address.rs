@@ -707,8 +707,8 @@ fn concurrent_buffers_and_bindless_handles_share_the_table() {
 }
 
 /// `(maxBoundDescriptorSets, per-stage and per-set update-after-bind storage buffers,
-/// all-pools budget)` as the application sees them.
-fn descriptor_limits(ctx: &Context) -> (u32, u32, u32, u32) {
+/// all-pools budget, per-stage update-after-bind resources)` as the application sees them.
+fn descriptor_limits(ctx: &Context) -> (u32, u32, u32, u32, u32) {
     let mut v12 = vk::PhysicalDeviceVulkan12Properties::default();
     let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v12);
     unsafe { ctx.instance().get_physical_device_properties2(ctx.physical_device(), &mut p2) };
@@ -717,6 +717,7 @@ fn descriptor_limits(ctx: &Context) -> (u32, u32, u32, u32) {
         v12.max_per_stage_descriptor_update_after_bind_storage_buffers,
         v12.max_descriptor_set_update_after_bind_storage_buffers,
         v12.max_update_after_bind_descriptors_in_all_pools,
+        v12.max_per_stage_update_after_bind_resources,
     )
 }
 
@@ -751,13 +752,10 @@ fn pipelines_using_pointers_at_the_reported_limits_work() {
     // With bindless handles emulated too (both arrays in the table): the same holds.
     for o in [options("force"), options("force").setting("image_view_handle", "force")] {
         let ctx = Context::new(&o).unwrap_or_else(|e| panic!("{e}"));
-        let (sets, per_stage, per_set, _) = descriptor_limits(&ctx);
         // Every resource of a stage counts once more in maxPerStageUpdateAfterBindResources,
         // which the layer lowers by all its arrays.
-        let mut v12 = vk::PhysicalDeviceVulkan12Properties::default();
-        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v12);
-        unsafe { ctx.instance().get_physical_device_properties2(ctx.physical_device(), &mut p2) };
-        let count = per_stage.min(per_set).min(v12.max_per_stage_update_after_bind_resources);
+        let (sets, per_stage, per_set, _, per_stage_resources) = descriptor_limits(&ctx);
+        let count = per_stage.min(per_set).min(per_stage_resources);
         let input: Vec<u32> = (0..64).map(|i| i * 3 + 1).collect();
         let mut job = ComputeJob {
             buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
@@ -782,7 +780,7 @@ fn pipelines_using_pointers_beyond_the_reported_limits_are_refused() {
         let ctx = context("force");
         let d = ctx.device();
         let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
-        let (_, per_stage, per_set, _) = descriptor_limits(&native);
+        let (_, per_stage, per_set, _, _) = descriptor_limits(&native);
         drop(native);
         let n = per_stage.min(per_set);
         let binding = [vk::DescriptorSetLayoutBinding::default()

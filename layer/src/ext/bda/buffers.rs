@@ -80,8 +80,8 @@ struct Tracked {
     size: vk::DeviceSize,
     /// Its slot once bound (sparse: from creation).
     slot: Option<u32>,
-    /// May its descriptor come from a whole-word alias ([`word_alias`]).
-    alias_eligible: word_alias::Eligible,
+    /// May its descriptor come from a whole-word alias ([`word_alias::eligible`]).
+    alias_eligible: bool,
     /// The alias its descriptor names, destroyed with it.
     alias: Option<vk::Buffer>,
 }
@@ -90,9 +90,9 @@ struct Tracked {
 struct State {
     slots: SlotSpace,
     buffers: HashMap<u64, Tracked>,
-    /// Device-address memory (until freed): its size, and whether an alias may be bound to it
-    /// (not to a dedicated or external allocation).
-    memories: HashMap<u64, (vk::DeviceSize, bool)>,
+    /// The sizes of the device-address allocations a whole-word alias may be bound to (not
+    /// dedicated or external ones), until freed.
+    aliasable_memory: HashMap<u64, vk::DeviceSize>,
 }
 
 /// The address user's state on a device with the table.
@@ -110,7 +110,7 @@ impl Buffers {
     /// `count`: the array size (slot 0 reserved).
     pub fn new(count: u32, max_range: u32) -> Buffers {
         Buffers {
-            state: Mutex::new(State { slots: SlotSpace::new(count), buffers: HashMap::new(), memories: HashMap::new() }),
+            state: Mutex::new(State { slots: SlotSpace::new(count), buffers: HashMap::new(), aliasable_memory: HashMap::new() }),
             max_range,
             exhausted_logged: AtomicBool::new(false),
         }
@@ -120,9 +120,14 @@ impl Buffers {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records a device-address allocation: its size and whether a word alias may be bound to it.
+    /// Records a device-address allocation (a handle may come back for another one).
     fn note_memory(&self, memory: vk::DeviceMemory, size: vk::DeviceSize, aliasable: bool) {
-        self.lock().memories.insert(memory.as_raw(), (size, aliasable));
+        let mut state = self.lock();
+        if aliasable {
+            state.aliasable_memory.insert(memory.as_raw(), size);
+        } else {
+            state.aliasable_memory.remove(&memory.as_raw());
+        }
     }
 
     /// The slot of a bound device-address buffer.
@@ -171,11 +176,12 @@ unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer, bound: Opti
             tracked.size
         );
     }
-    let memory_size = |memory: vk::DeviceMemory| state.memories.get(&memory.as_raw()).filter(|m| m.1).map(|m| m.0);
+    // (range <= maxStorageBufferRange, a u32: rounding it up cannot overflow.)
+    let whole_words = (range + 3) & !3;
     let alias = bound
-        .filter(|_| tracked.alias_eligible.0 && range == tracked.size && (range + 3) & !3 <= u64::from(b.max_range))
-        .and_then(|(memory, offset)| Some((memory, offset, memory_size(memory)?)))
-        .and_then(|(memory, offset, memory_size)| match word_alias::make(t.table.device, &t.next, buffer, tracked.size, memory, offset, memory_size) {
+        .filter(|_| tracked.alias_eligible && range == tracked.size && whole_words <= u64::from(b.max_range))
+        .and_then(|(memory, offset)| Some((memory, offset, *state.aliasable_memory.get(&memory.as_raw())?)))
+        .and_then(|(memory, offset, memory_size)| match word_alias::make(t.table.device, &t.next, buffer, whole_words, memory, offset, memory_size) {
             Ok(a) => Some(a),
             Err(why) => {
                 log_debug!(TRACE, "{hook}: device '{}': buffer {buffer:?} ({} bytes) keeps its exact range: no whole-word alias ({why})", t.table.name, tracked.size);
@@ -183,7 +189,7 @@ unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer, bound: Opti
             }
         });
     let info = match alias {
-        Some(a) => vk::DescriptorBufferInfo { buffer: a, offset: 0, range: (range + 3) & !3 },
+        Some(a) => vk::DescriptorBufferInfo { buffer: a, offset: 0, range: whole_words },
         None => vk::DescriptorBufferInfo { buffer, offset: 0, range },
     };
     let w = vk::WriteDescriptorSet {
@@ -253,7 +259,7 @@ pub unsafe extern "system" fn create_buffer(
         let r = next(device, &edited.info, p_allocator, p_buffer);
         if let (vk::Result::SUCCESS, Some(&buffer)) = (r, p_buffer.as_ref()) {
             let b = &t.buffers;
-            let alias_eligible = word_alias::Eligible::of(&edited.info);
+            let alias_eligible = word_alias::eligible(&edited.info);
             b.lock().buffers.insert(buffer.as_raw(), Tracked { size: edited.info.size, slot: None, alias_eligible, alias: None });
             if edited.info.flags.contains(vk::BufferCreateFlags::SPARSE_BINDING) {
                 assign_slot(&t, HOOK, buffer, None);
@@ -407,7 +413,7 @@ pub unsafe extern "system" fn free_memory(device: vk::Device, memory: vk::Device
     const HOOK: &str = "vkFreeMemory";
     guard(HOOK, (), || unsafe {
         let Some(t) = device_with_buffers(device, HOOK) else { return };
-        t.buffers.lock().memories.remove(&memory.as_raw());
+        t.buffers.lock().aliasable_memory.remove(&memory.as_raw());
         if let Some(f) = t.next.free_memory {
             f(device, memory, p_allocator);
         }

@@ -17,21 +17,15 @@ use super::buffers::Next;
 use crate::pnext;
 use ash::vk;
 
-/// What the alias needs to know of the application's buffer (from its create info).
-#[derive(Debug, Clone, Copy)]
-pub struct Eligible(pub bool);
-
-impl Eligible {
-    /// A buffer of `ci` may get an alias: a size that is not whole words, exclusive sharing, no
-    /// creation flags (sparse, protected, ...) and no external-memory structure the alias
-    /// would have to share.
-    ///
-    /// # Safety
-    /// `ci` is a valid VkBufferCreateInfo.
-    pub unsafe fn of(ci: &vk::BufferCreateInfo) -> Eligible {
-        let external = pnext::find::<vk::ExternalMemoryBufferCreateInfo>(ci.p_next, vk::StructureType::EXTERNAL_MEMORY_BUFFER_CREATE_INFO).is_some();
-        Eligible(!ci.size.is_multiple_of(4) && ci.sharing_mode == vk::SharingMode::EXCLUSIVE && ci.flags.is_empty() && !external)
-    }
+/// May a buffer of `ci` get an alias: a size that is not whole words, exclusive sharing, no
+/// creation flags (sparse, protected, ...) and no external-memory structure the alias would have
+/// to share.
+///
+/// # Safety
+/// `ci` is a valid VkBufferCreateInfo.
+pub unsafe fn eligible(ci: &vk::BufferCreateInfo) -> bool {
+    let external = pnext::find::<vk::ExternalMemoryBufferCreateInfo>(ci.p_next, vk::StructureType::EXTERNAL_MEMORY_BUFFER_CREATE_INFO).is_some();
+    !ci.size.is_multiple_of(4) && ci.sharing_mode == vk::SharingMode::EXCLUSIVE && ci.flags.is_empty() && !external
 }
 
 /// May a buffer other than the one the memory was made for be bound to memory allocated with
@@ -51,16 +45,16 @@ pub unsafe fn aliasable(info: &vk::MemoryAllocateInfo) -> bool {
     !dedicated && !external
 }
 
-/// The alias of `buffer` (`size` bytes, bound to `memory` of `memory_size` bytes at `offset`),
-/// or why there is none (see the module comment).
+/// The alias of `buffer`, of `whole_words` bytes (its size rounded up), bound to `memory` of
+/// `memory_size` bytes at `offset`, or why there is none (see the module comment).
 ///
 /// # Safety
 /// `buffer` is a live buffer of `device`, just bound to `memory` at `offset`.
-pub unsafe fn make(device: vk::Device, next: &Next, buffer: vk::Buffer, size: vk::DeviceSize, memory: vk::DeviceMemory, offset: vk::DeviceSize, memory_size: vk::DeviceSize) -> Result<vk::Buffer, String> {
+pub unsafe fn make(device: vk::Device, next: &Next, buffer: vk::Buffer, whole_words: vk::DeviceSize, memory: vk::DeviceMemory, offset: vk::DeviceSize, memory_size: vk::DeviceSize) -> Result<vk::Buffer, String> {
     let (Some(create), Some(destroy), Some(requirements), Some(bind)) = (next.create_buffer, next.destroy_buffer, next.get_buffer_memory_requirements, next.bind_buffer_memory) else {
         return Err("the next layer lacks a buffer command".into());
     };
-    let ci = vk::BufferCreateInfo { size: size.saturating_add(3) & !3, usage: vk::BufferUsageFlags::STORAGE_BUFFER, ..Default::default() };
+    let ci = vk::BufferCreateInfo { size: whole_words, usage: vk::BufferUsageFlags::STORAGE_BUFFER, ..Default::default() };
     let mut alias = vk::Buffer::null();
     let r = create(device, &ci, std::ptr::null(), &mut alias);
     if r != vk::Result::SUCCESS {
@@ -89,7 +83,7 @@ mod tests {
     #[test]
     fn eligible_buffers_are_exclusive_plain_and_not_whole_words() {
         let ci = |size, flags, sharing_mode| vk::BufferCreateInfo { size, flags, sharing_mode, ..Default::default() };
-        let of = |c: &vk::BufferCreateInfo| unsafe { Eligible::of(c) }.0;
+        let of = |c: &vk::BufferCreateInfo| unsafe { eligible(c) };
         assert!(of(&ci(43, vk::BufferCreateFlags::empty(), vk::SharingMode::EXCLUSIVE)));
         assert!(!of(&ci(44, vk::BufferCreateFlags::empty(), vk::SharingMode::EXCLUSIVE)), "whole words");
         assert!(!of(&ci(43, vk::BufferCreateFlags::SPARSE_BINDING, vk::SharingMode::EXCLUSIVE)));
