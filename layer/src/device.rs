@@ -243,6 +243,14 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
         }
     };
     plans.all().for_each(|p| p.restrict_target(&mut target));
+    // Who checks storage-buffer bounds, from the robustness the final create info enables
+    // (the descriptor table may have turned robustBufferAccess2 on for its users): where the
+    // driver does as robustBufferAccess2 says, lowered accesses leave their checks to it.
+    if pd.inst.settings.debug_target == DebugTarget::Device {
+        let app = crate::device_features::Robustness::in_create_info(ci);
+        target.robust_buffer_access2 = crate::tables::robustness2::storage_checked_as_robust2(pd.inst, pd.pd, pd.info, app);
+        target.robust_storage_byte_exact = target.robust_buffer_access2 && crate::tables::robustness2::storage_checks_to_the_byte(pd.inst, pd.pd, pd.info);
+    }
     // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform descriptor index
     // (seen on Mesa 25.0): the rewriter works around it, in the stages with subgroup ballot
     // (module_rewrite.rs, subgroup_stages.rs).
@@ -260,6 +268,12 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
         bda: None,
     };
     plans.all().for_each(|p| p.options(&mut o));
+    if o.emulate_raw_access_chains && o.component_bounds_by_driver() {
+        log_info!(
+            DEVICE_EMULATION,
+            "vkCreateDevice: device '{name}': the driver checks storage-buffer bounds to the byte (robustBufferAccess2, robustStorageBufferAccessSizeAlignment 1): per-component raw-chain accesses made of one access per component leave their checks to it"
+        );
+    }
     log_debug!(TRACE, "vkCreateDevice: device '{name}': rewrite options {o:?}");
     o
 }

@@ -72,8 +72,9 @@ pub unsafe fn supported(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Phys
         int64: f2.features.shader_int64 != 0,
         nonuniform_array_length_broken: false, // a driver quirk, decided in device.rs
         nonuniform_access_per_lane: false,     // the same
-        // Turned on by the descriptor table for its users only (tables/robustness2.rs).
+        // From the robustness the final create info enables (device.rs, tables/robustness2.rs).
         robust_buffer_access2: false,
+        robust_storage_byte_exact: false,
     }
 }
 
@@ -304,9 +305,21 @@ impl Robustness {
     /// # Safety
     /// `chain` is a copy of a valid VkDeviceCreateInfo chain.
     pub unsafe fn enabled(chain: &Chain, enabled: Option<&vk::PhysicalDeviceFeatures>) -> Robustness {
+        Self::read(chain.copied_nodes().chain(pnext::walk(chain.tail())), enabled)
+    }
+
+    /// Reads them from a (final) VkDeviceCreateInfo.
+    ///
+    /// # Safety
+    /// `ci` is a valid VkDeviceCreateInfo.
+    pub unsafe fn in_create_info(ci: &vk::DeviceCreateInfo) -> Robustness {
+        Self::read(pnext::walk(ci.p_next), ci.p_enabled_features.as_ref())
+    }
+
+    unsafe fn read(nodes: impl Iterator<Item = *const vk::BaseInStructure<'static>>, enabled: Option<&vk::PhysicalDeviceFeatures>) -> Robustness {
         let on = |b: vk::Bool32| b != vk::FALSE;
         let mut r = Robustness { robust_buffer_access: enabled.is_some_and(|f| on(f.robust_buffer_access)), ..Default::default() };
-        for n in chain.copied_nodes().chain(pnext::walk(chain.tail())) {
+        for n in nodes {
             match (*n).s_type {
                 S::PHYSICAL_DEVICE_FEATURES_2 => r.robust_buffer_access |= on((*(n as *const vk::PhysicalDeviceFeatures2)).features.robust_buffer_access),
                 S::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT => r.robust_buffer_access2 |= on((*(n as *const vk::PhysicalDeviceRobustness2FeaturesEXT)).robust_buffer_access2),
@@ -336,7 +349,7 @@ mod tests {
     /// storage-buffer views and Int8/16/64, never push-constant or Input/Output 8/16-bit storage.
     /// (robustBufferAccess2 is the descriptor table's to decide, not the lowering's.)
     fn lowering_features(sup: Target) -> Target {
-        Target { storage_push_constant_8: false, storage_push_constant_16: false, storage_input_output_16: false, robust_buffer_access2: false, ..sup }
+        Target { storage_push_constant_8: false, storage_push_constant_16: false, storage_input_output_16: false, robust_buffer_access2: false, robust_storage_byte_exact: false, ..sup }
     }
 
     /// The robustness features of a create info: core robustBufferAccess in pEnabledFeatures or

@@ -154,6 +154,26 @@ impl AccessShape {
         }
     }
 
+    /// Is this per-component access, unchecked, one access per component, each of exactly the
+    /// component's size? Then robustBufferAccess2's checks, exact to the byte
+    /// ([`crate::Options::component_bounds_by_driver`]), are RobustnessPerComponentNV's: a scalar
+    /// access outside the range reads 0 and a store outside writes nothing. It is when the
+    /// access is one component, or `Aligned` is the component size (the pieces of the whole
+    /// access are its components anyway), of 8, 16 or 32 bits through a view of that width.
+    /// Not for wider pieces: robustness may check a vector access as a whole or per component
+    /// (the driver's choice), and a 64-bit component would be a uvec2 access; nor where an
+    /// 8/16-bit component is read from its word (the driver would check the word).
+    pub fn components_checked_by_driver(&self, target: &Target) -> bool {
+        let c = self.comp_bytes();
+        let view = match c {
+            1 => AliasKind::U8,
+            2 => AliasKind::U16,
+            4 => AliasKind::U32,
+            _ => return false,
+        };
+        self.robustness == Robustness::PerComponent && (self.value.n == 1 || self.align == c) && view.available(target, self.storage)
+    }
+
     /// Can every bounds check of this access count whole elements of a view the target has
     /// (exact to the byte; see [`Backend::emit_counted`])? False when a check of 8/16-bit
     /// components needs an 8/16-bit view the target lacks: it is then made on the word view's
@@ -409,6 +429,9 @@ struct Ctx<'a> {
     /// Sub-word stores emitted as atomic and/or pairs.
     atomics: std::cell::Cell<u32>,
     bounds: Bounds,
+    /// The edge path of a per-component vector accesses each component unchecked: the
+    /// driver's checks are exact ([`Backend::edge_checked_by_driver`]).
+    edge_by_driver: bool,
 }
 
 /// A loaded piece: `bytes` bytes at byte `off`, in the low bits of u32 `v`.
@@ -456,6 +479,14 @@ impl Backend {
     /// uniform buffer's fixed uvec4 array.
     pub fn shares_edge(&self, shape: &AccessShape) -> bool {
         shape.robustness == Robustness::PerComponent && shape.value.n > 1 && shape.comp_bytes() >= 4 && self.views.get(&shape.storage).is_some_and(|v| !v.vec4_words)
+    }
+
+    /// Can the edge path of `shape` (a per-component vector) leave each component's check to
+    /// the driver: robustBufferAccess2 exact to the byte, no poison byte, and each component one
+    /// access of its own size ([`AccessShape::components_checked_by_driver`] of a component).
+    fn edge_checked_by_driver(&self, shape: &AccessShape) -> bool {
+        let one = AccessShape { value: ScalarVec { n: 1, ..shape.value }, ..shape.clone() };
+        self.target.robust_buffer_access2 && self.target.robust_storage_byte_exact && self.oob_poison.is_none() && one.components_checked_by_driver(&self.target)
     }
 
     /// The functions the shared edge paths were emitted into, to append to the module.
@@ -648,7 +679,8 @@ impl Backend {
             .collect();
         let mut comp = shape.value;
         comp.n = 1;
-        let ctx = Ctx { shape, views, view_ptrs: &view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds: Bounds::Counted };
+        let edge_by_driver = self.edge_checked_by_driver(shape);
+        let ctx = Ctx { shape, views, view_ptrs: &view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds: Bounds::Counted, edge_by_driver };
         match value {
             Some(v) => {
                 ctx.edge_store(&mut e, b, v);
@@ -701,7 +733,8 @@ impl Backend {
         let u32t = b.t_u32();
         let mut comp = shape.value;
         comp.n = 1;
-        let ctx = Ctx { shape, views, view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds };
+        let edge_by_driver = self.edge_checked_by_driver(shape);
+        let ctx = Ctx { shape, views, view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds, edge_by_driver };
         let small = c < 4;
         // Checked loads merge the value as its type (8/16-bit components: see below); stores of
         // 8/16-bit components go through the 32-bit twin.
@@ -832,7 +865,7 @@ impl Backend {
             nonuniform,
             wide: false,
         };
-        let ctx = Ctx { shape: &shape, views, view_ptrs, addr, comp: shape.value, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds: Bounds::None };
+        let ctx = Ctx { shape: &shape, views, view_ptrs, addr, comp: shape.value, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds: Bounds::None, edge_by_driver: false };
         ctx.word_ptr(e, b, addr)
     }
 
@@ -883,6 +916,9 @@ impl Ctx<'_> {
         let comps: Vals = (0..self.shape.value.n)
             .map(|k| {
                 let at = self.at(e, b, k * c);
+                if self.edge_by_driver {
+                    return at.load_merged(e, b, c, c)[0];
+                }
                 let ok = at.in_range(e, b, at.addr, Check::Comp);
                 e.if_or(b, ok, &[comp_ty], |e, b| at.load_merged(e, b, c, c), &[comp_oob])[0]
             })
@@ -898,8 +934,12 @@ impl Ctx<'_> {
         for k in 0..self.shape.value.n {
             let v = e.pure(b, op::COMPOSITE_EXTRACT, comp_ty, &[value, k]);
             let at = self.at(e, b, k * c);
-            let ok = at.in_range(e, b, at.addr, Check::Comp);
-            e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, v));
+            if self.edge_by_driver {
+                at.store_value(e, b, c, c, v);
+            } else {
+                let ok = at.in_range(e, b, at.addr, Check::Comp);
+                e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, v));
+            }
             self.atomics.set(self.atomics.get() + at.atomics.get());
         }
     }

@@ -161,6 +161,11 @@ pub const NAMED_OPTIONS: &[NamedOption] = &[
         robust_buffer_access2,
         "target has robustBufferAccess2 enabled (and no pipeline robustness): lowered buffer-device-address accesses leave their bounds checks to the driver"
     ),
+    target_bool!(
+        "robust_storage_byte_exact",
+        robust_storage_byte_exact,
+        "target's robustStorageBufferAccessSizeAlignment is 1: with robust_buffer_access2, per-component raw-chain accesses made of one access per component leave their bounds checks to the driver"
+    ),
     NamedOption {
         name: "emulate_raw_access_chains",
         kind: Kind::Bool,

@@ -43,6 +43,12 @@ pub struct Target {
     /// zero, stores and atomics outside do not modify memory. The buffer-device-address lowering
     /// then leaves the bounds checks to the driver (no length query, no comparison, no select).
     pub robust_buffer_access2: bool,
+    /// `robustStorageBufferAccessSizeAlignment` is 1 (VK_EXT_robustness2 / VK_KHR_robustness2):
+    /// under `robust_buffer_access2` the driver checks storage-buffer accesses against the
+    /// descriptor's range to the byte (4: the range rounded up to whole words). The raw-chain
+    /// lowering then leaves the checks of per-component accesses made of one access per
+    /// component to the driver ([`crate::byte_address::AccessShape::components_checked_by_driver`]).
+    pub robust_storage_byte_exact: bool,
 }
 
 impl Target {
@@ -62,6 +68,7 @@ impl Target {
             nonuniform_array_length_broken: false,
             nonuniform_access_per_lane: false,
             robust_buffer_access2: true,
+            robust_storage_byte_exact: true,
         }
     }
     /// Only what Vulkan 1.0 guarantees.
@@ -80,6 +87,7 @@ impl Target {
             nonuniform_array_length_broken: false,
             nonuniform_access_per_lane: false,
             robust_buffer_access2: false,
+            robust_storage_byte_exact: false,
         }
     }
 }
@@ -214,6 +222,13 @@ impl Options {
     /// checks can return it).
     pub fn bda_bounds_by_driver(&self) -> bool {
         self.target.robust_buffer_access2 && self.oob_poison.is_none()
+    }
+
+    /// The raw-chain lowering leaves the checks of per-component accesses made of one scalar
+    /// access per component to the driver: its checks are robustBufferAccess2's, exact to the
+    /// byte, and no debug poison byte is asked for.
+    pub fn component_bounds_by_driver(&self) -> bool {
+        self.bda_bounds_by_driver() && self.target.robust_storage_byte_exact
     }
 }
 

@@ -69,6 +69,11 @@ OpFunctionEnd
 fn all() -> Options {
     Options::default()
 }
+/// Every feature, the driver's robustness rounding ranges to whole words: the lowering makes
+/// every per-component check itself.
+fn checked() -> Options {
+    Options { target: Target { robust_storage_byte_exact: false, ..Target::all() }, ..Options::default() }
+}
 fn core() -> Options {
     Options { target: Target::core(), ..Options::default() }
 }
@@ -224,7 +229,7 @@ OpStore %q %v Aligned {comp}",
                         let ext = if width == 8 { "SPV_KHR_8bit_storage" } else { "SPV_KHR_16bit_storage" };
                         text = text.replace("OpExtension \"SPV_NV_raw_access_chains\"", &format!("OpExtension \"SPV_NV_raw_access_chains\"\nOpExtension \"{ext}\""));
                     }
-                    for o in [all(), core()] {
+                    for o in [all(), checked(), core()] {
                         let r = std::panic::catch_unwind(|| rewrite_valid(&text, "vulkan1.1", &o));
                         assert!(r.is_ok(), "type {t} n={n} {robust} Aligned {align} target {:?}", o.target);
                     }
@@ -253,7 +258,7 @@ OpStore %p3 %v3 Aligned 16
 %p4 = OpRawAccessChainNV %pu %buf %c4 %i %c4 RobustnessPerElementNV
 OpStore %p4 %v2 Aligned 4"
     );
-    let (words, s) = rewrite_valid(&module("", "", &body, ""), "vulkan1.1", &all());
+    let (words, s) = rewrite_valid(&module("", "", &body, ""), "vulkan1.1", &checked());
     assert_eq!((s.loads, s.stores), (3, 2));
     let dis = disassemble(&words);
     // Every check compares the offset in elements of the view that fits it (the word view for
@@ -266,6 +271,48 @@ OpStore %p4 %v2 Aligned 4"
     // One `index < count` per check: 1 + 1 + (1 + 4) + 4 + 1: the store's whole-vector check
     // is the load's (same index and count, in a block that dominates it).
     assert_eq!(dis.matches("OpULessThan ").count() - 1, 12, "{dis}");
+}
+
+/// Where robustBufferAccess2 checks storage buffers to the byte (Target::robust_buffer_access2
+/// and robust_storage_byte_exact, no poison byte), a per-component access made of one access per
+/// component (Aligned = the component size, or one component) is those accesses, unchecked: no
+/// length, no comparison, no branch. A vector whose whole access is wider pieces keeps its
+/// whole-vector check; its edge path accesses each component unchecked. A poison byte, or
+/// ranges rounded to whole words, bring the lowering's own checks back.
+#[test]
+fn per_component_checks_left_to_the_driver() {
+    let body = "%off = OpShiftLeftLogical %u32 %i %c4
+%p = OpRawAccessChainNV %pv4f %buf %c0 %c0 %off RobustnessPerComponentNV
+%v = OpLoad %v4f %p Aligned 4
+OpStore %p %v Aligned 4
+%q = OpRawAccessChainNV %pu %buf2 %c0 %c0 %i RobustnessPerComponentNV
+%w = OpLoad %u32 %q Aligned 16
+OpStore %q %w Aligned 16";
+    let text = module("", "", body, "");
+    let (words, s) = rewrite_valid(&text, "vulkan1.1", &all());
+    assert_eq!((s.loads, s.stores, s.raw_chain_bounds_by_driver), (2, 2, 4));
+    let dis = disassemble(&words);
+    for op in ["OpArrayLength", "OpULessThan", "OpSelectionMerge", "OpPhi"] {
+        assert!(!dis.contains(op), "{op}: {dis}");
+    }
+    // 4 + 1 loads of words (and the invocation id), as many stores through the same pointers.
+    assert_eq!((dis.matches("OpLoad").count(), dis.matches("OpStore").count(), dis.matches("OpAccessChain").count()), (6, 5, 5), "{dis}");
+    for o in [checked(), Options { oob_poison: Some(0x5a), ..all() }, Options { target: Target { robust_buffer_access2: false, ..Target::all() }, ..all() }] {
+        let (words, s) = rewrite_valid(&text, "vulkan1.1", &o);
+        assert_eq!(s.raw_chain_bounds_by_driver, 0);
+        assert!(disassemble(&words).contains("OpArrayLength"), "{:?}", o.target);
+    }
+    // Aligned 16: one uvec4 access when the whole vector is in range; the edge path's four
+    // word accesses unchecked.
+    let body = "%p = OpRawAccessChainNV %pv4f %buf %c0 %c0 %i RobustnessPerComponentNV
+%v = OpLoad %v4f %p Aligned 16
+OpStore %p %v Aligned 16";
+    let (words, s) = rewrite_valid(&module("", "", body, ""), "vulkan1.1", &all());
+    assert_eq!(s.raw_chain_bounds_by_driver, 0);
+    let dis = disassemble(&words);
+    assert_eq!((dis.matches("OpArrayLength").count(), dis.matches("OpULessThan").count()), (1, 1), "{dis}");
+    // The invocation id, the uvec4, the four words.
+    assert_eq!((dis.matches("OpLoad").count(), dis.matches("OpStore").count()), (6, 5), "{dis}");
 }
 
 #[test]

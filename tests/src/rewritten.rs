@@ -9,6 +9,7 @@
 
 use crate::child::{temp_dir, TempDir};
 use crate::tools;
+use crate::vk::{ComputeJob, Context, ContextOptions};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -56,4 +57,26 @@ impl RewrittenModules {
             Err(failures.join("\n"))
         }
     }
+}
+
+/// Runs `spirv` with `job` in a new context made from `o`, the layer dumping its rewrites in a
+/// directory of its own: returns the outputs and the one rewritten module (checked with
+/// spirv-val; the context's validation layer must have reported nothing).
+pub fn run_rewritten(name: &str, spirv: &[u32], job: &ComputeJob, o: ContextOptions) -> (Vec<Vec<u8>>, Vec<u32>) {
+    let dir = temp_dir(name);
+    let o = o.setting(DUMP_SETTING, &dir.display().to_string());
+    let ctx = Context::new(&o).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let got = ctx.run_compute(spirv, job).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(ctx.validation_errors(), Vec::<String>::new(), "{name}");
+    let mut rewritten = vec![];
+    for e in std::fs::read_dir(&*dir).unwrap_or_else(|e| panic!("{name}: no dumps in {}: {e}", dir.display())) {
+        let p = e.unwrap().path();
+        if p.to_string_lossy().ends_with(".after.spv") {
+            let words = tools::bytes_to_words(&std::fs::read(&p).unwrap());
+            tools::spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("{name}: {} fails spirv-val: {e}", p.display()));
+            rewritten.push(words);
+        }
+    }
+    assert_eq!(rewritten.len(), 1, "{name}: the module was rewritten once");
+    (got, rewritten.remove(0))
 }

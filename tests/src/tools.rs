@@ -260,6 +260,18 @@ fn numbered(text: &str) -> String {
     text.lines().enumerate().map(|(i, l)| format!("{:4}: {l}\n", i + 1)).collect()
 }
 
+/// Does a module hold an instruction with this opcode?
+pub fn has_opcode(words: &[u32], opcode: u32) -> bool {
+    let mut at = 5;
+    while at < words.len() {
+        if words[at] & 0xffff == opcode {
+            return true;
+        }
+        at += (words[at] >> 16).max(1) as usize;
+    }
+    false
+}
+
 /// True if the module declares `OpCapability <cap>` (cheap header scan, no tools needed).
 pub fn has_capability(words: &[u32], cap: u32) -> bool {
     let mut i = 5;

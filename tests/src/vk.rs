@@ -1266,3 +1266,27 @@ pub unsafe fn cmd_shader_writes_to_host(d: &ash::Device, cb: vk::CommandBuffer) 
 pub fn cstr(s: &CStr) -> String {
     s.to_string_lossy().into_owned()
 }
+
+/// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
+/// where it does not say).
+pub fn default_storage_robustness() -> vk::PipelineRobustnessBufferBehaviorEXT {
+    let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
+    let mut robustness = vk::PhysicalDevicePipelineRobustnessPropertiesEXT::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut robustness);
+    unsafe { native.instance().get_physical_device_properties2(native.physical_device(), &mut p2) };
+    robustness.default_robustness_storage_buffers
+}
+
+/// Does the driver check storage buffers as robustBufferAccess2 says, to the byte, with no
+/// robustness feature enabled: `defaultRobustnessStorageBuffers` robustBufferAccess2 and
+/// `robustStorageBufferAccessSizeAlignment` 1 (lavapipe)?
+pub fn default_storage_robustness_to_the_byte() -> bool {
+    if default_storage_robustness() != vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2 {
+        return false;
+    }
+    let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
+    let mut r2 = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut r2);
+    unsafe { native.instance().get_physical_device_properties2(native.physical_device(), &mut p2) };
+    r2.robust_storage_buffer_access_size_alignment == 1
+}

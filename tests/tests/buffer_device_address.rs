@@ -13,7 +13,7 @@ use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
     atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, graphics_fs, graphics_vs, linked_list, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
 };
-use polyfill_e2e::tools::spirv_val;
+use polyfill_e2e::tools::has_opcode;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
 use polyfill_e2e::{Context, ContextOptions};
 use shader_rewrite::bda::{decode_address, ADDRESS_TAG};
@@ -241,37 +241,7 @@ fn forced_with(name: &str, target: &str, spirv: &[u32], job: &ComputeJob, o: Con
 
 /// [`forced_with`], and the module the layer handed the driver.
 fn forced_rewritten(name: &str, target: &str, spirv: &[u32], job: &ComputeJob, o: ContextOptions) -> (Vec<Vec<u8>>, Vec<u32>) {
-    let name = format!("{name}-{target}");
-    let dir = std::env::temp_dir().join(format!("polyfill-bda-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let o = o.setting("dump_shaders_dir", dir.to_str().unwrap()).setting("debug_target", target);
-    let ctx = Context::new(&o).unwrap_or_else(|e| panic!("{e}"));
-    let got = ctx.run_compute(spirv, job).unwrap_or_else(|e| panic!("{name} forced: {e}"));
-    assert_eq!(ctx.validation_errors(), Vec::<String>::new(), "{name}");
-    let mut rewritten = vec![];
-    for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{name}: no dumps in {}: {e}", dir.display())) {
-        let p = e.unwrap().path();
-        if p.to_string_lossy().ends_with(".after.spv") {
-            let words = polyfill_e2e::tools::bytes_to_words(&std::fs::read(&p).unwrap());
-            spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("{name}: {} fails spirv-val: {e}", p.display()));
-            rewritten.push(words);
-        }
-    }
-    assert_eq!(rewritten.len(), 1, "{name}: the module was rewritten once");
-    let _ = std::fs::remove_dir_all(&dir);
-    (got, rewritten.remove(0))
-}
-
-/// Does a module hold an instruction with this opcode?
-fn has_opcode(words: &[u32], opcode: u32) -> bool {
-    let mut at = 5;
-    while at < words.len() {
-        if words[at] & 0xffff == opcode {
-            return true;
-        }
-        at += (words[at] >> 16).max(1) as usize;
-    }
-    false
+    polyfill_e2e::rewritten::run_rewritten(&format!("polyfill-bda-{name}-{target}"), spirv, job, o.setting("debug_target", target))
 }
 
 /// On lavapipe, whose storage buffers are robust as robustBufferAccess2 says by default (and
@@ -309,7 +279,7 @@ fn robust_buffer_access2_takes_over_the_bounds_checks() {
         return;
     }
     let (_, text) = child::spawn_logged(NAME, "bda_robust_log", &[(&env_var_name("log_level"), "info")]);
-    if default_storage_robustness() == vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2 {
+    if polyfill_e2e::vk::default_storage_robustness() == vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2 {
         // lavapipe: the device's default already.
         assert!(text.contains("the driver checks the bounds of the lowered storage-buffer accesses of VK_KHR_buffer_device_address (the device's default"), "{text}");
     } else {
@@ -322,15 +292,6 @@ fn robust_buffer_access2_takes_over_the_bounds_checks() {
     }
 }
 
-/// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
-/// where it does not say).
-fn default_storage_robustness() -> vk::PipelineRobustnessBufferBehaviorEXT {
-    let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
-    let mut robustness = vk::PhysicalDevicePipelineRobustnessPropertiesEXT::default();
-    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut robustness);
-    unsafe { native.instance().get_physical_device_properties2(native.physical_device(), &mut p2) };
-    robustness.default_robustness_storage_buffers
-}
 
 fn loads_and_stores_through_push_constant_pointers(target: &str) {
     let input: Vec<u32> = (0..64).map(|i| i * 7 + 3).collect();

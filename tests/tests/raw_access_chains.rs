@@ -69,6 +69,37 @@ fn oob_poison_is_observable() {
     child::spawn(NAME, &[(&env_var_name("debug_oob_poison"), "0xAB")], None).assert_success();
 }
 
+/// Where the device checks storage buffers as robustBufferAccess2 says, to the byte, with no
+/// robustness feature enabled (lavapipe), per-component accesses made of one access per
+/// component are left unchecked (the sample's vec2 load, Aligned 4: no OpArrayLength; its store,
+/// Aligned 8, keeps the whole-vector check and its edge path leaves each component to the
+/// driver), and the outputs still match the spec's per-component model. An application that
+/// enables pipelineRobustness (a pipeline may opt out), `debug_target=core` and a poison byte
+/// keep the lowering's own checks; the device log says which.
+#[test]
+fn per_component_checks_follow_the_devices_robustness() {
+    const NAME: &str = "per_component_checks_follow_the_devices_robustness";
+    let by_driver = polyfill_e2e::vk::default_storage_robustness_to_the_byte();
+    if child::is_child(NAME) {
+        for (what, o, poison, array_lengths) in [
+            ("device", ContextOptions::raw_access_chains(), None, if by_driver { 1 } else { 3 }),
+            ("pipelineRobustness", ContextOptions::raw_access_chains().pipeline_robustness(true), None, 3),
+            ("core", ContextOptions::raw_access_chains().setting("debug_target", "core"), None, 3),
+            ("poison", ContextOptions::raw_access_chains().setting("debug_oob_poison", "0xAB"), Some(0xAB), 3),
+        ] {
+            let s = samples::byte_address(poison);
+            let (out, words) = polyfill_e2e::rewritten::run_rewritten(&format!("{NAME}-{what}"), &s.assemble().unwrap(), &s.job, o);
+            s.check(&out).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let text = polyfill_e2e::tools::spirv_dis(&words);
+            assert_eq!(text.matches("OpArrayLength").count(), array_lengths, "{what}: OpArrayLength\n{text}");
+        }
+        return;
+    }
+    let (_, text) = child::spawn_logged(NAME, "per_component_log", &[(&env_var_name("log_level"), "info")]);
+    let said = text.matches("per-component raw-chain accesses made of one access per component leave their checks to it").count();
+    assert_eq!(said, by_driver as usize, "{text}");
+}
+
 /// Control: without the layer, lavapipe cannot run these modules (so the tests above really
 /// exercise the layer). Runs in a child: the driver may abort on the unknown capability.
 #[test]

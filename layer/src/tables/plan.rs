@@ -12,7 +12,6 @@ use crate::dispatch::load_instance;
 use crate::emulation::{DeviceEdit, DevicePlan, NewDevice, PhysDev, Services};
 use crate::device_features::Robustness;
 use crate::settings::DebugTarget;
-use shader_rewrite::Options;
 use std::ffi::CStr;
 use ash::vk;
 use crate::{log_info, log_warn};
@@ -24,14 +23,12 @@ pub struct Plan {
     users: Vec<TableUser>,
     /// What fills the free slots (nullDescriptor enabled, else a buffer).
     free: Option<FreeSlots>,
-    /// The driver checks the bounds of the users' lowered storage-buffer accesses.
-    bounds_by_driver: bool,
 }
 
 /// `user` joins the table of the device being created (`limits`: the device's, queried by the
 /// user). The table sits at set `maxBoundDescriptorSets - 1`.
 pub fn join(services: &mut Services, limits: Limits, user: TableUser) {
-    services.get_or_insert(|| Plan { limits, users: Vec::new(), free: None, bounds_by_driver: false }).users.push(user);
+    services.get_or_insert(|| Plan { limits, users: Vec::new(), free: None }).users.push(user);
 }
 
 impl Plan {
@@ -116,7 +113,6 @@ impl DevicePlan for Plan {
             }
             None => None,
         };
-        self.bounds_by_driver = matches!(bounds, Some(Bounds::Driver(_) | Bounds::Enable(_)));
         let mut null = support.and_then(|s| if s.null_descriptor { Ok(s.extension) } else { Err(format!("{} lacks nullDescriptor", s.extension.to_str().unwrap_or("?"))) });
         let bits = Bits { null_descriptor: null.is_ok(), robust_buffer_access2: robust.is_some() };
         if let Some(ext) = robust.or(null.as_ref().ok().copied()) {
@@ -135,7 +131,6 @@ impl DevicePlan for Plan {
                 // Neither can be turned on: the lowering checks bounds, a buffer fills free slots.
                 Err(why) => {
                     if bits.robust_buffer_access2 {
-                        self.bounds_by_driver = false;
                         keeps_checks(&why);
                     }
                     null = Err(why);
@@ -157,10 +152,6 @@ impl DevicePlan for Plan {
             }
         }
         Ok(())
-    }
-    /// Bounds left to the driver reach the rewrite as the target's robustBufferAccess2.
-    fn options(&self, options: &mut Options) {
-        options.target.robust_buffer_access2 = self.bounds_by_driver;
     }
     unsafe fn set_up(self: Box<Self>, dev: &NewDevice, components: &mut Components) -> Result<(), String> {
         let config = self.config();

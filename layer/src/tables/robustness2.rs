@@ -7,6 +7,7 @@
 //!   lowered shaders leave storage-buffer bounds to the driver ([`super::TableUser::robust_buffers`]):
 //!   every access is then checked against its descriptor's range, loads outside read zero and
 //!   writes outside are discarded.
+use crate::device_features::Robustness;
 use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
 use crate::pnext::Chain;
 use ash::vk;
@@ -77,6 +78,42 @@ pub unsafe fn default_is_robust2(inst: &InstanceData, pd: vk::PhysicalDevice, ph
     let mut p2 = vk::PhysicalDeviceProperties2 { p_next: &mut pr as *mut _ as *mut c_void, ..Default::default() };
     properties2(pd, &mut p2);
     pr.default_robustness_storage_buffers == vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2
+}
+
+/// Does the driver check every storage-buffer access of the device's pipelines as
+/// robustBufferAccess2 says, given the robustness the final create info enables (`app`)? Where
+/// robustBufferAccess2 is enabled (with robustBufferAccess, which it requires), or no robustness
+/// is and the device's default is robustBufferAccess2 ([`default_is_robust2`]); never where
+/// pipelineRobustness is enabled (a pipeline may opt out of the device's robustness).
+///
+/// # Safety
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn storage_checked_as_robust2(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo, app: Robustness) -> bool {
+    if app.pipeline_robustness {
+        return false;
+    }
+    match (app.robust_buffer_access, app.robust_buffer_access2) {
+        (true, true) => true,
+        (false, false) => default_is_robust2(inst, pd, phys),
+        _ => false,
+    }
+}
+
+/// Is the device's `robustStorageBufferAccessSizeAlignment` 1: robustBufferAccess2 checks
+/// storage-buffer accesses against the descriptor's range to the byte (else the range is rounded
+/// up to whole words)? False where the device has neither robustness2 extension to say so.
+///
+/// # Safety
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn storage_checks_to_the_byte(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> bool {
+    if robustness2_in(|n| phys.has_extension(n)).is_none() {
+        return false;
+    }
+    let Some(properties2) = inst.properties2_for_query() else { return false };
+    let mut r2 = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
+    let mut p2 = vk::PhysicalDeviceProperties2 { p_next: &mut r2 as *mut _ as *mut c_void, ..Default::default() };
+    properties2(pd, &mut p2);
+    r2.robust_storage_buffer_access_size_alignment == 1
 }
 
 /// Turns on `bits` in a copied `VkDeviceCreateInfo` chain: in the application's

@@ -126,6 +126,11 @@ pub struct TargetArgs {
     /// lowered buffer-device-address accesses check their bounds themselves
     #[arg(long = "no-robust-buffer-access2", help_heading = "Target")]
     pub no_robust_buffer_access2: bool,
+    /// The target's robustStorageBufferAccessSizeAlignment is 4, not 1 (its robustBufferAccess2
+    /// rounds storage-buffer ranges up to whole words): per-component raw-chain accesses check
+    /// their bounds themselves
+    #[arg(long = "robust-storage-alignment-4", help_heading = "Target")]
+    pub robust_storage_alignment_4: bool,
     /// Leave OpRawAccessChainNV alone
     #[arg(long, help_heading = "Lowering")]
     pub no_raw_access_chains: bool,
@@ -178,6 +183,7 @@ impl TargetArgs {
         t.nonuniform_array_length_broken |= self.quirk_nonuniform_array_length;
         t.nonuniform_access_per_lane |= self.quirk_nonuniform_access_per_lane;
         t.robust_buffer_access2 &= !self.no_robust_buffer_access2;
+        t.robust_storage_byte_exact &= !self.robust_storage_alignment_4;
         o.emulate_raw_access_chains = !self.no_raw_access_chains;
         let counts = self.bindless_counts.map(|[s, t, p]| [("bindless_sampled_images_count", s), ("bindless_storage_images_count", t), ("bindless_samplers_count", p)]);
         let named = [("oob_poison", self.oob_poison), ("bindless_set", self.bindless_set), ("bda_set", self.bda_set), ("bda_binding", self.bda_binding), ("bda_count", self.bda_count)]

@@ -68,6 +68,36 @@ fn shared_base(backend: &Backend, shadow: &Shadows, base: &Option<BaseOrigin>, s
     Ok(Some(SharedBase { vars: shadow.all(*root, views_of(backend, storage, *root)?)?.to_vec(), indices: indices.clone(), index_tys: tys.clone() }))
 }
 
+/// Per-component accesses the driver's robustBufferAccess2 checks exactly
+/// ([`AccessShape::components_checked_by_driver`], [`Options::component_bounds_by_driver`])
+/// become unchecked ones: one access per component, no length, no comparison, no branch. Only
+/// where the chain's Base points at one block (a Base that is a whole descriptor array names no
+/// range, and keeps the lowering's refusal).
+fn leave_component_checks_to_driver(b: &Builder, walk: &mut Walk, options: &Options, stats: &mut Stats) {
+    let one_block: Vec<bool> = walk
+        .chains
+        .iter()
+        .map(|c| b.pointer(walk.type_of(b, c.base)).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT)))
+        .collect();
+    // Index of each shape's unchecked twin, made on first use.
+    let mut twin: Vec<Option<u32>> = vec![None; walk.shapes.len()];
+    for a in walk.accesses.iter_mut() {
+        let shape = &walk.shapes[a.shape as usize];
+        if !one_block[a.chain as usize] || !shape.components_checked_by_driver(&options.target) {
+            continue;
+        }
+        let unchecked = AccessShape { robustness: Robustness::None, ..shape.clone() };
+        a.shape = *twin[a.shape as usize].get_or_insert_with(|| match walk.shapes.iter().position(|s| *s == unchecked) {
+            Some(i) => i as u32,
+            None => {
+                walk.shapes.push(unchecked);
+                walk.shapes.len() as u32 - 1
+            }
+        });
+        stats.raw_chain_bounds_by_driver += 1;
+    }
+}
+
 /// The pointers that reach a chain's Base, traced back to the variables (or null pointers)
 /// they come from.
 struct Trace {
@@ -114,6 +144,9 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
             })
     };
     let counted: Vec<bool> = walk.chains.iter().map(|c| !c.physical() && direct(&b, c.base)).collect();
+    if options.component_bounds_by_driver() {
+        leave_component_checks_to_driver(&b, &mut walk, options, stats);
+    }
     // Where a counted chain's view pointers come from (root variable, descriptor-array indices
     // and their types): the backend rebuilds them in the function it shares the chain's
     // per-component edge paths through (Backend::emit_counted).
@@ -376,6 +409,11 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     let mut addr_of: Vec<(u32, u32)> = vec![(0, 0); walk.chains.len()];
     let mut gone: Vec<u32> = vec![];
     let mut next_access = 0usize;
+    // Chains with a checked access (its checks branch).
+    let mut checked = vec![false; walk.chains.len()];
+    for a in &walk.accesses {
+        checked[a.chain as usize] |= walk.shapes[a.shape as usize].robustness != Robustness::None;
+    }
     let mut carry_ty = None;
     let first_new_id = b.m.header[3];
     // One emitter for every block rewritten (its tables keep their allocations).
@@ -403,8 +441,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
             let mut insts = blk.insts;
             let branches = insts.iter().any(|i| len_shadow.contains_key(&i.id) && waterfall(&b, i.id, &i.ops))
                 || insts.iter().any(|i| {
-                    matches!(i.op, op::LOAD | op::STORE)
-                        && i.ops.first().and_then(|&p| walk.chain_index(p)).is_some_and(|c| walk.chains[c].robustness != Robustness::None)
+                    matches!(i.op, op::LOAD | op::STORE) && i.ops.first().and_then(|&p| walk.chain_index(p)).is_some_and(|c| checked[c])
                 });
             if branches {
                 if let Some(lm) = insts.iter().position(|i| i.op == op::LOOP_MERGE) {
