@@ -34,16 +34,35 @@ pub enum AliasKind {
     U32,
     U32x2,
     U32x4,
+    /// `uint64_t`: only for 64-bit components each accessed on its own, checked by the driver
+    /// ([`Robustness::ComponentsByDriver`]): one scalar access, where a uvec2 access could be
+    /// checked per word.
+    U64,
 }
 
 impl AliasKind {
+    /// The views accesses are planned onto (widest first where alignment allows; [`plan`]) and
+    /// checks counted with ([`granule`]).
     pub const ALL: [AliasKind; 5] = [AliasKind::U8, AliasKind::U16, AliasKind::U32, AliasKind::U32x2, AliasKind::U32x4];
+    /// [`AliasKind::ALL`] and [`AliasKind::U64`]: every bit of a view mask.
+    pub const EVERY: [AliasKind; 6] = [AliasKind::U8, AliasKind::U16, AliasKind::U32, AliasKind::U32x2, AliasKind::U32x4, AliasKind::U64];
+    /// The view whose elements are one component of `bytes` bytes: scalar, so robustness checks
+    /// each access as a whole.
+    pub fn scalar(bytes: u32) -> Option<AliasKind> {
+        match bytes {
+            1 => Some(AliasKind::U8),
+            2 => Some(AliasKind::U16),
+            4 => Some(AliasKind::U32),
+            8 => Some(AliasKind::U64),
+            _ => None,
+        }
+    }
     pub fn bytes(self) -> u32 {
         match self {
             AliasKind::U8 => 1,
             AliasKind::U16 => 2,
             AliasKind::U32 => 4,
-            AliasKind::U32x2 => 8,
+            AliasKind::U32x2 | AliasKind::U64 => 8,
             AliasKind::U32x4 => 16,
         }
     }
@@ -57,6 +76,7 @@ impl AliasKind {
             AliasKind::U16 => {
                 if uniform { target.uniform_and_storage_buffer_16bit } else { target.storage_buffer_16bit }
             }
+            AliasKind::U64 => target.int64,
             _ => true,
         }
     }
@@ -100,6 +120,10 @@ fn plan(start: u32, size: u32, align: u32, avail: &[AliasKind]) -> smallvec::Sma
 pub enum Robustness {
     None,
     PerComponent,
+    /// RobustnessPerComponentNV checked by the driver: each component one unchecked scalar
+    /// access of its own view ([`AliasKind::scalar`]), whose robustBufferAccess2 check, exact to
+    /// the byte, is the component's ([`AccessShape::components_checked_by_driver`]).
+    ComponentsByDriver,
     /// Whole-element check of `Stride × Index` against the range.
     PerElement { stride: u32 },
 }
@@ -135,7 +159,7 @@ impl AccessShape {
     /// for the byte length.
     pub fn needs_byte_length(&self) -> bool {
         match self.robustness {
-            Robustness::None => false,
+            Robustness::None | Robustness::ComponentsByDriver => false,
             Robustness::PerElement { stride } => !stride.is_multiple_of(4),
             // Aligned is at least the component size (SPV_NV_raw_access_chains), so components
             // of 4 bytes or more sit at multiples of 4.
@@ -146,7 +170,7 @@ impl AccessShape {
     fn checks(&self) -> smallvec::SmallVec<[(u32, u32); 2]> {
         let c = self.comp_bytes();
         match self.robustness {
-            Robustness::None => smallvec::SmallVec::new(),
+            Robustness::None | Robustness::ComponentsByDriver => smallvec::SmallVec::new(),
             // Stride × Index is a multiple of the largest power of two dividing Stride.
             Robustness::PerElement { stride } => smallvec::smallvec![(stride, 1 << stride.trailing_zeros().min(4))],
             Robustness::PerComponent if self.value.n == 1 => smallvec::smallvec![(c, c)],
@@ -154,24 +178,26 @@ impl AccessShape {
         }
     }
 
-    /// Is this per-component access, unchecked, one access per component, each of exactly the
-    /// component's size? Then robustBufferAccess2's checks, exact to the byte
+    /// Can this per-component access be one unchecked scalar access per component
+    /// ([`Robustness::ComponentsByDriver`])? Then robustBufferAccess2's checks, exact to the byte
     /// ([`crate::Options::component_bounds_by_driver`]), are RobustnessPerComponentNV's: a scalar
     /// access outside the range reads 0 and a store outside writes nothing. It is when the
     /// access is one component, or `Aligned` is the component size (the pieces of the whole
-    /// access are its components anyway), of 8, 16 or 32 bits through a view of that width.
-    /// Not for wider pieces: robustness may check a vector access as a whole or per component
-    /// (the driver's choice), and a 64-bit component would be a uvec2 access; nor where an
-    /// 8/16-bit component is read from its word (the driver would check the word).
+    /// access are its components anyway: no wider access is given up), through a scalar view of
+    /// the component's width (8/16-bit storage, Int64 for 64-bit components). Not for wider
+    /// pieces: robustness may check a vector access as a whole or per component (the driver's
+    /// choice); nor where an 8/16-bit component is read from its word (the driver would check
+    /// the word).
     pub fn components_checked_by_driver(&self, target: &Target) -> bool {
         let c = self.comp_bytes();
-        let view = match c {
-            1 => AliasKind::U8,
-            2 => AliasKind::U16,
-            4 => AliasKind::U32,
-            _ => return false,
-        };
-        self.robustness == Robustness::PerComponent && (self.value.n == 1 || self.align == c) && view.available(target, self.storage)
+        self.robustness == Robustness::PerComponent
+            && (self.value.n == 1 || self.align == c)
+            && AliasKind::scalar(c).is_some_and(|k| k.available(target, self.storage))
+    }
+
+    /// Does this access make any bounds check of its own?
+    pub fn checked(&self) -> bool {
+        !matches!(self.robustness, Robustness::None | Robustness::ComponentsByDriver)
     }
 
     /// Can every bounds check of this access count whole elements of a view the target has
@@ -189,6 +215,9 @@ impl AccessShape {
         let avail: smallvec::SmallVec<[AliasKind; 5]> = AliasKind::ALL.into_iter().filter(|k| k.available(target, self.storage)).collect();
         let c = self.comp_bytes();
         let mut mask = 1u8 << AliasKind::U32 as usize; // word view: always present (lengths, word parts)
+        if self.robustness == Robustness::ComponentsByDriver {
+            return mask | AliasKind::scalar(c).map_or(0, |k| 1 << k as usize);
+        }
         for (size, align) in self.checks() {
             if let Some(k) = granule(size, align, |k| avail.contains(&k)) {
                 mask |= 1 << k as usize;
@@ -218,7 +247,7 @@ impl AccessShape {
         if self.needs_byte_length() && AliasKind::U8.available(target, self.storage) {
             mask |= 1 << AliasKind::U8 as usize;
         }
-        AliasKind::ALL.into_iter().filter(|&k| mask & (1 << k as usize) != 0).collect()
+        AliasKind::EVERY.into_iter().filter(|&k| mask & (1 << k as usize) != 0).collect()
     }
 }
 
@@ -269,6 +298,7 @@ impl AliasViews {
                 AliasKind::U32 => u32t,
                 AliasKind::U32x2 => b.t_vec(u32t, 2),
                 AliasKind::U32x4 => b.t_vec(u32t, 4),
+                AliasKind::U64 => b.t_int(64, false),
             };
             let st = if let Some(&(_, st)) = existing.iter().find(|(x, _)| *x == k) {
                 st
@@ -485,8 +515,13 @@ impl Backend {
     /// the driver: robustBufferAccess2 exact to the byte, no poison byte, and each component one
     /// access of its own size ([`AccessShape::components_checked_by_driver`] of a component).
     fn edge_checked_by_driver(&self, shape: &AccessShape) -> bool {
+        // 64-bit components: where the lowering declared the uint64_t view for it.
         let one = AccessShape { value: ScalarVec { n: 1, ..shape.value }, ..shape.clone() };
-        self.target.robust_buffer_access2 && self.target.robust_storage_byte_exact && self.oob_poison.is_none() && one.components_checked_by_driver(&self.target)
+        (shape.comp_bytes() <= 4 || self.views.get(&shape.storage).is_some_and(|v| v.kinds.contains(&AliasKind::U64)))
+            && self.target.robust_buffer_access2
+            && self.target.robust_storage_byte_exact
+            && self.oob_poison.is_none()
+            && one.components_checked_by_driver(&self.target)
     }
 
     /// The functions the shared edge paths were emitted into, to append to the module.
@@ -585,9 +620,9 @@ impl Backend {
         let c = shape.comp_bytes();
         let size = shape.size();
         // Bounds limits first (they may be cached and need `self` mutably).
-        let granule = if shape.robustness == Robustness::None { 1 } else { self.length_view(shape.storage).bytes() };
+        let granule = if shape.checked() { self.length_view(shape.storage).bytes() } else { 1 };
         let bounds = match shape.robustness {
-            Robustness::None => Bounds::None,
+            Robustness::None | Robustness::ComponentsByDriver => Bounds::None,
             Robustness::PerElement { stride } => {
                 let len = len.expect("robust access without a range length");
                 // Stride × Index is a multiple of the largest power of two dividing Stride.
@@ -623,7 +658,7 @@ impl Backend {
         result: Option<u32>,
         shared: Option<&SharedBase>,
     ) -> u32 {
-        let bounds = if shape.robustness == Robustness::None { Bounds::None } else { Bounds::Counted };
+        let bounds = if shape.checked() { Bounds::Counted } else { Bounds::None };
         self.emit_with(e, b, shape, view_ptrs, addr, bounds, elem, value, result, shared)
     }
 
@@ -660,6 +695,10 @@ impl Backend {
                 used |= 1 << views.slot(k);
             }
         }
+        let edge_by_driver = self.edge_checked_by_driver(shape);
+        if let Some(k) = AliasKind::scalar(c).filter(|_| edge_by_driver) {
+            used |= 1 << views.slot(k);
+        }
         let view_ptrs: Vals = (0..views.kinds.len())
             .map(|i| {
                 if used & (1 << i) == 0 {
@@ -679,7 +718,6 @@ impl Backend {
             .collect();
         let mut comp = shape.value;
         comp.n = 1;
-        let edge_by_driver = self.edge_checked_by_driver(shape);
         let ctx = Ctx { shape, views, view_ptrs: &view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds: Bounds::Counted, edge_by_driver };
         match value {
             Some(v) => {
@@ -733,7 +771,7 @@ impl Backend {
         let u32t = b.t_u32();
         let mut comp = shape.value;
         comp.n = 1;
-        let edge_by_driver = self.edge_checked_by_driver(shape);
+        let edge_by_driver = shape.robustness == Robustness::ComponentsByDriver || self.edge_checked_by_driver(shape);
         let ctx = Ctx { shape, views, view_ptrs, addr, comp, u32t, atomic_scope: self.atomic_scope, atomics: Default::default(), bounds, edge_by_driver };
         let small = c < 4;
         // Checked loads merge the value as its type (8/16-bit components: see below); stores of
@@ -744,6 +782,9 @@ impl Backend {
             let value = if small && !shape.wide { ctx.convert(e, b, value, merge_ty) } else { value };
             match shape.robustness {
                 Robustness::None => ctx.store_value(e, b, size, shape.align, value),
+                // 8/16/32-bit components: planned at their own alignment, each its own access.
+                Robustness::ComponentsByDriver if c < 8 => ctx.store_value(e, b, size, c, value),
+                Robustness::ComponentsByDriver => ctx.store_u64_components(e, b, value),
                 Robustness::PerElement { .. } => {
                     let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
                     e.if_then(b, ok, |e, b| ctx.store_value(e, b, size, shape.align, value));
@@ -798,6 +839,8 @@ impl Backend {
             let load = |ctx: &Ctx, e: &mut Emitter, b: &mut Builder, size: u32, align: u32| ctx.load_merged(e, b, size, align);
             let merged = match shape.robustness {
                 Robustness::None => load(&ctx, e, b, size, shape.align),
+                Robustness::ComponentsByDriver if c < 8 => load(&ctx, e, b, size, c),
+                Robustness::ComponentsByDriver => ctx.load_u64_components(e, b, merge_ty),
                 Robustness::PerElement { .. } => {
                     let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
                     e.if_or(b, ok, &tys, |e, b| load(&ctx, e, b, size, shape.align), &oobs)
@@ -888,7 +931,7 @@ impl Backend {
 
     /// Does this access branch (and so split its block)?
     pub fn branches(shape: &AccessShape) -> bool {
-        shape.robustness != Robustness::None
+        shape.checked()
     }
 }
 
@@ -913,12 +956,14 @@ impl Ctx<'_> {
     /// component (8/16-bit), else the value as `merge_ty`.
     fn edge_load(&self, e: &mut Emitter, b: &mut Builder, merge_ty: u32, comp_ty: u32, comp_oob: u32) -> Vals {
         let c = self.comp.width / 8;
+        if self.edge_by_driver {
+            // Each component its own scalar access (AccessShape::components_checked_by_driver).
+            return if c == 8 { self.load_u64_components(e, b, merge_ty) } else { self.load_merged(e, b, c * self.shape.value.n, c) };
+        }
         let comps: Vals = (0..self.shape.value.n)
             .map(|k| {
                 let at = self.at(e, b, k * c);
-                if self.edge_by_driver {
-                    return at.load_merged(e, b, c, c)[0];
-                }
+
                 let ok = at.in_range(e, b, at.addr, Check::Comp);
                 e.if_or(b, ok, &[comp_ty], |e, b| at.load_merged(e, b, c, c), &[comp_oob])[0]
             })
@@ -930,17 +975,40 @@ impl Ctx<'_> {
     /// component checked and stored on its own.
     fn edge_store(&self, e: &mut Emitter, b: &mut Builder, value: u32) {
         let c = self.comp.width / 8;
+        if self.edge_by_driver {
+            return if c == 8 { self.store_u64_components(e, b, value) } else { self.store_value(e, b, c * self.shape.value.n, c, value) };
+        }
         let comp_ty = if c < 4 { self.wide_ty(b, 1) } else { self.comp.comp_ty };
         for k in 0..self.shape.value.n {
             let v = e.pure(b, op::COMPOSITE_EXTRACT, comp_ty, &[value, k]);
             let at = self.at(e, b, k * c);
-            if self.edge_by_driver {
-                at.store_value(e, b, c, c, v);
-            } else {
-                let ok = at.in_range(e, b, at.addr, Check::Comp);
-                e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, v));
-            }
+            let ok = at.in_range(e, b, at.addr, Check::Comp);
+            e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, v));
             self.atomics.set(self.atomics.get() + at.atomics.get());
+        }
+    }
+
+    /// The 64-bit components of the value at the address, each one scalar access of the
+    /// `uint64_t` view (bitcast to the component type), unchecked: the value as `merge_ty`.
+    fn load_u64_components(&self, e: &mut Emitter, b: &mut Builder, merge_ty: u32) -> Vals {
+        let u64t = b.t_int(64, false);
+        let comps: Vals = (0..self.shape.value.n)
+            .map(|k| {
+                let v = self.load(e, b, AliasKind::U64, k * 8);
+                if self.comp.comp_ty == u64t { v } else { e.pure(b, op::BITCAST, self.comp.comp_ty, &[v]) }
+            })
+            .collect();
+        if comps.len() == 1 { comps } else { smallvec::smallvec![e.op(b, op::COMPOSITE_CONSTRUCT, merge_ty, &comps[..])] }
+    }
+
+    /// Stores `value`'s 64-bit components, each one scalar access ([`Ctx::load_u64_components`]).
+    fn store_u64_components(&self, e: &mut Emitter, b: &mut Builder, value: u32) {
+        let u64t = b.t_int(64, false);
+        let n = self.shape.value.n;
+        for k in 0..n {
+            let v = if n == 1 { value } else { e.pure(b, op::COMPOSITE_EXTRACT, self.comp.comp_ty, &[value, k]) };
+            let bits = if self.comp.comp_ty == u64t { v } else { e.pure(b, op::BITCAST, u64t, &[v]) };
+            self.store(e, b, AliasKind::U64, k * 8, bits);
         }
     }
 

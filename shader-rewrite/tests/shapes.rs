@@ -313,6 +313,30 @@ OpStore %p %v Aligned 16";
     assert_eq!((dis.matches("OpArrayLength").count(), dis.matches("OpULessThan").count()), (1, 1), "{dis}");
     // The invocation id, the uvec4, the four words.
     assert_eq!((dis.matches("OpLoad").count(), dis.matches("OpStore").count()), (6, 5), "{dis}");
+    // 64-bit components: one scalar access each through a uint64_t view (Int64), where a uvec2
+    // could be checked per word; a uvec4 and two such accesses at the edge with Aligned 16.
+    // Without Int64 on the target, the lowering's own checks.
+    let doubles = |align: u32| {
+        let body = format!(
+            "%off = OpShiftLeftLogical %u32 %i %c4
+%p = OpRawAccessChainNV %pd2 %buf %c0 %c0 %off RobustnessPerComponentNV
+%v = OpLoad %d2 %p Aligned {align}
+OpStore %p %v Aligned {align}"
+        );
+        module("OpCapability Float64\n", "%f64 = OpTypeFloat 64\n%d2 = OpTypeVector %f64 2\n%pd2 = OpTypePointer StorageBuffer %d2\n", &body, "")
+    };
+    let (words, s) = rewrite_valid(&doubles(8), "vulkan1.1", &all());
+    assert_eq!(s.raw_chain_bounds_by_driver, 2);
+    let dis = disassemble(&words);
+    assert!(dis.contains("OpCapability Int64") && dis.contains("OpTypeInt 64 0") && !dis.contains("OpArrayLength"), "{dis}");
+    assert_eq!((dis.matches("OpLoad").count(), dis.matches("OpStore").count()), (3, 2), "{dis}");
+    let (words, _) = rewrite_valid(&doubles(16), "vulkan1.1", &all());
+    let dis = disassemble(&words);
+    assert_eq!((dis.matches("OpArrayLength").count(), dis.matches("OpLoad").count(), dis.matches("OpStore").count()), (1, 4, 3), "{dis}");
+    let no_int64 = Options { target: Target { int64: false, ..Target::all() }, ..all() };
+    let (words, s) = rewrite_valid(&doubles(8), "vulkan1.1", &no_int64);
+    assert_eq!(s.raw_chain_bounds_by_driver, 0);
+    assert!(disassemble(&words).contains("OpArrayLength"));
 }
 
 #[test]

@@ -70,7 +70,8 @@ fn shared_base(backend: &Backend, shadow: &Shadows, base: &Option<BaseOrigin>, s
 
 /// Per-component accesses the driver's robustBufferAccess2 checks exactly
 /// ([`AccessShape::components_checked_by_driver`], [`Options::component_bounds_by_driver`])
-/// become unchecked ones: one access per component, no length, no comparison, no branch. Only
+/// become unchecked ones: one scalar access per component, no length, no comparison, no
+/// branch. Only
 /// where the chain's Base points at one block (a Base that is a whole descriptor array names no
 /// range, and keeps the lowering's refusal).
 fn leave_component_checks_to_driver(b: &Builder, walk: &mut Walk, options: &Options, stats: &mut Stats) {
@@ -86,7 +87,7 @@ fn leave_component_checks_to_driver(b: &Builder, walk: &mut Walk, options: &Opti
         if !one_block[a.chain as usize] || !shape.components_checked_by_driver(&options.target) {
             continue;
         }
-        let unchecked = AccessShape { robustness: Robustness::None, ..shape.clone() };
+        let unchecked = AccessShape { robustness: Robustness::ComponentsByDriver, ..shape.clone() };
         a.shape = *twin[a.shape as usize].get_or_insert_with(|| match walk.shapes.iter().position(|s| *s == unchecked) {
             Some(i) => i as u32,
             None => {
@@ -187,10 +188,19 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     for a in &walk.accesses {
         let shape = &walk.shapes[a.shape as usize];
         let mut mask = shape.view_mask(&options.target);
+        // The edge path of a vector of 64-bit components leaves each component's check to the
+        // driver through the uint64_t view (Backend::edge_checked_by_driver).
+        if options.component_bounds_by_driver()
+            && shape.robustness == Robustness::PerComponent
+            && shape.value.width == 64
+            && AliasKind::U64.available(&options.target, shape.storage)
+        {
+            mask |= 1 << AliasKind::U64 as usize;
+        }
         if !counted[a.chain as usize] && shape.needs_byte_length() && AliasKind::U8.available(&options.target, shape.storage) {
             mask |= 1 << AliasKind::U8 as usize; // the exact byte length for a byte-length check
         }
-        for k in AliasKind::ALL.into_iter().filter(|&k| mask & (1 << k as usize) != 0) {
+        for k in AliasKind::EVERY.into_iter().filter(|&k| mask & (1 << k as usize) != 0) {
             add_kind(shape.storage, k);
         }
     }
@@ -220,6 +230,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                 (AliasKind::U8, true) => add_cap(&mut b, CAP_UNIFORM_8, "SPV_KHR_8bit_storage"),
                 (AliasKind::U16, false) => add_cap(&mut b, cap::STORAGE_BUFFER_16, "SPV_KHR_16bit_storage"),
                 (AliasKind::U16, true) => add_cap(&mut b, CAP_UNIFORM_16, "SPV_KHR_16bit_storage"),
+                (AliasKind::U64, _) => b.m.add_capability(cap::INT64),
                 _ => {}
             }
         }
@@ -261,7 +272,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     // variable pointer (spirv-val), so a length is taken where the pointer is still a variable
     // or descriptor-array chain and then follows the pointer through OpSelect/OpPhi/OpCopyObject
     // and function parameters as a u32 "length shadow".
-    let need_len = walk.accesses.iter().any(|a| walk.shapes[a.shape as usize].robustness != Robustness::None && !counted[a.chain as usize]);
+    let need_len = walk.accesses.iter().any(|a| walk.shapes[a.shape as usize].checked() && !counted[a.chain as usize]);
     let mut len_shadow: ListMap<u32, u32> = ListMap::default();
     if need_len {
         for &id in trace.shadowed.iter().filter(|id| !trace.roots.contains(id) && !trace.nulls.contains(id)) {
@@ -412,7 +423,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     // Chains with a checked access (its checks branch).
     let mut checked = vec![false; walk.chains.len()];
     for a in &walk.accesses {
-        checked[a.chain as usize] |= walk.shapes[a.shape as usize].robustness != Robustness::None;
+        checked[a.chain as usize] |= walk.shapes[a.shape as usize].checked();
     }
     let mut carry_ty = None;
     let first_new_id = b.m.header[3];
@@ -487,7 +498,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                         addr_of[c] = (addr, scaled);
                     }
                     match chain.robustness {
-                        Robustness::PerComponent => stats.raw_chains_per_component += 1,
+                        Robustness::PerComponent | Robustness::ComponentsByDriver => stats.raw_chains_per_component += 1,
                         Robustness::PerElement { .. } => stats.raw_chains_per_element += 1,
                         Robustness::None => {}
                     }
@@ -514,7 +525,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                         }
                         continue;
                     }
-                    let len = if shape.robustness != Robustness::None {
+                    let len = if shape.checked() {
                         Some(length(&mut b, &backend, &shadow, &trace, &mut root_len, &mut entry_lens, &len_shadow, chain.base, shape.storage)?)
                     } else {
                         None
