@@ -63,11 +63,14 @@ pub fn of(words: &[u32]) -> Vec<&'static str> {
 
 /// [`of`] the module `options` rewrote into `r`, and what it needs of the device beyond its
 /// capabilities: `robustBufferAccess2` where the buffer-device-address lowering left the bounds
-/// of its accesses to the driver ([`Options::bda_bounds_by_driver`]).
+/// of its accesses to the driver ([`Options::bda_bounds_by_driver`]), or the raw-chain lowering
+/// those of per-component accesses ([`Options::component_bounds_by_driver`], which also assumes
+/// the property `robustStorageBufferAccessSizeAlignment` 1: not a feature, so not listed).
 pub fn of_rewrite(r: &Rewritten, options: &Options) -> Vec<&'static str> {
     let mut out = of(&r.words);
     let s = &r.stats;
-    if options.bda.is_some() && options.bda_bounds_by_driver() && s.physical_loads + s.physical_stores + s.physical_atomics > 0 {
+    let bda = options.bda.is_some() && options.bda_bounds_by_driver() && s.physical_loads + s.physical_stores + s.physical_atomics > 0;
+    if bda || s.raw_chain_bounds_by_driver > 0 {
         out.push("robustBufferAccess2");
     }
     out

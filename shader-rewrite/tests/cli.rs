@@ -229,6 +229,11 @@ fn scan_reports_physical_storage_buffer_pointers_and_what_the_output_needs() {
     let raw = assemble(&std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/c/raw_chain.spvasm")).unwrap(), "vulkan1.1");
     let report = text(&cli(&["scan", "-", "--no-16bit-io"], Some(&bytes_of(&raw))).stdout);
     assert!(report.contains("RawAccessChainsNV: yes") && report.contains("lowered: RawAccessChainsNV"), "{report}");
+    // Its per-component store is left to the driver's robustBufferAccess2 (exact to the byte),
+    // unless the target's rounds ranges to words.
+    assert!(needs(&report).contains("robustBufferAccess2"), "{report}");
+    let report = text(&cli(&["scan", "-", "--no-16bit-io", "--robust-storage-alignment-4"], Some(&bytes_of(&raw))).stdout);
+    assert!(!needs(&report).contains("robustBufferAccess2"), "{report}");
     let report = text(&cli(&["scan", "-", "--no-raw-access-chains"], Some(&bytes_of(&raw))).stdout);
     assert!(report.contains("kept: RawAccessChainsNV (--no-raw-access-chains)") && report.contains("shaderRawAccessChains"), "{report}");
 }
