@@ -195,6 +195,18 @@ impl AccessShape {
             && AliasKind::scalar(c).is_some_and(|k| k.available(target, self.storage))
     }
 
+    /// Is this a per-element access of one scalar as wide as the element (`Stride` = its size),
+    /// through a scalar view of its width? With the access at the element's start (the chain's
+    /// Offset 0, which the caller checks), the element lies in the range exactly when the
+    /// scalar does, so robustBufferAccess2's check of the scalar, exact to the byte, is
+    /// RobustnessPerElementNV's.
+    pub fn element_is_its_scalar(&self, target: &Target) -> bool {
+        let c = self.comp_bytes();
+        matches!(self.robustness, Robustness::PerElement { stride } if stride == c)
+            && self.value.n == 1
+            && AliasKind::scalar(c).is_some_and(|k| k.available(target, self.storage))
+    }
+
     /// Does this access make any bounds check of its own?
     pub fn checked(&self) -> bool {
         !matches!(self.robustness, Robustness::None | Robustness::ComponentsByDriver)

@@ -16,8 +16,8 @@ pub struct Stats {
     pub alias_variables: u32,
     /// Sub-word stores done as atomic and/or pairs (no 8/16-bit storage on the target).
     pub atomic_subword_stores: u32,
-    /// Per-component raw-chain accesses whose bounds the driver checks (robustBufferAccess2,
-    /// exact to the byte): one unchecked access per component.
+    /// Raw-chain accesses whose bounds the driver checks (robustBufferAccess2, exact to the
+    /// byte): one unchecked scalar access per component.
     pub raw_chain_bounds_by_driver: u32,
     /// Bounds checks had to use word granularity (no 8-bit storage for the exact byte length).
     pub word_granular_bounds: bool,
@@ -74,7 +74,7 @@ impl fmt::Display for Stats {
             self.stores,
             self.alias_variables,
             self.atomic_subword_stores,
-            if self.raw_chain_bounds_by_driver > 0 { format!(", {} per-component accesses checked by the driver (robustBufferAccess2)", self.raw_chain_bounds_by_driver) } else { String::new() },
+            if self.raw_chain_bounds_by_driver > 0 { format!(", {} accesses checked by the driver (robustBufferAccess2)", self.raw_chain_bounds_by_driver) } else { String::new() },
             if self.word_granular_bounds { ", bounds at word granularity (no 8-bit storage)" } else { "" }
         )?;
         if self.small_storage_blocks + self.widened_io_variables + self.widened_types + self.rounded_conversions > 0 {

@@ -339,6 +339,34 @@ OpStore %p %v Aligned {align}"
     assert!(disassemble(&words).contains("OpArrayLength"));
 }
 
+/// A per-element access of one scalar that is the whole element (Stride = its size), at
+/// Offset 0, lies in the range exactly when its element does: left to the driver like a
+/// per-component one. At another Offset (the address could wrap apart from the element), or a
+/// scalar narrower than the element, the lowering checks the element itself.
+#[test]
+fn per_element_scalar_checks_left_to_the_driver() {
+    let chain = |stride: &str, offset: &str| {
+        module(
+            "",
+            "%c8 = OpConstant %u32 8\n",
+            &format!(
+                "%p = OpRawAccessChainNV %pu %buf {stride} %i {offset} RobustnessPerElementNV
+%v = OpLoad %u32 %p Aligned 4
+OpStore %p %v Aligned 4"
+            ),
+            "",
+        )
+    };
+    let (words, s) = rewrite_valid(&chain("%c4", "%c0"), "vulkan1.1", &all());
+    assert_eq!(s.raw_chain_bounds_by_driver, 2);
+    assert!(!disassemble(&words).contains("OpArrayLength"));
+    for text in [chain("%c4", "%c4"), chain("%c8", "%c0")] {
+        let (words, s) = rewrite_valid(&text, "vulkan1.1", &all());
+        assert_eq!(s.raw_chain_bounds_by_driver, 0);
+        assert!(disassemble(&words).contains("OpArrayLength"));
+    }
+}
+
 #[test]
 fn robust_access_in_loop_header_is_split() {
     let body = "OpBranch %header

@@ -139,7 +139,12 @@ pub fn targets(options: &Options) -> String {
     }
     let storage: Vec<String> = options.emulate_storage.names().into_iter().map(String::from).collect();
     let _ = writeln!(out, "Lowered for this target:");
-    let _ = writeln!(out, "  OpRawAccessChainNV: {}", yes(options.emulate_raw_access_chains));
+    let raw = match (options.emulate_raw_access_chains, options.component_bounds_by_driver()) {
+        (false, _) => "no",
+        (true, true) => "yes (per-component accesses made of one scalar access per component leave their checks to the driver's robustBufferAccess2)",
+        (true, false) => "yes (every bounds check in the shader)",
+    };
+    let _ = writeln!(out, "  OpRawAccessChainNV: {raw}");
     let _ = writeln!(out, "  8/16-bit storage capabilities: {}", list(&storage, "none (the target has every one)"));
     let bindless = match options.bindless {
         None => "no (no table: --bindless-set)".to_string(),

@@ -68,23 +68,29 @@ fn shared_base(backend: &Backend, shadow: &Shadows, base: &Option<BaseOrigin>, s
     Ok(Some(SharedBase { vars: shadow.all(*root, views_of(backend, storage, *root)?)?.to_vec(), indices: indices.clone(), index_tys: tys.clone() }))
 }
 
-/// Per-component accesses the driver's robustBufferAccess2 checks exactly
-/// ([`AccessShape::components_checked_by_driver`], [`Options::component_bounds_by_driver`])
-/// become unchecked ones: one scalar access per component, no length, no comparison, no
-/// branch. Only
-/// where the chain's Base points at one block (a Base that is a whole descriptor array names no
-/// range, and keeps the lowering's refusal).
+/// Accesses whose checks the driver's robustBufferAccess2 makes exactly
+/// ([`Options::component_bounds_by_driver`]) become unchecked ones: one scalar access per
+/// component, no length, no comparison, no branch. They are per-component accesses made of one
+/// scalar access per component ([`AccessShape::components_checked_by_driver`]), and
+/// per-element accesses of one scalar that is the whole element, at Offset 0
+/// ([`AccessShape::element_is_its_scalar`]: the element lies in the range exactly when the
+/// scalar does; a nonzero Offset could wrap the address past 2^32 apart from the element's).
+/// Only where the chain's Base points at one block (a Base that is a whole descriptor array
+/// names no range, and keeps the lowering's refusal).
 fn leave_component_checks_to_driver(b: &Builder, walk: &mut Walk, options: &Options, stats: &mut Stats) {
     let one_block: Vec<bool> = walk
         .chains
         .iter()
         .map(|c| b.pointer(walk.type_of(b, c.base)).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT)))
         .collect();
+    let offset_zero: Vec<bool> = walk.chains.iter().map(|c| b.const_value(c.offset) == Some(0)).collect();
     // Index of each shape's unchecked twin, made on first use.
     let mut twin: Vec<Option<u32>> = vec![None; walk.shapes.len()];
     for a in walk.accesses.iter_mut() {
         let shape = &walk.shapes[a.shape as usize];
-        if !one_block[a.chain as usize] || !shape.components_checked_by_driver(&options.target) {
+        let c = a.chain as usize;
+        let by_driver = shape.components_checked_by_driver(&options.target) || (offset_zero[c] && shape.element_is_its_scalar(&options.target));
+        if !one_block[c] || !by_driver {
             continue;
         }
         let unchecked = AccessShape { robustness: Robustness::ComponentsByDriver, ..shape.clone() };
