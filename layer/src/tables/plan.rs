@@ -64,7 +64,7 @@ impl Plan {
             _ if pd.inst.settings.debug_oob_poison.is_some() => Bounds::Lowering("debug_oob_poison is set"),
             _ if app.pipeline_robustness => Bounds::Lowering("the application enables pipelineRobustness, so a pipeline may opt out of robustness"),
             _ if app.robust_buffer_access && app.robust_buffer_access2 => Bounds::Driver("the application enables robustBufferAccess2"),
-            _ if !app.robust_buffer_access && !app.robust_buffer_access2 && robustness2::default_is_robust2(pd.inst, pd.pd, pd.info) => {
+            _ if !app.robust_buffer_access && !app.robust_buffer_access2 && crate::device_features::default_is_robust2(pd.inst, pd.pd, pd.info) => {
                 Bounds::Driver("the device's default storage-buffer robustness is robustBufferAccess2, VK_EXT_pipeline_robustness")
             }
             Some(s) if s.robust_buffer_access2 => Bounds::Enable(s.extension),

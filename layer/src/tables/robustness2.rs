@@ -7,18 +7,11 @@
 //!   lowered shaders leave storage-buffer bounds to the driver ([`super::TableUser::robust_buffers`]):
 //!   every access is then checked against its descriptor's range, loads outside read zero and
 //!   writes outside are discarded.
-use crate::device_features::Robustness;
+use crate::device_features::robustness2_in;
 use crate::dispatch::{InstanceData, PhysicalDeviceInfo};
 use crate::pnext::Chain;
 use ash::vk;
 use std::ffi::{c_void, CStr};
-
-/// The robustness2 extension `has` names, EXT first (VK_KHR_robustness2 shares the structure and
-/// its sType).
-fn robustness2_in(has: impl Fn(&CStr) -> bool) -> Option<&'static CStr> {
-    const KHR: &CStr = c"VK_KHR_robustness2";
-    [vk::EXT_ROBUSTNESS2_NAME, KHR].into_iter().find(|&n| has(n))
-}
 
 /// What the physical device supports of robustness2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,61 +52,6 @@ pub unsafe fn support(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Physic
         null_descriptor: r2.null_descriptor != vk::FALSE,
         robust_buffer_access2: r2.robust_buffer_access2 != vk::FALSE && f2.features.robust_buffer_access != vk::FALSE,
     })
-}
-
-/// Whether the device checks storage-buffer accesses as robustBufferAccess2 does even with no
-/// robustness feature enabled: VK_EXT_pipeline_robustness's
-/// `defaultRobustnessStorageBuffers` ("the behavior of out of bounds accesses made to storage
-/// buffers when no robustness features are enabled") is ROBUST_BUFFER_ACCESS_2 (lavapipe).
-///
-/// # Safety
-/// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn default_is_robust2(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> bool {
-    // Only structures the device knows may be chained (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
-    if !phys.has_extension(vk::EXT_PIPELINE_ROBUSTNESS_NAME) && phys.api_version < vk::make_api_version(0, 1, 4, 0) {
-        return false;
-    }
-    let Some(properties2) = inst.properties2_for_query() else { return false };
-    let mut pr = vk::PhysicalDevicePipelineRobustnessPropertiesEXT::default();
-    let mut p2 = vk::PhysicalDeviceProperties2 { p_next: &mut pr as *mut _ as *mut c_void, ..Default::default() };
-    properties2(pd, &mut p2);
-    pr.default_robustness_storage_buffers == vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2
-}
-
-/// Does the driver check every storage-buffer access of the device's pipelines as
-/// robustBufferAccess2 says, given the robustness the final create info enables (`app`)? Where
-/// robustBufferAccess2 is enabled (with robustBufferAccess, which it requires), or no robustness
-/// is and the device's default is robustBufferAccess2 ([`default_is_robust2`]); never where
-/// pipelineRobustness is enabled (a pipeline may opt out of the device's robustness).
-///
-/// # Safety
-/// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn storage_checked_as_robust2(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo, app: Robustness) -> bool {
-    if app.pipeline_robustness {
-        return false;
-    }
-    match (app.robust_buffer_access, app.robust_buffer_access2) {
-        (true, true) => true,
-        (false, false) => default_is_robust2(inst, pd, phys),
-        _ => false,
-    }
-}
-
-/// Is the device's `robustStorageBufferAccessSizeAlignment` 1: robustBufferAccess2 checks
-/// storage-buffer accesses against the descriptor's range to the byte (else the range is rounded
-/// up to whole words)? False where the device has neither robustness2 extension to say so.
-///
-/// # Safety
-/// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn storage_checks_to_the_byte(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> bool {
-    if robustness2_in(|n| phys.has_extension(n)).is_none() {
-        return false;
-    }
-    let Some(properties2) = inst.properties2_for_query() else { return false };
-    let mut r2 = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
-    let mut p2 = vk::PhysicalDeviceProperties2 { p_next: &mut r2 as *mut _ as *mut c_void, ..Default::default() };
-    properties2(pd, &mut p2);
-    r2.robust_storage_buffer_access_size_alignment == 1
 }
 
 /// Turns on `bits` in a copied `VkDeviceCreateInfo` chain: in the application's
