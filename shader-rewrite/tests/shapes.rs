@@ -113,6 +113,16 @@ OpStore %q %v Aligned 4"
     let text = module(caps, "", &body, "").replace("OpExtension \"SPV_NV_raw_access_chains\"", "OpExtension \"SPV_NV_raw_access_chains\"\nOpExtension \"SPV_KHR_variable_pointers\"");
     let (_, s) = rewrite_valid(&text, "vulkan1.1", &all());
     assert_eq!(s.raw_chains, 2);
+    // Both leave their checks to the driver: the per-component u32 load through the phi'd
+    // pointer, and the per-element store of a u32 that is its whole element, at Offset 0.
+    assert_eq!(s.raw_chain_bounds_by_driver, 2);
+    // Where a null pointer may be selected, those chains keep their checks: an access through a
+    // null pointer is undefined whatever the robustness; its range is empty.
+    let null = text.replace("%sel = OpSelect %pBlock %odd %buf %buf2", "%sel = OpSelect %pBlock %odd %buf %nullp").replace("%c0 = OpConstant %u32 0", "%c0 = OpConstant %u32 0\n%nullp = OpConstantNull %pBlock");
+    let (words, s) = rewrite_valid(&null, "vulkan1.1", &all());
+    assert_eq!(s.raw_chain_bounds_by_driver, 0);
+    let dis = disassemble(&words);
+    assert!(dis.contains("OpSelectionMerge"), "the checks branch:\n{dis}");
 }
 
 #[test]

@@ -76,8 +76,8 @@ fn shared_base(backend: &Backend, shadow: &Shadows, base: &Option<BaseOrigin>, s
 /// ([`AccessShape::element_is_its_scalar`]: the element lies in the range exactly when the
 /// scalar does; a nonzero Offset could wrap the address past 2^32 apart from the element's).
 /// Only where the chain's Base points at one block (a Base that is a whole descriptor array
-/// names no range, and keeps the lowering's refusal).
-fn leave_component_checks_to_driver(b: &Builder, walk: &mut Walk, options: &Options, stats: &mut Stats) {
+/// names no range, and keeps the lowering's refusal) and cannot be null (`may_be_null`, by chain).
+fn leave_component_checks_to_driver(b: &Builder, walk: &mut Walk, may_be_null: &[bool], options: &Options, stats: &mut Stats) {
     let one_block: Vec<bool> = walk
         .chains
         .iter()
@@ -90,7 +90,7 @@ fn leave_component_checks_to_driver(b: &Builder, walk: &mut Walk, options: &Opti
         let shape = &walk.shapes[a.shape as usize];
         let c = a.chain as usize;
         let by_driver = shape.components_checked_by_driver(&options.target) || (offset_zero[c] && shape.element_is_its_scalar(&options.target));
-        if !one_block[c] || !by_driver {
+        if !one_block[c] || may_be_null[c] || !by_driver {
             continue;
         }
         let unchecked = AccessShape { robustness: Robustness::ComponentsByDriver, ..shape.clone() };
@@ -152,7 +152,11 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     };
     let counted: Vec<bool> = walk.chains.iter().map(|c| !c.physical() && direct(&b, c.base)).collect();
     if options.component_bounds_by_driver() {
-        leave_component_checks_to_driver(&b, &mut walk, options, stats);
+        // A Base that may be a null pointer (one reaches some chain through a select or phi)
+        // keeps the lowering's checks: its range is empty, and an access through a null
+        // pointer is undefined whatever the robustness. A Base straight at a descriptor never is.
+        let may_be_null: Vec<bool> = counted.iter().map(|&direct| !direct && !trace.nulls.is_empty()).collect();
+        leave_component_checks_to_driver(&b, &mut walk, &may_be_null, options, stats);
     }
     // Where a counted chain's view pointers come from (root variable, descriptor-array indices
     // and their types): the backend rebuilds them in the function it shares the chain's
