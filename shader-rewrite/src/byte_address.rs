@@ -120,9 +120,11 @@ fn plan(start: u32, size: u32, align: u32, avail: &[AliasKind]) -> smallvec::Sma
 pub enum Robustness {
     None,
     PerComponent,
-    /// RobustnessPerComponentNV checked by the driver: each component one unchecked scalar
-    /// access of its own view ([`AliasKind::scalar`]), whose robustBufferAccess2 check, exact to
-    /// the byte, is the component's ([`AccessShape::components_checked_by_driver`]).
+    /// Checks the driver makes: each component one unchecked scalar access of its own view
+    /// ([`AliasKind::scalar`]), whose robustBufferAccess2 check, exact to the byte, is the
+    /// component's RobustnessPerComponentNV check ([`AccessShape::components_checked_by_driver`])
+    /// or, for a scalar that is its whole element, the RobustnessPerElementNV check
+    /// ([`AccessShape::element_is_its_scalar`]).
     ComponentsByDriver,
     /// Whole-element check of `Stride × Index` against the range.
     PerElement { stride: u32 },
@@ -975,7 +977,6 @@ impl Ctx<'_> {
         let comps: Vals = (0..self.shape.value.n)
             .map(|k| {
                 let at = self.at(e, b, k * c);
-
                 let ok = at.in_range(e, b, at.addr, Check::Comp);
                 e.if_or(b, ok, &[comp_ty], |e, b| at.load_merged(e, b, c, c), &[comp_oob])[0]
             })
