@@ -703,15 +703,19 @@ impl Backend {
         let (f, label) = (b.id(), b.id());
         let mut e = Emitter::new(label);
         // Pointers to the views the components' pieces and checks use (c bytes at multiples of c).
-        let mut used = 1u8 << views.slot(granule(c, c, |k| views.kinds.contains(&k)).unwrap_or(AliasKind::U32));
-        for (_, u) in plan(0, c, c, &views.kinds) {
-            if let Unit::Alias(k) = u {
-                used |= 1 << views.slot(k);
-            }
-        }
+        // (Unchecked, each component one access of the scalar view of its width.)
         let edge_by_driver = self.edge_checked_by_driver(shape);
-        if let Some(k) = AliasKind::scalar(c).filter(|_| edge_by_driver) {
-            used |= 1 << views.slot(k);
+        let mut used = 0u8;
+        match AliasKind::scalar(c).filter(|_| edge_by_driver) {
+            Some(k) => used |= 1 << views.slot(k),
+            None => {
+                used |= 1 << views.slot(granule(c, c, |k| views.kinds.contains(&k)).unwrap_or(AliasKind::U32));
+                for (_, u) in plan(0, c, c, &views.kinds) {
+                    if let Unit::Alias(k) = u {
+                        used |= 1 << views.slot(k);
+                    }
+                }
+            }
         }
         let view_ptrs: Vals = (0..views.kinds.len())
             .map(|i| {

@@ -663,9 +663,11 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         f.blocks = new_blocks;
     }
 
-    // 9. Clean up: the capability, the extension, and names/decorations of removed pointers
+    // 9. Clean up: shadows nothing reads, the capability, the extension, and names/decorations
+    //    of removed pointers
     //    (a chain's id now names a u32 byte address, or nothing: memory decorations no longer
     //    apply).
+    gone.extend(shadows::drop_unread(functions, &shadow, b.m.header[3]));
     b.m.remove_capability(CAP_RAW_ACCESS_CHAINS);
     b.m.remove_extension("SPV_NV_raw_access_chains");
     b.m.annotations.retain(|a| {

@@ -102,3 +102,67 @@ pub(super) fn reusable_word_block(b: &Builder, root: u32) -> Option<u32> {
     }
     (offset0 && stride4).then_some(block)
 }
+
+/// Removes the pointers the rewritten bodies define and nothing reads: a pointer gets a shadow
+/// into every view of its storage class, and an access through it uses only some (the views of
+/// its pieces and checks), so the rest are dead; the shadowed pointer itself is dead where only
+/// raw chains read it; and so are the pointers only those read (a phi's inputs, a chain's
+/// base). Returns the removed ids (their decorations go with them). Parameters stay: they are
+/// part of the function's type. Per-id tables are dense (`bound`: the module's).
+pub(super) fn drop_unread(functions: &mut [Function], shadow: &Shadows, bound: u32) -> Vec<u32> {
+    const NOT_SHADOW: u32 = u32::MAX;
+    // Shadow id -> how many operand words name it (a literal that equals it only keeps it).
+    let mut uses = vec![NOT_SHADOW; bound as usize];
+    let mut any = false;
+    for &((id, _), sid) in &shadow.0 .0 {
+        for x in [id, sid] {
+            if let Some(u) = uses.get_mut(x as usize) {
+                *u = 0;
+                any = true;
+            }
+        }
+    }
+    if !any {
+        return vec![];
+    }
+    // Where each shadow defined in the bodies is: (function, block, instruction).
+    let mut defs: Vec<(u32, (u32, u32, u32))> = vec![];
+    for (fi, f) in functions.iter().enumerate() {
+        for (bi, blk) in f.blocks.iter().enumerate() {
+            for (ii, inst) in blk.insts.iter().enumerate() {
+                for &w in &inst.ops {
+                    if let Some(u) = uses.get_mut(w as usize).filter(|u| **u != NOT_SHADOW) {
+                        *u += 1;
+                    }
+                }
+                if uses.get(inst.id as usize).is_some_and(|&u| u != NOT_SHADOW) {
+                    defs.push((inst.id, (fi as u32, bi as u32, ii as u32)));
+                }
+            }
+        }
+    }
+    let def_of = |id: u32| defs.iter().find(|(d, _)| *d == id).map(|&(_, at)| at);
+    let mut dead: Vec<u32> = defs.iter().map(|&(id, _)| id).filter(|&id| uses[id as usize] == 0).collect();
+    let mut removed: Vec<u32> = Vec::with_capacity(dead.len());
+    while let Some(id) = dead.pop() {
+        removed.push(id);
+        let (fi, bi, ii) = def_of(id).expect("dead shadows are defined in the bodies");
+        for &w in &functions[fi as usize].blocks[bi as usize].insts[ii as usize].ops {
+            if let Some(u) = uses.get_mut(w as usize).filter(|u| **u != NOT_SHADOW && **u > 0) {
+                *u -= 1;
+                if *u == 0 && def_of(w).is_some() {
+                    dead.push(w);
+                }
+            }
+        }
+    }
+    if !removed.is_empty() {
+        for &id in &removed {
+            uses[id as usize] = NOT_SHADOW - 1; // marks the removed
+        }
+        for b in functions.iter_mut().flat_map(|f| f.blocks.iter_mut()) {
+            b.insts.retain(|i| uses.get(i.id as usize) != Some(&(NOT_SHADOW - 1)));
+        }
+    }
+    removed
+}
