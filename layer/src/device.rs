@@ -248,7 +248,7 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
     // driver does as robustBufferAccess2 says, lowered accesses leave their checks to it.
     if pd.inst.settings.debug_target == DebugTarget::Device {
         let app = crate::device_features::Robustness::in_create_info(ci);
-        target.robust_buffer_access2 = crate::device_features::storage_checked_as_robust2(pd.inst, pd.pd, pd.info, app);
+        target.robust_buffer_access2 = crate::device_features::storage_checked_as_robust2(pd.inst, pd.pd, pd.info, app).is_some();
         target.robust_storage_byte_exact = target.robust_buffer_access2 && crate::device_features::storage_checks_to_the_byte(pd.inst, pd.pd, pd.info);
     }
     // lavapipe evaluates OpArrayLength once per subgroup even for a NonUniform descriptor index

@@ -347,7 +347,7 @@ pub fn robustness2_in(has: impl Fn(&CStr) -> bool) -> Option<&'static CStr> {
 ///
 /// # Safety
 /// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn default_is_robust2(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> bool {
+unsafe fn default_is_robust2(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> bool {
     // Only structures the device knows may be chained (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
     if !phys.has_extension(vk::EXT_PIPELINE_ROBUSTNESS_NAME) && phys.api_version < vk::make_api_version(0, 1, 4, 0) {
         return false;
@@ -360,21 +360,24 @@ pub unsafe fn default_is_robust2(inst: &InstanceData, pd: vk::PhysicalDevice, ph
 }
 
 /// Does the driver check every storage-buffer access of the device's pipelines as
-/// robustBufferAccess2 says, given the robustness the final create info enables (`app`)? Where
-/// robustBufferAccess2 is enabled (with robustBufferAccess, which it requires), or no robustness
-/// is and the device's default is robustBufferAccess2 ([`default_is_robust2`]); never where
-/// pipelineRobustness is enabled (a pipeline may opt out of the device's robustness).
+/// robustBufferAccess2 says, given the robustness the create info enables (`app`), and why?
+/// Where robustBufferAccess2 is enabled (with robustBufferAccess, which it requires), or no
+/// robustness is and the device's default is robustBufferAccess2 ([`default_is_robust2`]);
+/// never where pipelineRobustness is enabled (a pipeline may opt out of the device's
+/// robustness). `None`: it does not.
 ///
 /// # Safety
 /// `pd` belongs to `inst`; `phys` is its info.
-pub unsafe fn storage_checked_as_robust2(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo, app: Robustness) -> bool {
+pub unsafe fn storage_checked_as_robust2(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo, app: Robustness) -> Option<&'static str> {
     if app.pipeline_robustness {
-        return false;
+        return None;
     }
     match (app.robust_buffer_access, app.robust_buffer_access2) {
-        (true, true) => true,
-        (false, false) => default_is_robust2(inst, pd, phys),
-        _ => false,
+        (true, true) => Some("the application enables robustBufferAccess2"),
+        (false, false) if default_is_robust2(inst, pd, phys) => {
+            Some("the device's default storage-buffer robustness is robustBufferAccess2, VK_EXT_pipeline_robustness")
+        }
+        _ => None,
     }
 }
 

@@ -191,10 +191,13 @@ impl AccessShape {
     /// choice); nor where an 8/16-bit component is read from its word (the driver would check
     /// the word).
     pub fn components_checked_by_driver(&self, target: &Target) -> bool {
-        let c = self.comp_bytes();
-        self.robustness == Robustness::PerComponent
-            && (self.value.n == 1 || self.align == c)
-            && AliasKind::scalar(c).is_some_and(|k| k.available(target, self.storage))
+        self.components_are_scalar(target) && (self.value.n == 1 || self.align == self.comp_bytes())
+    }
+
+    /// Is this a per-component access whose components the target can access each as one
+    /// scalar of its width ([`AliasKind::scalar`]: 8/16-bit storage, Int64 for 64-bit ones)?
+    pub fn components_are_scalar(&self, target: &Target) -> bool {
+        self.robustness == Robustness::PerComponent && AliasKind::scalar(self.comp_bytes()).is_some_and(|k| k.available(target, self.storage))
     }
 
     /// Is this a per-element access of one scalar as wide as the element (`Stride` = its size),
@@ -526,16 +529,14 @@ impl Backend {
     }
 
     /// Can the edge path of `shape` (a per-component vector) leave each component's check to
-    /// the driver: robustBufferAccess2 exact to the byte, no poison byte, and each component one
-    /// access of its own size ([`AccessShape::components_checked_by_driver`] of a component).
+    /// the driver: robustBufferAccess2 exact to the byte, no poison byte
+    /// ([`crate::target::component_bounds_by_driver`]), and each component one scalar access
+    /// ([`AccessShape::components_are_scalar`]; 64-bit ones where the lowering declared the
+    /// uint64_t view for it).
     fn edge_checked_by_driver(&self, shape: &AccessShape) -> bool {
-        // 64-bit components: where the lowering declared the uint64_t view for it.
-        let one = AccessShape { value: ScalarVec { n: 1, ..shape.value }, ..shape.clone() };
-        (shape.comp_bytes() <= 4 || self.views.get(&shape.storage).is_some_and(|v| v.kinds.contains(&AliasKind::U64)))
-            && self.target.robust_buffer_access2
-            && self.target.robust_storage_byte_exact
-            && self.oob_poison.is_none()
-            && one.components_checked_by_driver(&self.target)
+        crate::target::component_bounds_by_driver(&self.target, self.oob_poison)
+            && shape.components_are_scalar(&self.target)
+            && (shape.comp_bytes() <= 4 || self.views.get(&shape.storage).is_some_and(|v| v.kinds.contains(&AliasKind::U64)))
     }
 
     /// The functions the shared edge paths were emitted into, to append to the module.
@@ -800,9 +801,8 @@ impl Backend {
             let value = if small && !shape.wide { ctx.convert(e, b, value, merge_ty) } else { value };
             match shape.robustness {
                 Robustness::None => ctx.store_value(e, b, size, shape.align, value),
-                // 8/16/32-bit components: planned at their own alignment, each its own access.
-                Robustness::ComponentsByDriver if c < 8 => ctx.store_value(e, b, size, c, value),
-                Robustness::ComponentsByDriver => ctx.store_u64_components(e, b, value),
+                // Each component its own scalar access, unchecked (the edge path's, ctx.edge_by_driver).
+                Robustness::ComponentsByDriver => ctx.edge_store(e, b, value),
                 Robustness::PerElement { .. } => {
                     let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
                     e.if_then(b, ok, |e, b| ctx.store_value(e, b, size, shape.align, value));
@@ -857,8 +857,7 @@ impl Backend {
             let load = |ctx: &Ctx, e: &mut Emitter, b: &mut Builder, size: u32, align: u32| ctx.load_merged(e, b, size, align);
             let merged = match shape.robustness {
                 Robustness::None => load(&ctx, e, b, size, shape.align),
-                Robustness::ComponentsByDriver if c < 8 => load(&ctx, e, b, size, c),
-                Robustness::ComponentsByDriver => ctx.load_u64_components(e, b, merge_ty),
+                Robustness::ComponentsByDriver => ctx.edge_load(e, b, merge_ty, comp_ty, comp_oob),
                 Robustness::PerElement { .. } => {
                     let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
                     e.if_or(b, ok, &tys, |e, b| load(&ctx, e, b, size, shape.align), &oobs)
@@ -947,10 +946,6 @@ impl Backend {
         e.op(b, op::SHIFT_LEFT_LOGICAL, u32t, ops![count, shift])
     }
 
-    /// Does this access branch (and so split its block)?
-    pub fn branches(shape: &AccessShape) -> bool {
-        shape.checked()
-    }
 }
 
 impl Ctx<'_> {

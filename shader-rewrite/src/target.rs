@@ -228,8 +228,14 @@ impl Options {
     /// access per component to the driver: its checks are robustBufferAccess2's, exact to the
     /// byte, and no debug poison byte is asked for.
     pub fn component_bounds_by_driver(&self) -> bool {
-        self.bda_bounds_by_driver() && self.target.robust_storage_byte_exact
+        component_bounds_by_driver(&self.target, self.oob_poison)
     }
+}
+
+/// [`Options::component_bounds_by_driver`] of a target and poison byte (what the byte-address
+/// backend holds).
+pub(crate) fn component_bounds_by_driver(target: &Target, oob_poison: Option<u8>) -> bool {
+    target.robust_buffer_access2 && target.robust_storage_byte_exact && oob_poison.is_none()
 }
 
 /// The layer-owned descriptor table that SPV_NV_bindless_texture handles index.

@@ -1268,25 +1268,26 @@ pub fn cstr(s: &CStr) -> String {
 }
 
 /// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
-/// where it does not say).
-pub fn default_storage_robustness() -> vk::PipelineRobustnessBufferBehaviorEXT {
+/// where it does not say) and `robustStorageBufferAccessSizeAlignment` (VK_EXT_robustness2; 0
+/// where it does not say), from one native context.
+fn storage_robustness() -> (vk::PipelineRobustnessBufferBehaviorEXT, vk::DeviceSize) {
     let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
     let mut robustness = vk::PhysicalDevicePipelineRobustnessPropertiesEXT::default();
-    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut robustness);
+    let mut r2 = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut robustness).push_next(&mut r2);
     unsafe { native.instance().get_physical_device_properties2(native.physical_device(), &mut p2) };
-    robustness.default_robustness_storage_buffers
+    (robustness.default_robustness_storage_buffers, r2.robust_storage_buffer_access_size_alignment)
+}
+
+/// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
+/// where it does not say).
+pub fn default_storage_robustness() -> vk::PipelineRobustnessBufferBehaviorEXT {
+    storage_robustness().0
 }
 
 /// Does the driver check storage buffers as robustBufferAccess2 says, to the byte, with no
 /// robustness feature enabled: `defaultRobustnessStorageBuffers` robustBufferAccess2 and
 /// `robustStorageBufferAccessSizeAlignment` 1 (lavapipe)?
 pub fn default_storage_robustness_to_the_byte() -> bool {
-    if default_storage_robustness() != vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2 {
-        return false;
-    }
-    let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
-    let mut r2 = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
-    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut r2);
-    unsafe { native.instance().get_physical_device_properties2(native.physical_device(), &mut p2) };
-    r2.robust_storage_buffer_access_size_alignment == 1
+    storage_robustness() == (vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2, 1)
 }

@@ -10,7 +10,7 @@ use super::{features, TableConfig, TableDevice, TableUser};
 use crate::component::Components;
 use crate::dispatch::load_instance;
 use crate::emulation::{DeviceEdit, DevicePlan, NewDevice, PhysDev, Services};
-use crate::device_features::Robustness;
+use crate::device_features::{storage_checked_as_robust2, Robustness};
 use crate::settings::DebugTarget;
 use std::ffi::CStr;
 use ash::vk;
@@ -63,12 +63,13 @@ impl Plan {
             _ if pd.inst.settings.debug_target == DebugTarget::Core => Bounds::Lowering("debug_target=core"),
             _ if pd.inst.settings.debug_oob_poison.is_some() => Bounds::Lowering("debug_oob_poison is set"),
             _ if app.pipeline_robustness => Bounds::Lowering("the application enables pipelineRobustness, so a pipeline may opt out of robustness"),
-            _ if app.robust_buffer_access && app.robust_buffer_access2 => Bounds::Driver("the application enables robustBufferAccess2"),
-            _ if !app.robust_buffer_access && !app.robust_buffer_access2 && crate::device_features::default_is_robust2(pd.inst, pd.pd, pd.info) => {
-                Bounds::Driver("the device's default storage-buffer robustness is robustBufferAccess2, VK_EXT_pipeline_robustness")
-            }
-            Some(s) if s.robust_buffer_access2 => Bounds::Enable(s.extension),
-            _ => Bounds::Lowering("the device lacks robustBufferAccess2"),
+            _ => match storage_checked_as_robust2(pd.inst, pd.pd, pd.info, app) {
+                Some(why) => Bounds::Driver(why),
+                None => match support {
+                    Some(s) if s.robust_buffer_access2 => Bounds::Enable(s.extension),
+                    _ => Bounds::Lowering("the device lacks robustBufferAccess2"),
+                },
+            },
         })
     }
 }

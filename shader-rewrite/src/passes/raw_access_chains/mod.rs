@@ -58,6 +58,11 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     Ok(())
 }
 
+/// Is `ptr_ty` a pointer to a struct (one block, not a descriptor array of them)?
+fn points_to_struct(b: &Builder, ptr_ty: u32) -> bool {
+    b.pointer(ptr_ty).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT))
+}
+
 /// A counted chain's base: root variable, descriptor-array indices, their types.
 type BaseOrigin = (u32, Vec<u32>, Vec<u32>);
 
@@ -81,7 +86,7 @@ fn leave_component_checks_to_driver(b: &Builder, walk: &mut Walk, may_be_null: &
     let one_block: Vec<bool> = walk
         .chains
         .iter()
-        .map(|c| b.pointer(walk.type_of(b, c.base)).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT)))
+        .map(|c| points_to_struct(b, walk.type_of(b, c.base)))
         .collect();
     let offset_zero: Vec<bool> = walk.chains.iter().map(|c| b.const_value(c.offset) == Some(0)).collect();
     // Index of each shape's unchecked twin, made on first use.
@@ -139,14 +144,13 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     // (A Base pointing at a whole descriptor array selects no buffer to count: such robust
     // chains take the byte-length path, which refuses them precisely.)
     let quirk = options.target.nonuniform_array_length_broken;
-    let to_struct = |b: &Builder, ptr_ty: u32| b.pointer(ptr_ty).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT));
     let direct = |b: &Builder, id: u32| {
-        b.global(id).is_some_and(|g| g.op == op::VARIABLE && to_struct(b, g.ty))
+        b.global(id).is_some_and(|g| g.op == op::VARIABLE && points_to_struct(b, g.ty))
             || walk.def(id).is_some_and(|l| {
                 let inst = l.inst(functions);
                 l.b != PARAM
                     && matches!(inst.op, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN)
-                    && to_struct(b, inst.ty)
+                    && points_to_struct(b, inst.ty)
                     && !(quirk && inst.ops.len() == 2 && (b.has_decoration(id, deco::NON_UNIFORM) || b.has_decoration(inst.ops[1], deco::NON_UNIFORM)))
             })
     };
@@ -200,11 +204,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
         let mut mask = shape.view_mask(&options.target);
         // The edge path of a vector of 64-bit components leaves each component's check to the
         // driver through the uint64_t view (Backend::edge_checked_by_driver).
-        if options.component_bounds_by_driver()
-            && shape.robustness == Robustness::PerComponent
-            && shape.value.width == 64
-            && AliasKind::U64.available(&options.target, shape.storage)
-        {
+        if options.component_bounds_by_driver() && shape.value.width == 64 && shape.components_are_scalar(&options.target) {
             mask |= 1 << AliasKind::U64 as usize;
         }
         if !counted[a.chain as usize] && shape.needs_byte_length() && AliasKind::U8.available(&options.target, shape.storage) {
@@ -701,8 +701,7 @@ fn length(
     if let Some(&l) = len_shadow.get(&id) {
         return Ok(l);
     }
-    let is_struct_root = trace.roots.contains(&id)
-        && b.global(id).and_then(|g| b.pointer(g.ty)).is_some_and(|(_, p)| b.global(p).is_some_and(|t| t.op == op::TYPE_STRUCT));
+    let is_struct_root = trace.roots.contains(&id) && b.global(id).is_some_and(|g| points_to_struct(b, g.ty));
     if !is_struct_root {
         return Err(RewriteError::unsupported(format!("%{id}"), "robust raw access chain on a whole descriptor array (Base must select one buffer)"));
     }

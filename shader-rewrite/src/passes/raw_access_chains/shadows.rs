@@ -141,7 +141,8 @@ pub(super) fn drop_unread(functions: &mut [Function], shadow: &Shadows, bound: u
             }
         }
     }
-    let def_of = |id: u32| defs.iter().find(|(d, _)| *d == id).map(|&(_, at)| at);
+    defs.sort_unstable_by_key(|&(id, _)| id);
+    let def_of = |id: u32| defs.binary_search_by_key(&id, |&(d, _)| d).ok().map(|i| defs[i].1);
     let mut dead: Vec<u32> = defs.iter().map(|&(id, _)| id).filter(|&id| uses[id as usize] == 0).collect();
     let mut removed: Vec<u32> = Vec::with_capacity(dead.len());
     while let Some(id) = dead.pop() {
@@ -157,11 +158,9 @@ pub(super) fn drop_unread(functions: &mut [Function], shadow: &Shadows, bound: u
         }
     }
     if !removed.is_empty() {
-        for &id in &removed {
-            uses[id as usize] = NOT_SHADOW - 1; // marks the removed
-        }
+        removed.sort_unstable();
         for b in functions.iter_mut().flat_map(|f| f.blocks.iter_mut()) {
-            b.insts.retain(|i| uses.get(i.id as usize) != Some(&(NOT_SHADOW - 1)));
+            b.insts.retain(|i| removed.binary_search(&i.id).is_err());
         }
     }
     removed
