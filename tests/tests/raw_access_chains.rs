@@ -74,8 +74,9 @@ fn oob_poison_is_observable() {
 /// component are left unchecked (the sample's vec2 load, Aligned 4: no OpArrayLength; its store,
 /// Aligned 8, keeps the whole-vector check and its edge path leaves each component to the
 /// driver), and the outputs still match the spec's per-component model. An application that
-/// enables pipelineRobustness (a pipeline may opt out), `debug_target=core` and a poison byte
-/// keep the lowering's own checks; the device log says which.
+/// enables pipelineRobustness (a pipeline may opt out) or robustBufferAccess alone,
+/// `debug_target=core` and a poison byte keep the lowering's own checks; the device log says
+/// which.
 #[test]
 fn per_component_checks_follow_the_devices_robustness() {
     const NAME: &str = "per_component_checks_follow_the_devices_robustness";
@@ -84,6 +85,9 @@ fn per_component_checks_follow_the_devices_robustness() {
         for (what, o, poison, array_lengths) in [
             ("device", ContextOptions::raw_access_chains(), None, if by_driver { 1 } else { 3 }),
             ("pipelineRobustness", ContextOptions::raw_access_chains().pipeline_robustness(true), None, 3),
+            // robustBufferAccess alone: the device's default no longer applies, and
+            // robustBufferAccess may read any value of the buffer for an access outside it.
+            ("robustBufferAccess", ContextOptions { robust_buffer_access: true, ..ContextOptions::raw_access_chains() }, None, 3),
             ("core", ContextOptions::raw_access_chains().setting("debug_target", "core"), None, 3),
             ("poison", ContextOptions::raw_access_chains().setting("debug_oob_poison", "0xAB"), Some(0xAB), 3),
         ] {
