@@ -259,6 +259,10 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
     // lavapipe also expands each non-uniformly indexed storage-buffer access per lane: loops of
     // lowered address accesses stay rolled (Target::nonuniform_access_per_lane).
     target.nonuniform_access_per_lane = lavapipe;
+    // lavapipe checks each component of a vector storage-buffer access on its own (gallivm's
+    // load/store of a storage buffer compares each component's index with the range): shown on
+    // the driver by tests/tests/driver_vector_robustness.rs. Only used with the checks above.
+    target.robust_vector_components = lavapipe && target.robust_storage_byte_exact;
     let mut o = shader_rewrite::Options {
         target,
         emulate_raw_access_chains: false,
@@ -273,6 +277,9 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
             DEVICE_EMULATION,
             "vkCreateDevice: device '{name}': the driver checks storage-buffer bounds to the byte (robustBufferAccess2, robustStorageBufferAccessSizeAlignment 1): per-component raw-chain accesses made of one access per component leave their checks to it"
         );
+        if o.target.robust_vector_components {
+            log_info!(DEVICE_EMULATION, "vkCreateDevice: device '{name}': the driver checks each component of a vector access on its own: per-component raw-chain accesses of 32-bit vectors leave their checks to it too");
+        }
     }
     log_debug!(TRACE, "vkCreateDevice: device '{name}': rewrite options {o:?}");
     o

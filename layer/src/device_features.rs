@@ -73,6 +73,7 @@ pub unsafe fn supported(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Phys
         int64: f2.features.shader_int64 != 0,
         nonuniform_array_length_broken: false, // a driver quirk, decided in device.rs
         nonuniform_access_per_lane: false,     // the same
+        robust_vector_components: false,       // the same
         // From the robustness the final create info enables (device.rs: storage_checked_as_robust2).
         robust_buffer_access2: false,
         robust_storage_byte_exact: false,

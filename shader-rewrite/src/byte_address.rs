@@ -38,14 +38,17 @@ pub enum AliasKind {
     /// ([`Robustness::ComponentsByDriver`]): one scalar access, where a uvec2 access could be
     /// checked per word.
     U64,
+    /// `u64vec2`: only for 64-bit components moved two at a time where the driver checks each
+    /// component of a vector access ([`AccessShape::vectors_checked_by_driver`]).
+    U64x2,
 }
 
 impl AliasKind {
     /// The views accesses are planned onto (widest first where alignment allows; [`plan`]) and
     /// checks counted with ([`granule`]).
     pub const ALL: [AliasKind; 5] = [AliasKind::U8, AliasKind::U16, AliasKind::U32, AliasKind::U32x2, AliasKind::U32x4];
-    /// [`AliasKind::ALL`] and [`AliasKind::U64`]: every bit of a view mask.
-    pub const EVERY: [AliasKind; 6] = [AliasKind::U8, AliasKind::U16, AliasKind::U32, AliasKind::U32x2, AliasKind::U32x4, AliasKind::U64];
+    /// [`AliasKind::ALL`] and the 64-bit views: every bit of a view mask.
+    pub const EVERY: [AliasKind; 7] = [AliasKind::U8, AliasKind::U16, AliasKind::U32, AliasKind::U32x2, AliasKind::U32x4, AliasKind::U64, AliasKind::U64x2];
     /// The view whose elements are one component of `bytes` bytes: scalar, so robustness checks
     /// each access as a whole.
     pub fn scalar(bytes: u32) -> Option<AliasKind> {
@@ -63,7 +66,7 @@ impl AliasKind {
             AliasKind::U16 => 2,
             AliasKind::U32 => 4,
             AliasKind::U32x2 | AliasKind::U64 => 8,
-            AliasKind::U32x4 => 16,
+            AliasKind::U32x4 | AliasKind::U64x2 => 16,
         }
     }
     /// Can the target declare this alias in `storage` (8/16-bit storage features)?
@@ -76,7 +79,7 @@ impl AliasKind {
             AliasKind::U16 => {
                 if uniform { target.uniform_and_storage_buffer_16bit } else { target.storage_buffer_16bit }
             }
-            AliasKind::U64 => target.int64,
+            AliasKind::U64 | AliasKind::U64x2 => target.int64,
             _ => true,
         }
     }
@@ -190,8 +193,22 @@ impl AccessShape {
     /// pieces: robustness may check a vector access as a whole or per component (the driver's
     /// choice); nor where an 8/16-bit component is read from its word (the driver would check
     /// the word).
+    /// Also a vector of 32-bit components moved in wider pieces where the driver checks each
+    /// component of a vector access on its own ([`AccessShape::vectors_checked_by_driver`]).
     pub fn components_checked_by_driver(&self, target: &Target) -> bool {
-        self.components_are_scalar(target) && (self.value.n == 1 || self.align == self.comp_bytes())
+        self.components_are_scalar(target) && (self.value.n == 1 || self.align == self.comp_bytes() || self.vectors_checked_by_driver(target))
+    }
+
+    /// Does the driver check each component of this access's pieces on its own where they are
+    /// vectors ([`Target::robust_vector_components`])? For 32-bit components: the pieces of
+    /// their whole access ([`plan`]: `uint`, `uvec2`, `uvec4` views) have 32-bit components, so
+    /// the driver's per-component check of a piece is RobustnessPerComponentNV's. (64-bit
+    /// components would move in views of 32-bit ones, checked per word; 8/16-bit ones share
+    /// words.)
+    /// Also for 64-bit components moved in `uint64_t`/`u64vec2` views ([`u64_pieces`]), where
+    /// the target has Int64.
+    pub fn vectors_checked_by_driver(&self, target: &Target) -> bool {
+        target.robust_vector_components && (self.comp_bytes() == 4 || (self.comp_bytes() == 8 && AliasKind::U64x2.available(target, self.storage)))
     }
 
     /// Is this a per-component access whose components the target can access each as one
@@ -233,7 +250,12 @@ impl AccessShape {
         let c = self.comp_bytes();
         let mut mask = 1u8 << AliasKind::U32 as usize; // word view: always present (lengths, word parts)
         if self.robustness == Robustness::ComponentsByDriver {
-            return mask | AliasKind::scalar(c).map_or(0, |k| 1 << k as usize);
+            if !self.vectors_checked_by_driver(target) {
+                return mask | AliasKind::scalar(c).map_or(0, |k| 1 << k as usize);
+            }
+            if c == 8 {
+                return u64_pieces(self.value.n, self.align).into_iter().fold(mask, |m, (_, k)| m | 1 << k as usize);
+            }
         }
         for (size, align) in self.checks() {
             if let Some(k) = granule(size, align, |k| avail.contains(&k)) {
@@ -266,6 +288,20 @@ impl AccessShape {
         }
         AliasKind::EVERY.into_iter().filter(|&k| mask & (1 << k as usize) != 0).collect()
     }
+}
+
+/// The pieces a vector of `n` 64-bit components at an address aligned to `align` moves in
+/// where the driver checks each component of a vector access: (first component, view), a
+/// `u64vec2` for each pair the alignment allows, else a `uint64_t`.
+fn u64_pieces(n: u32, align: u32) -> smallvec::SmallVec<[(u32, AliasKind); 4]> {
+    let mut out = smallvec::SmallVec::new();
+    let mut k = 0;
+    while k < n {
+        let kind = if align >= 16 && k + 2 <= n { AliasKind::U64x2 } else { AliasKind::U64 };
+        out.push((k, kind));
+        k += if kind == AliasKind::U64x2 { 2 } else { 1 };
+    }
+    out
 }
 
 /// The widest view (among those `has`) whose elements can count a check of `size` bytes at
@@ -316,6 +352,10 @@ impl AliasViews {
                 AliasKind::U32x2 => b.t_vec(u32t, 2),
                 AliasKind::U32x4 => b.t_vec(u32t, 4),
                 AliasKind::U64 => b.t_int(64, false),
+                AliasKind::U64x2 => {
+                    let u64t = b.t_int(64, false);
+                    b.t_vec(u64t, 2)
+                }
             };
             let st = if let Some(&(_, st)) = existing.iter().find(|(x, _)| *x == k) {
                 st
@@ -801,7 +841,10 @@ impl Backend {
             let value = if small && !shape.wide { ctx.convert(e, b, value, merge_ty) } else { value };
             match shape.robustness {
                 Robustness::None => ctx.store_value(e, b, size, shape.align, value),
-                // Each component its own scalar access, unchecked (the edge path's, ctx.edge_by_driver).
+                // Unchecked: the whole access where the driver checks each component of a vector
+                // access, else each component its own scalar access (the edge path's, ctx.edge_by_driver).
+                Robustness::ComponentsByDriver if shape.vectors_checked_by_driver(&self.target) && c == 8 => ctx.store_u64_pieces(e, b, value, shape.align),
+                Robustness::ComponentsByDriver if shape.vectors_checked_by_driver(&self.target) => ctx.store_value(e, b, size, shape.align, value),
                 Robustness::ComponentsByDriver => ctx.edge_store(e, b, value),
                 Robustness::PerElement { .. } => {
                     let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
@@ -857,6 +900,8 @@ impl Backend {
             let load = |ctx: &Ctx, e: &mut Emitter, b: &mut Builder, size: u32, align: u32| ctx.load_merged(e, b, size, align);
             let merged = match shape.robustness {
                 Robustness::None => load(&ctx, e, b, size, shape.align),
+                Robustness::ComponentsByDriver if shape.vectors_checked_by_driver(&self.target) && c == 8 => ctx.load_u64_pieces(e, b, merge_ty, shape.align),
+                Robustness::ComponentsByDriver if shape.vectors_checked_by_driver(&self.target) => load(&ctx, e, b, size, shape.align),
                 Robustness::ComponentsByDriver => ctx.edge_load(e, b, merge_ty, comp_ty, comp_oob),
                 Robustness::PerElement { .. } => {
                     let ok = ctx.in_range(e, b, elem.expect("per-element access without an element offset"), Check::Elem);
@@ -964,6 +1009,45 @@ impl Ctx<'_> {
         if self.comp.width < 32 { self.load_raw(e, b, size, align) } else { smallvec::smallvec![self.load_value(e, b, size, align)] }
     }
 
+    /// The 64-bit components of the value at the address, in the pieces [`u64_pieces`] gives
+    /// for `align` (8: each its own `uint64_t` access), unchecked (bitcast to the component
+    /// type): the value as `merge_ty`.
+    fn load_u64_pieces(&self, e: &mut Emitter, b: &mut Builder, merge_ty: u32, align: u32) -> Vals {
+        let u64t = b.t_int(64, false);
+        let n = self.shape.value.n;
+        let parts: Vals = u64_pieces(n, align)
+            .into_iter()
+            .map(|(k, kind)| {
+                let v = self.load(e, b, kind, k * 8);
+                if self.comp.comp_ty == u64t {
+                    return v;
+                }
+                let ty = if kind == AliasKind::U64 { self.comp.comp_ty } else { b.t_vec(self.comp.comp_ty, 2) };
+                e.pure(b, op::BITCAST, ty, &[v])
+            })
+            .collect();
+        // One piece is the whole value (a scalar, or a u64vec2 bitcast to its type).
+        if parts.len() == 1 { parts } else { smallvec::smallvec![e.op(b, op::COMPOSITE_CONSTRUCT, merge_ty, &parts[..])] }
+    }
+
+    /// Stores `value`'s 64-bit components in the pieces of [`Ctx::load_u64_pieces`].
+    fn store_u64_pieces(&self, e: &mut Emitter, b: &mut Builder, value: u32, align: u32) {
+        let u64t = b.t_int(64, false);
+        let n = self.shape.value.n;
+        for (k, kind) in u64_pieces(n, align) {
+            let (v, bits_ty) = match kind {
+                _ if n == 1 => (value, u64t),
+                AliasKind::U64 => (e.pure(b, op::COMPOSITE_EXTRACT, self.comp.comp_ty, &[value, k]), u64t),
+                _ => {
+                    let pair = b.t_vec(self.comp.comp_ty, 2);
+                    (e.pure(b, op::VECTOR_SHUFFLE, pair, &[value, value, k, k + 1]), b.t_vec(u64t, 2))
+                }
+            };
+            let bits = if self.comp.comp_ty == u64t { v } else { e.pure(b, op::BITCAST, bits_ty, &[v]) };
+            self.store(e, b, kind, k * 8, bits);
+        }
+    }
+
     /// The edge path of a per-component vector load: each component checked and loaded on its
     /// own (`comp_oob` where out of range). Returns what the checked load merges: raw bits per
     /// component (8/16-bit), else the value as `merge_ty`.
@@ -971,7 +1055,7 @@ impl Ctx<'_> {
         let c = self.comp.width / 8;
         if self.edge_by_driver {
             // Each component its own scalar access (AccessShape::components_checked_by_driver).
-            return if c == 8 { self.load_u64_components(e, b, merge_ty) } else { self.load_merged(e, b, c * self.shape.value.n, c) };
+            return if c == 8 { self.load_u64_pieces(e, b, merge_ty, 8) } else { self.load_merged(e, b, c * self.shape.value.n, c) };
         }
         let comps: Vals = (0..self.shape.value.n)
             .map(|k| {
@@ -988,7 +1072,7 @@ impl Ctx<'_> {
     fn edge_store(&self, e: &mut Emitter, b: &mut Builder, value: u32) {
         let c = self.comp.width / 8;
         if self.edge_by_driver {
-            return if c == 8 { self.store_u64_components(e, b, value) } else { self.store_value(e, b, c * self.shape.value.n, c, value) };
+            return if c == 8 { self.store_u64_pieces(e, b, value, 8) } else { self.store_value(e, b, c * self.shape.value.n, c, value) };
         }
         let comp_ty = if c < 4 { self.wide_ty(b, 1) } else { self.comp.comp_ty };
         for k in 0..self.shape.value.n {
@@ -997,30 +1081,6 @@ impl Ctx<'_> {
             let ok = at.in_range(e, b, at.addr, Check::Comp);
             e.if_then(b, ok, |e, b| at.store_value(e, b, c, c, v));
             self.atomics.set(self.atomics.get() + at.atomics.get());
-        }
-    }
-
-    /// The 64-bit components of the value at the address, each one scalar access of the
-    /// `uint64_t` view (bitcast to the component type), unchecked: the value as `merge_ty`.
-    fn load_u64_components(&self, e: &mut Emitter, b: &mut Builder, merge_ty: u32) -> Vals {
-        let u64t = b.t_int(64, false);
-        let comps: Vals = (0..self.shape.value.n)
-            .map(|k| {
-                let v = self.load(e, b, AliasKind::U64, k * 8);
-                if self.comp.comp_ty == u64t { v } else { e.pure(b, op::BITCAST, self.comp.comp_ty, &[v]) }
-            })
-            .collect();
-        if comps.len() == 1 { comps } else { smallvec::smallvec![e.op(b, op::COMPOSITE_CONSTRUCT, merge_ty, &comps[..])] }
-    }
-
-    /// Stores `value`'s 64-bit components, each one scalar access ([`Ctx::load_u64_components`]).
-    fn store_u64_components(&self, e: &mut Emitter, b: &mut Builder, value: u32) {
-        let u64t = b.t_int(64, false);
-        let n = self.shape.value.n;
-        for k in 0..n {
-            let v = if n == 1 { value } else { e.pure(b, op::COMPOSITE_EXTRACT, self.comp.comp_ty, &[value, k]) };
-            let bits = if self.comp.comp_ty == u64t { v } else { e.pure(b, op::BITCAST, u64t, &[v]) };
-            self.store(e, b, AliasKind::U64, k * 8, bits);
         }
     }
 

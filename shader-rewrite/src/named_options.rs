@@ -166,6 +166,11 @@ pub const NAMED_OPTIONS: &[NamedOption] = &[
         robust_storage_byte_exact,
         "target's robustStorageBufferAccessSizeAlignment is 1: with robust_buffer_access2, per-component raw-chain accesses made of one access per component leave their bounds checks to the driver"
     ),
+    target_bool!(
+        "quirk_robust_vector_components",
+        robust_vector_components,
+        "target checks each component of a vector storage-buffer access on its own (lavapipe): with robust_storage_byte_exact, per-component raw-chain accesses of 32-bit components leave their bounds checks to the driver also as whole vectors"
+    ),
     NamedOption {
         name: "emulate_raw_access_chains",
         kind: Kind::Bool,

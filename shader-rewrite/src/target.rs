@@ -49,6 +49,16 @@ pub struct Target {
     /// lowering then leaves the checks of per-component accesses made of one access per
     /// component to the driver ([`crate::byte_address::AccessShape::components_checked_by_driver`]).
     pub robust_storage_byte_exact: bool,
+    /// Driver quirk (lavapipe, Mesa 25.0): under `robust_buffer_access2` and
+    /// `robust_storage_byte_exact`, each component of a vector storage-buffer access is checked
+    /// on its own against the range (gallivm compares every component's index with the range
+    /// in components: a load reads 0 for the components outside, a store writes only those
+    /// inside), where the Vulkan rules let a driver check a vector access as a whole. The
+    /// raw-chain lowering then leaves the checks of per-component accesses of 32-bit components
+    /// to the driver also where they move as whole vectors (`uvec2`/`uvec4` views):
+    /// [`crate::byte_address::AccessShape::vectors_checked_by_driver`]. Shown on the driver
+    /// itself by the `driver_vector_robustness` e2e test.
+    pub robust_vector_components: bool,
 }
 
 impl Target {
@@ -69,6 +79,19 @@ impl Target {
             nonuniform_access_per_lane: false,
             robust_buffer_access2: true,
             robust_storage_byte_exact: true,
+            robust_vector_components: false,
+        }
+    }
+    /// What the layer finds on lavapipe (Mesa 25.0): every optional feature but
+    /// storageInputOutput16, robustBufferAccess2 (its default robustness, to the byte), and its
+    /// three quirks.
+    pub const fn lavapipe() -> Self {
+        Target {
+            storage_input_output_16: false,
+            nonuniform_array_length_broken: true,
+            nonuniform_access_per_lane: true,
+            robust_vector_components: true,
+            ..Target::all()
         }
     }
     /// Only what Vulkan 1.0 guarantees.
@@ -88,6 +111,7 @@ impl Target {
             nonuniform_access_per_lane: false,
             robust_buffer_access2: false,
             robust_storage_byte_exact: false,
+            robust_vector_components: false,
         }
     }
 }

@@ -19,7 +19,7 @@ fn corpus() -> Vec<(String, String)> {
 
 #[test]
 fn corpus_rewrites_and_validates_on_all_targets() {
-    for target in [Target::all(), Target::core()] {
+    for target in [Target::all(), Target::lavapipe(), Target::core()] {
         let options = Options { target, ..Options::default() };
         for (name, text) in corpus() {
             let (_, stats) = std::panic::catch_unwind(|| common::rewrite_valid(&text, "vulkan1.1", &options))
@@ -40,7 +40,7 @@ fn corpus_rewrites_and_validates_on_all_targets() {
 /// dozen).
 #[test]
 fn no_unread_access_chains() {
-    for target in [Target::all(), Target { robust_storage_byte_exact: false, ..Target::all() }, Target::core()] {
+    for target in [Target::all(), Target::lavapipe(), Target { robust_storage_byte_exact: false, ..Target::all() }, Target::core()] {
         let options = Options { target, ..Options::default() };
         for (name, text) in corpus() {
             let (words, _) = common::rewrite_valid(&text, "vulkan1.1", &options);
@@ -51,6 +51,19 @@ fn no_unread_access_chains() {
                 assert!(reads > 0, "{name}: {c} is never read ({target:?})\n{dis}");
             }
         }
+    }
+}
+
+/// Issue 24's size target on the target the layer finds on lavapipe: no rewritten module of the
+/// corpus is more than twice its input's words (the per-component vectors, the largest, leave
+/// their checks to the driver there: `Target::robust_vector_components`).
+#[test]
+fn output_at_most_twice_the_input_on_lavapipe() {
+    let options = Options { target: Target::lavapipe(), ..Options::default() };
+    for (name, text) in corpus() {
+        let input = common::assemble(&text, "vulkan1.1");
+        let (words, _) = common::rewrite_valid(&text, "vulkan1.1", &options);
+        assert!(words.len() <= 2 * input.len(), "{name}: {} -> {} words", input.len(), words.len());
     }
 }
 

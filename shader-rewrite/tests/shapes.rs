@@ -349,6 +349,57 @@ OpStore %p %v Aligned {align}"
     assert!(disassemble(&words).contains("OpArrayLength"));
 }
 
+/// Where the driver also checks each component of a vector access on its own
+/// (`Target::robust_vector_components`, lavapipe), a per-component vector of 32-bit components
+/// is its whole access, unchecked, in the widest views its alignment allows: one uvec4 load and
+/// store for a vec4 `Aligned 16`, two uvec2 for `Aligned 8`. Vectors of 64-bit components move
+/// in u64vec2 views (Int64; the uvec4 of their plain pieces would be checked per word), and
+/// keep their whole-vector check without Int64; without the robustness to the byte nothing
+/// changes.
+#[test]
+fn per_component_vectors_left_to_a_driver_that_checks_components() {
+    let vectors = Options { target: Target::lavapipe(), ..all() };
+    for align in [16, 8] {
+        let body = format!(
+            "%p = OpRawAccessChainNV %pv4f %buf %c0 %c0 %i RobustnessPerComponentNV
+%v = OpLoad %v4f %p Aligned {align}
+OpStore %p %v Aligned {align}"
+        );
+        let text = module("", "", &body, "");
+        let (words, s) = rewrite_valid(&text, "vulkan1.1", &vectors);
+        assert_eq!(s.raw_chain_bounds_by_driver, 2);
+        let dis = disassemble(&words);
+        for op in ["OpArrayLength", "OpULessThan", "OpSelectionMerge", "OpPhi"] {
+            assert!(!dis.contains(op), "{op}: {dis}");
+        }
+        let per = 16 / align;
+        // The invocation id and the pieces, loaded then stored through the same pointers.
+        assert_eq!((dis.matches("OpLoad").count(), dis.matches("OpStore").count()), (1 + per, per), "{dis}");
+        // Through the view of elements of `align` bytes (uvec4 or uvec2) alone.
+        assert_eq!((dis.matches(&format!("ArrayStride {align}")).count(), dis.matches("ArrayStride").count()), (1, 1), "{dis}");
+        // Without the quirk: the whole-vector check and its edge path.
+        let (words, s) = rewrite_valid(&text, "vulkan1.1", &all());
+        assert_eq!(s.raw_chain_bounds_by_driver, 0);
+        assert!(disassemble(&words).contains("OpArrayLength"));
+        let rounded = Options { target: Target { robust_storage_byte_exact: false, ..Target::lavapipe() }, ..all() };
+        let (_, s) = rewrite_valid(&text, "vulkan1.1", &rounded);
+        assert_eq!(s.raw_chain_bounds_by_driver, 0);
+    }
+    let body = "%p = OpRawAccessChainNV %pd2 %buf %c0 %c0 %i RobustnessPerComponentNV
+%v = OpLoad %d2 %p Aligned 16
+OpStore %p %v Aligned 16";
+    let text = module("OpCapability Float64\n", "%f64 = OpTypeFloat 64\n%d2 = OpTypeVector %f64 2\n%pd2 = OpTypePointer StorageBuffer %d2\n", body, "");
+    let (words, s) = rewrite_valid(&text, "vulkan1.1", &vectors);
+    assert_eq!(s.raw_chain_bounds_by_driver, 2);
+    let dis = disassemble(&words);
+    assert!(!dis.contains("OpArrayLength") && dis.contains("OpCapability Int64"), "{dis}");
+    assert_eq!((dis.matches("OpLoad").count(), dis.matches("OpStore").count(), dis.matches("ArrayStride 16").count()), (2, 1, 1), "{dis}");
+    let no_int64 = Options { target: Target { int64: false, ..Target::lavapipe() }, ..all() };
+    let (words, s) = rewrite_valid(&text, "vulkan1.1", &no_int64);
+    assert_eq!(s.raw_chain_bounds_by_driver, 0);
+    assert!(disassemble(&words).contains("OpArrayLength"));
+}
+
 /// A per-element access of one scalar that is the whole element (Stride = its size), at
 /// Offset 0, lies in the range exactly when its element does: left to the driver like a
 /// per-component one. At another Offset (the address could wrap apart from the element), or a

@@ -1270,13 +1270,15 @@ pub fn cstr(s: &CStr) -> String {
 /// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
 /// where it does not say) and `robustStorageBufferAccessSizeAlignment` (VK_EXT_robustness2; 0
 /// where it does not say), from one native context.
-fn storage_robustness() -> (vk::PipelineRobustnessBufferBehaviorEXT, vk::DeviceSize) {
+/// The driver's default storage-buffer robustness, its robustStorageBufferAccessSizeAlignment,
+/// and whether it is lavapipe.
+fn storage_robustness() -> (vk::PipelineRobustnessBufferBehaviorEXT, vk::DeviceSize, bool) {
     let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
     let mut robustness = vk::PhysicalDevicePipelineRobustnessPropertiesEXT::default();
     let mut r2 = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
     let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut robustness).push_next(&mut r2);
     unsafe { native.instance().get_physical_device_properties2(native.physical_device(), &mut p2) };
-    (robustness.default_robustness_storage_buffers, r2.robust_storage_buffer_access_size_alignment)
+    (robustness.default_robustness_storage_buffers, r2.robust_storage_buffer_access_size_alignment, native.device_name().starts_with("llvmpipe"))
 }
 
 /// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
@@ -1289,5 +1291,14 @@ pub fn default_storage_robustness() -> vk::PipelineRobustnessBufferBehaviorEXT {
 /// robustness feature enabled: `defaultRobustnessStorageBuffers` robustBufferAccess2 and
 /// `robustStorageBufferAccessSizeAlignment` 1 (lavapipe)?
 pub fn default_storage_robustness_to_the_byte() -> bool {
-    storage_robustness() == (vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2, 1)
+    storage_robustness_per_component().0
+}
+
+/// [`default_storage_robustness_to_the_byte`], and whether the layer also takes the driver's
+/// checks of a vector access as per-component ones there (lavapipe:
+/// `Target::robust_vector_components`, tests/tests/driver_vector_robustness.rs).
+pub fn storage_robustness_per_component() -> (bool, bool) {
+    let (behavior, alignment, lavapipe) = storage_robustness();
+    let to_the_byte = (behavior, alignment) == (vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2, 1);
+    (to_the_byte, to_the_byte && lavapipe)
 }

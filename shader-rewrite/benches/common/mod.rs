@@ -18,13 +18,13 @@ pub struct Module {
 }
 
 /// The two option sets every module is rewritten with: what the layer does on lavapipe (8/16-bit
-/// storage native except StorageInputOutput16, the array-length quirk, robustBufferAccess2 on,
+/// storage native except StorageInputOutput16, its quirks, robustBufferAccess2 on,
 /// bindless and buffer device addresses emulated), and a Vulkan 1.0 core target (every 8/16-bit storage feature and
 /// Int8/16/64 missing: word views, atomic sub-word stores).
 pub fn profiles() -> [(&'static str, Options); 2] {
     let bindless = Some(BindlessTable::with_defaults(7));
     let bda = Some(BdaTable { set: 7, binding: 3, count: 65536 });
-    let device = Target { storage_input_output_16: false, nonuniform_array_length_broken: true, nonuniform_access_per_lane: true, ..Target::all() };
+    let device = Target::lavapipe();
     let core = Target::core();
     let with = |target: Target| Options { target, emulate_storage: SmallStorage::missing_from(&target), bindless, bda, ..Options::default() };
     [("device", with(device)), ("core", with(core))]

@@ -231,8 +231,8 @@ pub fn slice() -> Vec<Case> {
     out
 }
 
-/// Per-component vectors at the end of their range: for every type, 2–4 components, load and
-/// store, a case (plain base, whose two accesses share the rewriter's out-of-line edge path; see
+/// Per-component vectors at the end of their range: for every type, 2–4 components (32/64-bit
+/// components with both alignments, [`AlignKind`]), load and store, a case (plain base, whose two accesses share the rewriter's out-of-line edge path; see
 /// `gen`) whose invocations include at least `STRADDLING` accesses with some components in
 /// bounds and some out, so the per-component edge path decides bytes the run compares (the
 /// default slice gets them only by chance).
@@ -242,11 +242,18 @@ pub fn straddling() -> Vec<Case> {
     let mut out = Vec::new();
     for &op in &Op::ALL {
         for &ty in &CompType::ALL {
-            for comps in 2..=4u32 {
+            // Vectors of 2 or 4 32/64-bit components with both alignments: whole vectors in
+            // wide pieces (Natural), one piece per component (Misaligned). Others straddle the
+            // end with whichever alignment the search finds: a 3-byte vector Aligned 4, or a
+            // 3-component vector whose natural element's padding holds the end of every range
+            // the generator makes, cannot with Natural.
+            let aligns = |n: u32| if ty.bytes() >= 4 && n != 3 { vec![Some(AlignKind::Natural), Some(AlignKind::Misaligned)] } else { vec![None] };
+            for (comps, align) in (2..=4u32).flat_map(|n| aligns(n).into_iter().map(move |a| (n, a))) {
                 let found = (0..2000).find_map(|k| {
                     let mut c = Case { op, robustness: Robustness::PerComponent, addressing: Addressing::Plain, ty, ..base_case() };
                     randomize_secondary(&mut c, &mut rng);
                     c.comps = comps;
+                    c.align = align.unwrap_or(c.align);
                     repair(&mut c);
                     if !c.is_valid() {
                         return None;
@@ -261,9 +268,11 @@ pub fn straddling() -> Vec<Case> {
                             comps.iter().any(Option::is_some) && comps.iter().any(Option::is_none)
                         })
                         .count();
-                    (partial >= STRADDLING).then_some(c)
+                    // Naturally aligned vectors do not overlap: one of them straddles an end.
+                    let needed = if align == Some(AlignKind::Natural) { 1 } else { STRADDLING };
+                    (partial >= needed).then_some(c)
                 });
-                out.push(found.unwrap_or_else(|| panic!("no straddling {op:?} {ty:?}x{comps} case found")));
+                out.push(found.unwrap_or_else(|| panic!("no straddling {op:?} {ty:?}x{comps} {align:?} case found")));
             }
         }
     }

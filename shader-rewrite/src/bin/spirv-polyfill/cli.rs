@@ -92,6 +92,9 @@ pub enum Preset {
     All,
     /// Only what Vulkan 1.0 guarantees (no 8/16-bit storage, no Int8/16/64)
     Core,
+    /// What the layer finds on lavapipe: every optional feature but storageInputOutput16, and
+    /// the three --quirk-* flags
+    Lavapipe,
 }
 
 /// The target device and what to lower for it. Flags apply in the order listed; `--set`
@@ -122,6 +125,11 @@ pub struct TargetArgs {
     /// loops holding lowered buffer-device-address accesses are marked DontUnroll
     #[arg(long, help_heading = "Target")]
     pub quirk_nonuniform_access_per_lane: bool,
+    /// The target checks each component of a vector storage-buffer access on its own
+    /// (lavapipe): per-component raw-chain accesses of 32-bit components leave their bounds
+    /// checks to it as whole vectors too (with robustBufferAccess2 to the byte)
+    #[arg(long, help_heading = "Target")]
+    pub quirk_robust_vector_components: bool,
     /// The target does not have robustBufferAccess2 enabled (or lets pipelines opt out of it):
     /// lowered buffer-device-address accesses check their bounds themselves
     #[arg(long = "no-robust-buffer-access2", help_heading = "Target")]
@@ -168,6 +176,7 @@ impl TargetArgs {
             target: match self.target {
                 Preset::All => Target::all(),
                 Preset::Core => Target::core(),
+                Preset::Lavapipe => Target::lavapipe(),
             },
             ..Options::default()
         };
@@ -182,6 +191,7 @@ impl TargetArgs {
         t.int64 &= !self.no_int64;
         t.nonuniform_array_length_broken |= self.quirk_nonuniform_array_length;
         t.nonuniform_access_per_lane |= self.quirk_nonuniform_access_per_lane;
+        t.robust_vector_components |= self.quirk_robust_vector_components;
         t.robust_buffer_access2 &= !self.no_robust_buffer_access2;
         t.robust_storage_byte_exact &= !self.robust_storage_alignment_4;
         o.emulate_raw_access_chains = !self.no_raw_access_chains;

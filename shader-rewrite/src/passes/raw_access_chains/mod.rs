@@ -240,7 +240,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                 (AliasKind::U8, true) => add_cap(&mut b, CAP_UNIFORM_8, "SPV_KHR_8bit_storage"),
                 (AliasKind::U16, false) => add_cap(&mut b, cap::STORAGE_BUFFER_16, "SPV_KHR_16bit_storage"),
                 (AliasKind::U16, true) => add_cap(&mut b, CAP_UNIFORM_16, "SPV_KHR_16bit_storage"),
-                (AliasKind::U64, _) => b.m.add_capability(cap::INT64),
+                (AliasKind::U64 | AliasKind::U64x2, _) => b.m.add_capability(cap::INT64),
                 _ => {}
             }
         }
