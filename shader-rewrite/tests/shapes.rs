@@ -400,6 +400,35 @@ OpStore %p %v Aligned 16";
     assert!(disassemble(&words).contains("OpArrayLength"));
 }
 
+/// A chain whose Stride is the size of the view element it is accessed through (a vec4 at
+/// Stride 16: one uvec4) indexes the view with `(Index + Offset / 16) & 0x0fffffff`, the
+/// wrapped byte address shifted back, without the product: no OpIMul, no shift, and the
+/// address itself goes when nothing else reads it. A Stride of another size keeps the shift.
+#[test]
+fn element_index_from_the_chains_index() {
+    for (offset, add) in [("%c0", false), ("%c16", true)] {
+        let body = format!(
+            "%p = OpRawAccessChainNV %pv4f %buf %c16 %i {offset}
+%v = OpLoad %v4f %p Aligned 16
+OpStore %p %v Aligned 16"
+        );
+        let (words, _) = rewrite_valid(&module("", "", &body, ""), "vulkan1.1", &all());
+        let dis = disassemble(&words);
+        assert!(dis.contains(" 268435455"), "{dis}");
+        assert_eq!(dis.matches("OpBitwiseAnd").count(), 1, "{dis}");
+        for op in ["OpIMul", "OpShiftRightLogical"] {
+            assert!(!dis.contains(op), "{op}: {dis}");
+        }
+        assert_eq!(dis.contains("OpIAdd"), add, "{dis}");
+    }
+    let body = "%p = OpRawAccessChainNV %pv4f %buf %c20 %i %c0
+%v = OpLoad %v4f %p Aligned 4
+OpStore %p %v Aligned 4";
+    let (words, _) = rewrite_valid(&module("", "", body, ""), "vulkan1.1", &all());
+    let dis = disassemble(&words);
+    assert!(dis.contains("OpIMul") && dis.contains("OpShiftRightLogical") && !dis.contains("OpBitwiseAnd"), "{dis}");
+}
+
 /// A per-element access of one scalar that is the whole element (Stride = its size), at
 /// Offset 0, lies in the range exactly when its element does: left to the driver like a
 /// per-component one. At another Offset (the address could wrap apart from the element), or a

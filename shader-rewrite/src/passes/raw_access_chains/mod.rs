@@ -429,6 +429,8 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     // The byte address and element offset of each (non-physical) chain, by chain index.
     let mut addr_of: Vec<(u32, u32)> = vec![(0, 0); walk.chains.len()];
     let mut gone: Vec<u32> = vec![];
+    // The byte addresses made here (products and sums), for the sweep of unread values.
+    let mut made_addrs: Vec<u32> = vec![];
     let mut next_access = 0usize;
     // Chains with a checked access (its checks branch).
     let mut checked = vec![false; walk.chains.len()];
@@ -505,6 +507,12 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
                         if addr != inst.id {
                             gone.push(inst.id);
                         }
+                        // What the views' element indices are made from (Ctx::element_index).
+                        if let (s @ 1.., Some(Ok(o)), false) = (chain.stride, b.const_value(chain.offset).map(u32::try_from), scaled == zero) {
+                            backend.note_address(addr, chain.index, s, o);
+                            backend.note_address(scaled, chain.index, s, 0);
+                        }
+                        made_addrs.extend([addr, scaled].into_iter().filter(|&v| v != chain.index && v != chain.offset && v != zero));
                         addr_of[c] = (addr, scaled);
                     }
                     match chain.robustness {
@@ -667,7 +675,7 @@ fn lower(m: &mut Module, functions: &mut [Function], options: &Options, stats: &
     //    of removed pointers
     //    (a chain's id now names a u32 byte address, or nothing: memory decorations no longer
     //    apply).
-    gone.extend(shadows::drop_unread(functions, &shadow, b.m.header[3]));
+    gone.extend(shadows::drop_unread(functions, &shadow, &made_addrs, b.m.header[3]));
     b.m.remove_capability(CAP_RAW_ACCESS_CHAINS);
     b.m.remove_extension("SPV_NV_raw_access_chains");
     b.m.annotations.retain(|a| {

@@ -108,18 +108,18 @@ pub(super) fn reusable_word_block(b: &Builder, root: u32) -> Option<u32> {
 /// its pieces and checks), so the rest are dead; the shadowed pointer itself is dead where only
 /// raw chains read it; and so are the pointers only those read (a phi's inputs, a chain's
 /// base). Returns the removed ids (their decorations go with them). Parameters stay: they are
-/// part of the function's type. Per-id tables are dense (`bound`: the module's).
-pub(super) fn drop_unread(functions: &mut [Function], shadow: &Shadows, bound: u32) -> Vec<u32> {
+/// part of the function's type. `made` are more candidates: the byte addresses the lowering
+/// computed (pure values), dead where every view index is made from the chain's Index instead
+/// (`Ctx::element_index`). Per-id tables are dense (`bound`: the module's).
+pub(super) fn drop_unread(functions: &mut [Function], shadow: &Shadows, made: &[u32], bound: u32) -> Vec<u32> {
     const NOT_SHADOW: u32 = u32::MAX;
-    // Shadow id -> how many operand words name it (a literal that equals it only keeps it).
+    // Candidate id -> how many operand words name it (a literal that equals it only keeps it).
     let mut uses = vec![NOT_SHADOW; bound as usize];
     let mut any = false;
-    for &((id, _), sid) in &shadow.0 .0 {
-        for x in [id, sid] {
-            if let Some(u) = uses.get_mut(x as usize) {
-                *u = 0;
-                any = true;
-            }
+    for x in shadow.0 .0.iter().flat_map(|&((id, _), sid)| [id, sid]).chain(made.iter().copied()) {
+        if let Some(u) = uses.get_mut(x as usize) {
+            *u = 0;
+            any = true;
         }
     }
     if !any {
