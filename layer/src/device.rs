@@ -261,8 +261,10 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
     target.nonuniform_access_per_lane = lavapipe;
     // lavapipe checks each component of a vector storage-buffer access on its own (gallivm's
     // load/store of a storage buffer compares each component's index with the range): shown on
-    // the driver by tests/tests/driver_vector_robustness.rs. Only used with the checks above.
-    target.robust_vector_components = lavapipe && target.robust_storage_byte_exact;
+    // the driver by tests/tests/driver_vector_robustness.rs, relied on only for the Mesa
+    // releases it was seen on (a later one keeps the lowering's checks until it is shown
+    // there too). Only used with the checks above.
+    target.robust_vector_components = lavapipe && mesa_checks_vector_components(pd.info.driver_version) && target.robust_storage_byte_exact;
     let mut o = shader_rewrite::Options {
         target,
         emulate_raw_access_chains: false,
@@ -283,6 +285,14 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
     }
     log_debug!(TRACE, "vkCreateDevice: device '{name}': rewrite options {o:?}");
     o
+}
+
+/// Does this lavapipe release (`driverVersion`: VK_MAKE_VERSION of the Mesa release) check each
+/// component of a vector storage-buffer access on its own? Seen in gallivm's sources up to
+/// 25.0 and on 25.0.7 (the e2e probe); the tests' copy of this range is
+/// `polyfill_e2e::vk::LAVAPIPE_VECTOR_CHECKS_UP_TO`.
+fn mesa_checks_vector_components(driver_version: u32) -> bool {
+    vk::api_version_major(driver_version) <= 25
 }
 
 /// Step 5: per-device state, services first (their users look them up).
@@ -348,4 +358,18 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *c
             None => log_error!(LOADER_INTERFACE, "vkDestroyDevice: unknown device {device:?}; cannot call down"),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// lavapipe's per-component checks of vector accesses are relied on for the Mesa releases
+    /// they were seen on, not for later ones.
+    #[test]
+    fn vector_checks_only_on_seen_mesa_releases() {
+        assert!(mesa_checks_vector_components(vk::make_api_version(0, 25, 0, 7)));
+        assert!(mesa_checks_vector_components(vk::make_api_version(0, 24, 2, 8)));
+        assert!(!mesa_checks_vector_components(vk::make_api_version(0, 26, 0, 0)));
+    }
 }

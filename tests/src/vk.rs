@@ -1270,15 +1270,27 @@ pub fn cstr(s: &CStr) -> String {
 /// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
 /// where it does not say) and `robustStorageBufferAccessSizeAlignment` (VK_EXT_robustness2; 0
 /// where it does not say), from one native context.
+/// The last Mesa release (major version) whose lavapipe the layer takes to check each
+/// component of a vector storage-buffer access on its own (`mesa_checks_vector_components` in
+/// layer/src/device.rs, which this mirrors; tests/tests/driver_vector_robustness.rs).
+pub const LAVAPIPE_VECTOR_CHECKS_UP_TO: u32 = 25;
+
+/// Is this device a lavapipe whose per-component checks of vector accesses the layer relies on
+/// ([`LAVAPIPE_VECTOR_CHECKS_UP_TO`])?
+pub fn lavapipe_with_vector_checks(ctx: &Context) -> bool {
+    ctx.device_name().starts_with("llvmpipe") && vk::api_version_major(ctx.properties().driver_version) <= LAVAPIPE_VECTOR_CHECKS_UP_TO
+}
+
 /// The driver's default storage-buffer robustness, its robustStorageBufferAccessSizeAlignment,
-/// and whether it is lavapipe.
+/// and whether the layer relies on its per-component checks of vectors there
+/// ([`lavapipe_with_vector_checks`]).
 fn storage_robustness() -> (vk::PipelineRobustnessBufferBehaviorEXT, vk::DeviceSize, bool) {
     let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
     let mut robustness = vk::PhysicalDevicePipelineRobustnessPropertiesEXT::default();
     let mut r2 = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
     let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut robustness).push_next(&mut r2);
     unsafe { native.instance().get_physical_device_properties2(native.physical_device(), &mut p2) };
-    (robustness.default_robustness_storage_buffers, r2.robust_storage_buffer_access_size_alignment, native.device_name().starts_with("llvmpipe"))
+    (robustness.default_robustness_storage_buffers, r2.robust_storage_buffer_access_size_alignment, lavapipe_with_vector_checks(&native))
 }
 
 /// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
@@ -1298,7 +1310,7 @@ pub fn default_storage_robustness_to_the_byte() -> bool {
 /// checks of a vector access as per-component ones there (lavapipe:
 /// `Target::robust_vector_components`, tests/tests/driver_vector_robustness.rs).
 pub fn storage_robustness_per_component() -> (bool, bool) {
-    let (behavior, alignment, lavapipe) = storage_robustness();
+    let (behavior, alignment, vectors) = storage_robustness();
     let to_the_byte = (behavior, alignment) == (vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2, 1);
-    (to_the_byte, to_the_byte && lavapipe)
+    (to_the_byte, to_the_byte && vectors)
 }

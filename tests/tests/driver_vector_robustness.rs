@@ -3,11 +3,13 @@
 //! load or store of a storage buffer is checked component by component, to the byte, against
 //! the descriptor's range (a component whose bytes are all inside is accessed, one with any byte
 //! outside reads 0 or is not written), whether the offset is uniform or varies per invocation,
-//! for 32-bit vectors (`uvec2`, `uvec4`) and 64-bit ones (`u64vec2`). If a Mesa update changes
-//! this, this test fails and the layer must stop relying on it (device.rs, `rewrite_options`).
+//! for 32-bit vectors (`uvec2`, `uvec4`) and 64-bit ones (`u64vec2`). The layer relies on it
+//! for the Mesa releases up to `LAVAPIPE_VECTOR_CHECKS_UP_TO`: on those this test fails if the
+//! driver does otherwise; on a later release it only reports what the driver does (whether
+//! the range can grow).
 
 use polyfill_e2e::bytes;
-use polyfill_e2e::vk::{BufferSpec, ComputeJob, Context, ContextOptions};
+use polyfill_e2e::vk::{lavapipe_with_vector_checks, BufferSpec, ComputeJob, Context, ContextOptions};
 use spvasm::{Module, GID_X_CHAIN};
 
 /// One probe: vectors of `n` components of `width` bits at stride `n * width / 8`; invocation
@@ -108,6 +110,11 @@ fn lavapipe_checks_each_component_of_a_vector_access() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {cases} probes differ from per-component checks:\n{}", failures.len(), failures.join("\n"));
+    let what = format!("{} of {cases} probes differ from per-component checks:\n{}", failures.len(), failures.join("\n"));
+    if !lavapipe_with_vector_checks(&ctx) {
+        eprintln!("a lavapipe release the layer does not rely on ({:#x}): {what}", ctx.properties().driver_version);
+        return;
+    }
+    assert!(failures.is_empty(), "{what}");
     eprintln!("{cases} probes: every component checked on its own");
 }
