@@ -69,6 +69,7 @@ pub unsafe fn supported(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &Phys
         storage_push_constant_16: want16 && s16.storage_push_constant16 != 0,
         storage_input_output_16: want16 && s16.storage_input_output16 != 0,
         int8: want_i8 && i8.shader_int8 != 0,
+        float16: want_i8 && i8.shader_float16 != 0,
         int16: f2.features.shader_int16 != 0,
         int64: f2.features.shader_int64 != 0,
         nonuniform_array_length_broken: false, // a driver quirk, decided in device.rs
@@ -143,16 +144,17 @@ pub unsafe fn enable_for_lowering(
         }
     }
 
-    // 8-bit storage and shaderInt8: Vulkan12Features > dedicated structs.
+    // 8-bit storage, shaderInt8 and shaderFloat16: Vulkan12Features > dedicated structs.
     let want8 = sup.storage_buffer_8bit || sup.uniform_and_storage_buffer_8bit;
-    if want8 || sup.int8 {
-        let (a, b, c) = (sup.storage_buffer_8bit, sup.uniform_and_storage_buffer_8bit, sup.int8);
+    if want8 || sup.int8 || sup.float16 {
+        let (a, b, c, h) = (sup.storage_buffer_8bit, sup.uniform_and_storage_buffer_8bit, sup.int8, sup.float16);
         if let Some(v12) = chain.find_mut::<vk::PhysicalDeviceVulkan12Features>(S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
             turn_on(&mut v12.storage_buffer8_bit_access, a, "storageBuffer8BitAccess", added);
             turn_on(&mut v12.uniform_and_storage_buffer8_bit_access, b, "uniformAndStorageBuffer8BitAccess", added);
             turn_on(&mut v12.shader_int8, c, "shaderInt8", added);
+            turn_on(&mut v12.shader_float16, h, "shaderFloat16", added);
         } else if chain.tail_contains(S::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
-            out.skipped.push("8-bit storage/shaderInt8: VkPhysicalDeviceVulkan12Features sits behind an unknown structure in read-only memory".into());
+            out.skipped.push("8-bit storage/shaderInt8/shaderFloat16: VkPhysicalDeviceVulkan12Features sits behind an unknown structure in read-only memory".into());
         } else {
             if want8 {
                 if let Some(s) = chain.find_mut::<vk::PhysicalDevice8BitStorageFeatures>(S::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES) {
@@ -169,17 +171,19 @@ pub unsafe fn enable_for_lowering(
                     out.skipped.push("8-bit storage: needs Vulkan 1.2 or VK_KHR_8bit_storage enabled".into());
                 }
             }
-            if c {
+            if c || h {
                 if let Some(s) = chain.find_mut::<vk::PhysicalDeviceShaderFloat16Int8Features>(S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES) {
-                    turn_on(&mut s.shader_int8, true, "shaderInt8", added);
+                    turn_on(&mut s.shader_int8, c, "shaderInt8", added);
+                    turn_on(&mut s.shader_float16, h, "shaderFloat16", added);
                 } else if chain.tail_contains(S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES) {
-                    out.skipped.push("shaderInt8: its feature struct sits behind an unknown structure in read-only memory".into());
+                    out.skipped.push("shaderInt8/shaderFloat16: their feature struct sits behind an unknown structure in read-only memory".into());
                 } else if version >= vk::API_VERSION_1_2 || ext_on(vk::KHR_SHADER_FLOAT16_INT8_NAME) {
                     let mut s = vk::PhysicalDeviceShaderFloat16Int8Features::default();
-                    turn_on(&mut s.shader_int8, true, "shaderInt8", added);
+                    turn_on(&mut s.shader_int8, c, "shaderInt8", added);
+                    turn_on(&mut s.shader_float16, h, "shaderFloat16", added);
                     chain.push_front(s);
                 } else {
-                    out.skipped.push("shaderInt8: needs Vulkan 1.2 or VK_KHR_shader_float16_int8 enabled".into());
+                    out.skipped.push("shaderInt8/shaderFloat16: need Vulkan 1.2 or VK_KHR_shader_float16_int8 enabled".into());
                 }
             }
         }
@@ -273,6 +277,7 @@ pub unsafe fn enabled_target(head: *const c_void, enabled: *const vk::PhysicalDe
                 t.uniform_and_storage_buffer_8bit |= on(f.uniform_and_storage_buffer8_bit_access);
                 t.storage_push_constant_8 |= on(f.storage_push_constant8);
                 t.int8 |= on(f.shader_int8);
+                t.float16 |= on(f.shader_float16);
             }
             S::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES => {
                 let f = &*(n as *const vk::PhysicalDevice8BitStorageFeatures);
@@ -281,7 +286,9 @@ pub unsafe fn enabled_target(head: *const c_void, enabled: *const vk::PhysicalDe
                 t.storage_push_constant_8 |= on(f.storage_push_constant8);
             }
             S::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES => {
-                t.int8 |= on((*(n as *const vk::PhysicalDeviceShaderFloat16Int8Features)).shader_int8);
+                let f = &*(n as *const vk::PhysicalDeviceShaderFloat16Int8Features);
+                t.int8 |= on(f.shader_int8);
+                t.float16 |= on(f.shader_float16);
             }
             _ => {}
         }
@@ -456,7 +463,8 @@ mod tests {
         let mut chain = unsafe { Chain::copy(std::ptr::null()) };
         let mut ef = None;
         let added = unsafe { enable_for_lowering(&mut chain, &mut ef, &[], vk::API_VERSION_1_3, Target::all()) };
-        assert_eq!(added.features.len(), 7, "{added:?}");
+        assert_eq!(added.features.len(), 8, "{added:?}");
+        assert!(added.features.contains(&"shaderFloat16"), "{added:?}");
         assert!(added.skipped.is_empty());
         let head = chain.link();
         let types = s_types(head);
@@ -477,7 +485,7 @@ mod tests {
         let mut ef = None;
         let sup = Target { int8: false, ..Target::all() };
         let added = unsafe { enable_for_lowering(&mut chain, &mut ef, &[], vk::API_VERSION_1_3, sup) };
-        assert_eq!(added.features.len(), 6);
+        assert_eq!(added.features.len(), 7);
         assert!(ef.is_none());
         let head = chain.link();
         // No dedicated struct next to the aggregates.

@@ -47,6 +47,7 @@ pub mod deco {
     pub const COHERENT: u32 = 23;
     pub const NON_WRITABLE: u32 = 24;
     pub const NON_READABLE: u32 = 25;
+    pub const NO_CONTRACTION: u32 = 42;
     pub const BINDING: u32 = 33;
     pub const DESCRIPTOR_SET: u32 = 34;
     pub const OFFSET: u32 = 35;

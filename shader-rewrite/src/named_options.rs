@@ -144,6 +144,7 @@ pub const NAMED_OPTIONS: &[NamedOption] = &[
     target_bool!("storage_push_constant_16", storage_push_constant_16, "target has storagePushConstant16"),
     target_bool!("storage_input_output_16", storage_input_output_16, "target has storageInputOutput16"),
     target_bool!("int8", int8, "target has shaderInt8"),
+    target_bool!("float16", float16, "target has shaderFloat16: f32 -> f16 roundings of modules without 16-bit float arithmetic use the driver's conversion (adding Float16)"),
     target_bool!("int16", int16, "target has shaderInt16"),
     target_bool!("int64", int64, "target has shaderInt64 (buffer device addresses are then carried as u64, else as uvec2)"),
     target_bool!(

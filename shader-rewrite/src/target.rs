@@ -21,6 +21,11 @@ pub struct Target {
     pub storage_input_output_16: bool,
     /// shaderInt8
     pub int8: bool,
+    /// shaderFloat16: the 8/16-bit storage lowering rounds an f32 → f16 conversion of a module
+    /// without Float16 arithmetic with the driver's own conversion (`OpFConvert` to a 16-bit
+    /// float and back, NoContraction so the compiler cannot fold the pair away), adding Float16,
+    /// instead of in integer code.
+    pub float16: bool,
     /// shaderInt16
     pub int16: bool,
     /// shaderInt64
@@ -73,6 +78,7 @@ impl Target {
             storage_push_constant_16: true,
             storage_input_output_16: true,
             int8: true,
+            float16: true,
             int16: true,
             int64: true,
             nonuniform_array_length_broken: false,
@@ -105,6 +111,7 @@ impl Target {
             storage_push_constant_16: false,
             storage_input_output_16: false,
             int8: false,
+            float16: false,
             int16: false,
             int64: false,
             nonuniform_array_length_broken: false,

@@ -102,17 +102,30 @@ fn push_constant_16bit_becomes_one_word_block_at_the_same_offset() {
 
 const IO16_FRAGMENT: &str = include_str!("../../tests/corpus/small-storage/io16-fragment.spvasm");
 
+/// On a target with shaderFloat16 the roundings are the driver's conversions (to a 16-bit float
+/// and back, NoContraction, Float16 added); without it, integer code and no 16-bit type at all.
 #[test]
 fn input_output_16bit_widens_and_rounds_at_the_boundary() {
-    for env in ["vulkan1.1", "vulkan1.3"] {
-        // Only StorageInputOutput16 in the module: the 16-bit types go entirely.
-        let (dis, stats) = lower(IO16_FRAGMENT, env, &no_io16());
+    for (env, float16) in [("vulkan1.1", false), ("vulkan1.3", false), ("vulkan1.1", true), ("vulkan1.3", true)] {
+        let mut o = no_io16();
+        o.target.float16 = float16;
+        // Only StorageInputOutput16 in the module: the 16-bit types go.
+        let (dis, stats) = lower(IO16_FRAGMENT, env, &o);
         assert_eq!(stats.widened_io_variables, 4, "{stats}");
-        assert!(!dis.contains("OpTypeFloat 16") && !dis.contains("OpTypeInt 16"), "{dis}");
+        assert!(!dis.contains("OpTypeInt 16"), "{dis}");
         assert!(!dis.contains("StorageInputOutput16"), "{dis}");
         // The input narrows (rounds) and so does the f32 → f16 conversion.
         assert_eq!(stats.rounded_conversions, 2, "{stats}");
         assert!(dis.contains("Location 0") && dis.contains("Flat"), "{dis}");
+        let caps = caps_of(&dis);
+        if float16 {
+            assert!(caps.contains(&"Float16".to_string()) && dis.contains("OpTypeFloat 16"), "{dis}");
+            assert_eq!((dis.matches("OpFConvert").count(), dis.matches("NoContraction").count()), (4, 2), "{dis}");
+            assert!(!dis.contains("UnpackHalf2x16"), "{dis}");
+        } else {
+            assert!(!caps.contains(&"Float16".to_string()) && !dis.contains("OpTypeFloat 16"), "{dis}");
+            assert!(dis.contains("UnpackHalf2x16"), "{dis}");
+        }
     }
 }
 

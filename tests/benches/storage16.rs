@@ -7,8 +7,9 @@
 //! - native: the module as written.
 //! - emulated: the same module rewritten by `shader-rewrite` for a target without 16-bit
 //!   storage but with 8-bit storage (byte views: no atomics), and for a Vulkan 1.0 core target
-//!   (atomic and/or pairs for the half-word stores). The f32 → f16 conversion then rounds in
-//!   integer code.
+//!   (atomic and/or pairs for the half-word stores). The f32 → f16 conversion then rounds with
+//!   the driver's own conversion where the target has shaderFloat16 (the 8-bit-view target),
+//!   and in integer code without it (the same target with `float16` off, and core).
 //!
 //! Each pipeline's command buffer is recorded once and submitted repeatedly; all pipelines run
 //! once per round in an order that rotates every round. Outputs are checked equal first.
@@ -49,8 +50,10 @@ OpStore %po %zh"
         .text()
 }
 
-fn emulated(words: &[u32], core: bool) -> Vec<u32> {
-    let target = if core { Target::core() } else { Target { storage_buffer_16bit: false, uniform_and_storage_buffer_16bit: false, ..Target::all() } };
+/// The rewrite for a target without 16-bit storage: `core` (Vulkan 1.0), else every other
+/// feature, with shaderFloat16 (the driver's f32 → f16 conversion) or not (integer rounding).
+fn emulated(words: &[u32], core: bool, float16: bool) -> Vec<u32> {
+    let target = if core { Target::core() } else { Target { storage_buffer_16bit: false, uniform_and_storage_buffer_16bit: false, float16, ..Target::all() } };
     let options = Options { target, emulate_storage: SmallStorage::missing_from(&target), ..Options::default() };
     rewrite(words, &options).unwrap_or_else(|e| fail(&format!("rewrite: {e}"))).words
 }
@@ -79,10 +82,12 @@ fn main() {
         let native = spirv_as(&kernel(vec4), "vulkan1.1").unwrap_or_else(|e| fail(&e));
         let base = jobs.len();
         jobs.push(rig.job(&format!("native {shape}"), &native, 0));
-        jobs.push(rig.job(&format!("emulated {shape} (8-bit views)"), &emulated(&native, false), 1));
-        jobs.push(rig.job(&format!("emulated {shape} (core)"), &emulated(&native, true), 1));
+        jobs.push(rig.job(&format!("emulated {shape} (8-bit views)"), &emulated(&native, false, true), 1));
+        jobs.push(rig.job(&format!("emulated {shape} (8-bit, int rounding)"), &emulated(&native, false, false), 1));
+        jobs.push(rig.job(&format!("emulated {shape} (core)"), &emulated(&native, true, false), 1));
         rows.push((base, base + 1));
         rows.push((base, base + 2));
+        rows.push((base, base + 3));
     }
     let outs = [&out_a, &out_b];
     for &(a, b) in &rows {
@@ -107,7 +112,7 @@ fn main() {
         let (ta, tb) = (pick(&jobs[a]), pick(&jobs[b]));
         let paired: Vec<f64> = tb.iter().zip(&ta).map(|(x, y)| x / y).collect();
         println!(
-            "  {:<30} {}  vs {:<12} {:>7.3}   ratio {:.3}  paired {:.3}",
+            "  {:<40} {}  vs {:<12} {:>7.3}   ratio {:.3}  paired {:.3}",
             jobs[b].name,
             spread(&tb, 7, 3),
             jobs[a].name,

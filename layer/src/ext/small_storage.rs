@@ -380,7 +380,7 @@ mod tests {
         }
         let mut t = Target::all();
         mask_target(&mut t, &set(&ALL));
-        assert_eq!(t, Target { int8: true, int16: true, int64: true, robust_buffer_access2: true, robust_storage_byte_exact: true, ..Target::core() });
+        assert_eq!(t, Target { int8: true, float16: true, int16: true, int64: true, robust_buffer_access2: true, robust_storage_byte_exact: true, ..Target::core() });
     }
 
     /// lavapipe: everything but storageInputOutput16.

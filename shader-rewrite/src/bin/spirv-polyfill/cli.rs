@@ -117,6 +117,10 @@ pub struct TargetArgs {
     /// The target lacks shaderInt64 (buffer device addresses are then carried as uvec2, not u64)
     #[arg(long = "no-int64", help_heading = "Target")]
     pub no_int64: bool,
+    /// The target lacks shaderFloat16 (f32 -> f16 roundings of 16-bit storage are then made in
+    /// integer code, not with the driver's conversion)
+    #[arg(long = "no-float16", help_heading = "Target")]
+    pub no_float16: bool,
     /// The target returns one OpArrayLength per subgroup for non-uniform descriptor indices
     /// (lavapipe): take such lengths in a subgroup loop
     #[arg(long, help_heading = "Target")]
@@ -189,6 +193,7 @@ impl TargetArgs {
         }
         t.storage_input_output_16 &= !(self.no_16bit_storage || self.no_16bit_io);
         t.int64 &= !self.no_int64;
+        t.float16 &= !self.no_float16;
         t.nonuniform_array_length_broken |= self.quirk_nonuniform_array_length;
         t.nonuniform_access_per_lane |= self.quirk_nonuniform_access_per_lane;
         t.robust_vector_components |= self.quirk_robust_vector_components;

@@ -59,7 +59,9 @@ struct Small {
     n: u32,
 }
 
-pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) -> Result<(), RewriteError> {
+/// `float16`: the target has shaderFloat16, so a rounding to binary16 with the implementation's
+/// default rounding may be the driver's own conversion ([`native_rounding`]).
+pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, float16: bool, stats: &mut Stats) -> Result<(), RewriteError> {
     let legal = Legal::of(m);
     let rounding: HashMap<u32, u32> = m
         .annotations
@@ -190,10 +192,14 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
         let constant = fk.width == 32 && tk.n == 1 && b.global(src).is_some_and(|c| c.op == op::CONSTANT);
         (rounds && !(exact.contains(&id) && small_to) && !constant).then(|| (fk.width == 64, tk.n, rtz_of(id)))
     };
+    // An undecorated rounding with no rounding execution mode is the conversion the driver
+    // would make natively: on a target with shaderFloat16, that conversion itself.
+    let native = |key: Option<RoundKey>, id: u32| float16 && key.is_some_and(|(_, _, rtz)| !rtz) && !rounding.contains_key(&id) && !rtz_mode;
     let mut rounders = Rounders::default();
     for inst in functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
         if inst.op == op::F_CONVERT {
-            if let Some(key) = round_key(&b, inst.ops.first().copied().unwrap_or(0), inst.ty, inst.id) {
+            let key = round_key(&b, inst.ops.first().copied().unwrap_or(0), inst.ty, inst.id);
+            if let Some(key) = key.filter(|_| !native(key, inst.id)) {
                 rounders.count(key);
             }
         }
@@ -231,7 +237,9 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
                             src
                         } else {
                             // No FPRoundingMode: round to nearest even.
-                            let f = match round_key(&b, src, orig_ty, inst.id) {
+                            let key = round_key(&b, src, orig_ty, inst.id);
+                            let f = match key {
+                                Some((_, n, _)) if native(key, inst.id) => native_rounding(&mut e, &mut b, src, n),
                                 Some(key) => rounders.round(&mut e, &mut b, src, key),
                                 None => {
                                     let x = b.global(src).map_or(0, |c| c.ops[0]);
@@ -301,6 +309,20 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, stats: &mut Stats) 
     let m = b.m;
     m.annotations.retain(|a| !(a.op == op::DECORATE && a.ops.len() >= 2 && a.ops[1] == FP_ROUNDING_MODE));
     Ok(())
+}
+
+/// f32 value(s) of `x` (f32 or f64, `n` components) rounded to binary16 by the driver: an
+/// `OpFConvert` to a 16-bit float and one back, the first decorated NoContraction (Float16 is
+/// added). Without the decoration Mesa's NIR folds the pair to `x` (an inexact rule, which
+/// NoContraction's `exact` stops; seen on lavapipe, `small_storage_io16`). The rounding is the
+/// implementation's default, as the module's own conversion would be natively.
+fn native_rounding(e: &mut Emitter, b: &mut Builder, x: u32, n: u32) -> u32 {
+    b.m.add_capability(cap::FLOAT16);
+    let (f16t, f32t) = (b.t_float(16), b.t_float(32));
+    let (h_ty, f_ty) = (b.t_vec(f16t, n), b.t_vec(f32t, n));
+    let h = e.op(b, op::F_CONVERT, h_ty, ops![x]);
+    b.decorate(h, deco::NO_CONTRACTION, &[]);
+    e.op(b, op::F_CONVERT, f_ty, ops![h])
 }
 
 const TYPE_IMAGE: u32 = 25;

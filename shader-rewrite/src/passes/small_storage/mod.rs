@@ -105,7 +105,7 @@ pub fn run(m: &mut Module, options: &Options, stats: &mut Stats) -> Result<(), R
     if lowered_any {
         order_globals(m);
     }
-    legalize::legalize(m, &blocks.exact, stats)?;
+    legalize::legalize(m, &blocks.exact, options.target.float16, stats)?;
     // The lowering's copies and repeats, and its u32 offset arithmetic of constants.
     let folded = super::tidy::tidy(m, super::tidy::Options { first_new, constants: true });
     forget_ids(m, &folded);
