@@ -99,9 +99,11 @@ fn set(options: *mut spvpf_options, name: *const c_char, kind: Kind, value: u32)
 /// Sets a bool option (`value` 0 or 1; anything else is `SPVPF_ERROR_INVALID_ARGUMENT`):
 /// the target's features `storage_buffer_8bit`, `uniform_and_storage_buffer_8bit`,
 /// `storage_push_constant_8`, `storage_buffer_16bit`, `uniform_and_storage_buffer_16bit`,
-/// `storage_push_constant_16`, `storage_input_output_16`, `int8`, `int16`, `int64`, the quirk
-/// `quirk_nonuniform_array_length`, and `emulate_raw_access_chains`. The 8/16-bit storage
-/// capabilities the target lacks are lowered. An unknown name is `SPVPF_ERROR_UNKNOWN_OPTION`.
+/// `storage_push_constant_16`, `storage_input_output_16`, `int8`, `float16`, `int16`, `int64`,
+/// `robust_buffer_access2`, `robust_storage_byte_exact`, the quirks
+/// `quirk_nonuniform_array_length`, `quirk_nonuniform_access_per_lane` and
+/// `quirk_robust_vector_components`, and `emulate_raw_access_chains` (`spirv-polyfill targets`
+/// says what each means). The 8/16-bit storage capabilities the target lacks are lowered. An unknown name is `SPVPF_ERROR_UNKNOWN_OPTION`.
 #[no_mangle]
 pub unsafe extern "C" fn spvpf_options_set_bool(options: *mut spvpf_options, name: *const c_char, value: u32) -> spvpf_status {
     set(options, name, Kind::Bool, value)
