@@ -34,7 +34,7 @@ pub enum AliasKind {
     U32,
     U32x2,
     U32x4,
-    /// `uint64_t`: only for 64-bit components each accessed on its own, checked by the driver
+    /// `uint64_t`: only for 64-bit components accessed on their own, checked by the driver
     /// ([`Robustness::ComponentsByDriver`]): one scalar access, where a uvec2 access could be
     /// checked per word.
     U64,
@@ -191,22 +191,19 @@ impl AccessShape {
     /// access are its components anyway: no wider access is given up), through a scalar view of
     /// the component's width (8/16-bit storage, Int64 for 64-bit components). Not for wider
     /// pieces: robustness may check a vector access as a whole or per component (the driver's
-    /// choice); nor where an 8/16-bit component is read from its word (the driver would check
-    /// the word).
-    /// Also a vector of 32-bit components moved in wider pieces where the driver checks each
-    /// component of a vector access on its own ([`AccessShape::vectors_checked_by_driver`]).
+    /// choice), unless the driver is known to check each component
+    /// ([`AccessShape::vectors_checked_by_driver`]); nor where an 8/16-bit component is read
+    /// from its word (the driver would check the word).
     pub fn components_checked_by_driver(&self, target: &Target) -> bool {
         self.components_are_scalar(target) && (self.value.n == 1 || self.align == self.comp_bytes() || self.vectors_checked_by_driver(target))
     }
 
     /// Does the driver check each component of this access's pieces on its own where they are
-    /// vectors ([`Target::robust_vector_components`])? For 32-bit components: the pieces of
-    /// their whole access ([`plan`]: `uint`, `uvec2`, `uvec4` views) have 32-bit components, so
-    /// the driver's per-component check of a piece is RobustnessPerComponentNV's. (64-bit
-    /// components would move in views of 32-bit ones, checked per word; 8/16-bit ones share
-    /// words.)
-    /// Also for 64-bit components moved in `uint64_t`/`u64vec2` views ([`u64_pieces`]), where
-    /// the target has Int64.
+    /// vectors ([`Target::robust_vector_components`]), so its per-component check of a piece is
+    /// RobustnessPerComponentNV's? For 32-bit components, whose pieces ([`plan`]: `uint`,
+    /// `uvec2`, `uvec4` views) have 32-bit components; for 64-bit ones where the target has
+    /// Int64, moved in `uint64_t`/`u64vec2` pieces ([`u64_pieces`]) rather than `plan`'s, which
+    /// would be checked per word. Not for 8/16-bit components (two share a word).
     pub fn vectors_checked_by_driver(&self, target: &Target) -> bool {
         target.robust_vector_components && (self.comp_bytes() == 4 || (self.comp_bytes() == 8 && AliasKind::U64x2.available(target, self.storage)))
     }

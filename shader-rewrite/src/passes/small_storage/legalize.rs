@@ -194,7 +194,7 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, float16: bool, stat
     };
     // An undecorated rounding with no rounding execution mode is the conversion the driver
     // would make natively: on a target with shaderFloat16, that conversion itself.
-    let native = |key: Option<RoundKey>, id: u32| float16 && key.is_some_and(|(_, _, rtz)| !rtz) && !rounding.contains_key(&id) && !rtz_mode;
+    let native = |key: Option<RoundKey>, id: u32| float16 && key.is_some() && !rounding.contains_key(&id) && !rtz_mode;
     let mut rounders = Rounders::default();
     for inst in functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
         if inst.op == op::F_CONVERT {
