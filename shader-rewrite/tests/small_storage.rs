@@ -129,6 +129,19 @@ fn input_output_16bit_widens_and_rounds_at_the_boundary() {
     }
 }
 
+/// Issue 24's size target for the 16-bit I/O module on the target the layer finds on lavapipe
+/// (storageInputOutput16 missing, shaderFloat16 present): its two roundings are the driver's
+/// conversions, so the output stays within twice the input's words.
+#[test]
+fn input_output_16bit_at_most_twice_the_input_on_lavapipe() {
+    let target = Target::lavapipe();
+    let o = Options { target, emulate_storage: SmallStorage::missing_from(&target), ..Options::default() };
+    let input = assemble(IO16_FRAGMENT, "vulkan1.1");
+    let out = rewrite(&input, &o).unwrap();
+    assert!(out.stats.widened_io_variables > 0);
+    assert!(out.words.len() <= 2 * input.len(), "{} -> {} words", input.len(), out.words.len());
+}
+
 /// An undecorated conversion under a 16-bit RoundingModeRTZ execution mode
 /// (SPV_KHR_float_controls) rounds toward zero: the integer code saturates at 0x7bff, the
 /// largest finite binary16, where rounding to nearest goes to infinity (0x7c00).
