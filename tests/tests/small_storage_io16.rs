@@ -25,6 +25,7 @@ use polyfill_e2e::{Context, ContextOptions};
 use std::path::PathBuf;
 
 const CAP_STORAGE_INPUT_OUTPUT_16: u32 = 4436;
+const CAP_FLOAT16: u32 = 9;
 
 fn variants(bits16: bool) -> Vec<Variant> {
     let mut v = Vec::new();
@@ -158,6 +159,44 @@ fn layer_emulates_storage_input_output_16() {
         }
     }
     assert!(errs.is_empty(), "{}", errs.join("\n"));
+}
+
+/// An application that enables no optional feature but storageInputOutput16: the layer turns
+/// shaderFloat16 on itself where the device has it, rounds with the driver's conversions
+/// (Float16 in the rewrites), and the validation layer below reports nothing.
+#[test]
+fn layer_turns_on_shader_float16_for_its_roundings() {
+    let dir = dump_dir("float16");
+    let opts = ContextOptions { enable_optional_features: false, ..ContextOptions::with_layer() }
+        .storage_input_output_16(true)
+        .validation(true)
+        .setting("dump_shaders_dir", dir.to_str().unwrap());
+    let ctx = Context::new(&opts).unwrap_or_else(|e| panic!("device through the layer: {e}"));
+    let mut errs = Vec::new();
+    let mut float16 = 0;
+    // Without arithmetic: the shaders need no Float16/Int16 of the application's own.
+    for v in variants(true).into_iter().filter(|v| !v.arith) {
+        ctx.clear_validation_messages();
+        match render(&ctx, &v) {
+            Err(e) => errs.push(format!("{}: {e}", v.name())),
+            Ok(out) => errs.extend(io16::check(&v, &out).into_iter().map(|e| format!("{}: {e}", v.name()))),
+        }
+        errs.extend(validation_errors(&ctx).into_iter().map(|e| format!("{}: validation error: {e}", v.name())));
+        let (vs, fs) = assemble(&v);
+        for w in [&vs, &fs] {
+            if let Ok(bytes) = std::fs::read(dir.join(format!("{}.after.spv", run::module_hash(w)))) {
+                float16 += has_capability(&tools::bytes_to_words(&bytes), CAP_FLOAT16) as usize;
+            }
+        }
+    }
+    assert!(errs.is_empty(), "{}", errs.join("\n"));
+    let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
+    let has_float16 = native.features().shader_float16;
+    let has_io16 = native.query_storage_input_output_16_feature();
+    drop(native);
+    if has_float16 && !has_io16 {
+        assert!(float16 > 0, "no rewrite rounds with the driver's conversion (Float16)");
+    }
 }
 
 #[test]
