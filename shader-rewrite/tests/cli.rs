@@ -256,6 +256,14 @@ fn targets_prints_every_named_option_and_the_lowering() {
     assert!(report.contains("PhysicalStorageBuffer pointers: onto set 4, binding 3 (65536 storage buffers); addresses carried as u64"), "{report}");
     assert!(report.contains("SPV_NV_bindless_texture: onto set 6"), "{report}");
     assert!(report.contains("8/16-bit storage capabilities: StorageBuffer16BitAccess"), "{report}");
+    // The lavapipe preset: its quirks, and vectors left to its per-component checks.
+    let report = text(&cli(&["targets", "--target", "lavapipe"], None).stdout);
+    let value = |name: &str| report.lines().find_map(|l| l.trim_start().strip_prefix(&format!("{name} "))).map(|v| v.split_whitespace().next().unwrap().to_string());
+    for (name, v) in [("quirk_robust_vector_components", "1"), ("quirk_nonuniform_array_length", "1"), ("storage_input_output_16", "0"), ("float16", "1")] {
+        assert_eq!(value(name).as_deref(), Some(v), "{name}: {report}");
+    }
+    assert!(report.contains("and vectors of 32/64-bit components, leave their checks"), "{report}");
+    assert!(report.contains("8/16-bit storage capabilities: StorageInputOutput16"), "{report}");
 }
 
 /// The man pages and completions come from the same definition: every long flag of `rewrite

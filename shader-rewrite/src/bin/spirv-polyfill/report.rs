@@ -139,8 +139,10 @@ pub fn targets(options: &Options) -> String {
     }
     let storage: Vec<String> = options.emulate_storage.names().into_iter().map(String::from).collect();
     let _ = writeln!(out, "Lowered for this target:");
+    let vectors = options.target.robust_vector_components;
     let raw = match (options.emulate_raw_access_chains, options.component_bounds_by_driver()) {
         (false, _) => "no",
+        (true, true) if vectors => "yes (per-component accesses of one scalar access per component, and vectors of 32/64-bit components, leave their checks to the driver's robustBufferAccess2, which checks each component)",
         (true, true) => "yes (per-component accesses made of one scalar access per component leave their checks to the driver's robustBufferAccess2)",
         (true, false) => "yes (every bounds check in the shader)",
     };
