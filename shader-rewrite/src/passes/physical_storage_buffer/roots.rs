@@ -122,8 +122,10 @@ impl Cx<'_, '_> {
         for p in f.params.iter().filter(|p| self.ptrs.contains_key(&p.ty)) {
             root_of.insert(p.id, p.id);
         }
-        // Definitions of function-local ids (for the push-constant keys).
-        let mut defs: HashMap<u32, &Inst> = HashMap::default();
+        // Definitions of function-local ids (for the push-constant keys), sized once (growing
+        // it an insert at a time was a good part of this analysis).
+        let insts: usize = f.blocks.iter().map(|b| b.insts.len()).sum();
+        let mut defs: HashMap<u32, &Inst> = HashMap::with_capacity_and_hasher(insts, Default::default());
         let mut accesses: Vec<(usize, usize, u32)> = vec![]; // (block, index, pointer)
         // Where each pointer points: its root's key and the steps from it.
         let mut places: HashMap<u32, Place> = HashMap::default();
@@ -192,8 +194,8 @@ impl Cx<'_, '_> {
         let mut class_of: HashMap<u32, usize> = HashMap::default();
         let mut first: Vec<Option<(usize, usize)>> = vec![];
         let mut def_block: Vec<Option<usize>> = vec![];
-        let block_of: HashMap<u32, usize> =
-            f.blocks.iter().enumerate().flat_map(|(k, b)| b.insts.iter().filter(|i| i.id != 0).map(move |i| (i.id, k))).collect();
+        let mut block_of: HashMap<u32, usize> = HashMap::with_capacity_and_hasher(insts, Default::default());
+        block_of.extend(f.blocks.iter().enumerate().flat_map(|(k, b)| b.insts.iter().filter(|i| i.id != 0).map(move |i| (i.id, k))));
         for &(k, n, ptr) in &accesses {
             if !cfg.reachable(k) {
                 continue;
