@@ -1267,9 +1267,6 @@ pub fn cstr(s: &CStr) -> String {
     s.to_string_lossy().into_owned()
 }
 
-/// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
-/// where it does not say) and `robustStorageBufferAccessSizeAlignment` (VK_EXT_robustness2; 0
-/// where it does not say), from one native context.
 /// The last Mesa release (major version) whose lavapipe the layer takes to check each
 /// component of a vector storage-buffer access on its own (`mesa_checks_vector_components` in
 /// layer/src/device.rs, which this mirrors; tests/tests/driver_vector_robustness.rs).
@@ -1281,9 +1278,10 @@ pub fn lavapipe_with_vector_checks(ctx: &Context) -> bool {
     ctx.device_name().starts_with("llvmpipe") && vk::api_version_major(ctx.properties().driver_version) <= LAVAPIPE_VECTOR_CHECKS_UP_TO
 }
 
-/// The driver's default storage-buffer robustness, its robustStorageBufferAccessSizeAlignment,
-/// and whether the layer relies on its per-component checks of vectors there
-/// ([`lavapipe_with_vector_checks`]).
+/// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
+/// where it does not say), `robustStorageBufferAccessSizeAlignment` (VK_EXT_robustness2; 0
+/// where it does not say), and whether the layer relies on its per-component checks of vectors
+/// ([`lavapipe_with_vector_checks`]), from one native context.
 fn storage_robustness() -> (vk::PipelineRobustnessBufferBehaviorEXT, vk::DeviceSize, bool) {
     let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
     let mut robustness = vk::PhysicalDevicePipelineRobustnessPropertiesEXT::default();

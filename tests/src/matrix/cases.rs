@@ -231,11 +231,12 @@ pub fn slice() -> Vec<Case> {
     out
 }
 
-/// Per-component vectors at the end of their range: for every type, 2–4 components (32/64-bit
-/// components with both alignments, [`AlignKind`]), load and store, a case (plain base, whose two accesses share the rewriter's out-of-line edge path; see
-/// `gen`) whose invocations include at least `STRADDLING` accesses with some components in
-/// bounds and some out, so the per-component edge path decides bytes the run compares (the
-/// default slice gets them only by chance).
+/// Per-component vectors at the end of their range: for every type, 2–4 components (2 and 4
+/// 32/64-bit components with both alignments, [`AlignKind`]), load and store, a case (plain
+/// base, whose two accesses share the rewriter's out-of-line edge path; see `gen`) whose
+/// invocations include at least `STRADDLING` accesses (one for naturally aligned vectors) with
+/// some components in bounds and some out, so the per-component edge path decides bytes the
+/// run compares (the default slice gets them only by chance).
 pub fn straddling() -> Vec<Case> {
     const STRADDLING: usize = 3;
     let mut rng = Rng::new(0x057A_DD1E_5EED);
