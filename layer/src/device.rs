@@ -264,7 +264,8 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
     // the driver by tests/tests/driver_vector_robustness.rs, relied on only for the Mesa
     // releases it was seen on (a later one keeps the lowering's checks until it is shown
     // there too). Only used with the checks above.
-    target.robust_vector_components = lavapipe && mesa_checks_vector_components(pd.info.driver_version) && target.robust_storage_byte_exact;
+    target.robust_vector_components =
+        target.robust_storage_byte_exact && crate::device_features::lavapipe_mesa_version(pd.inst, pd.pd, pd.info).is_some_and(mesa_checks_vector_components);
     let mut o = shader_rewrite::Options {
         target,
         emulate_raw_access_chains: false,
@@ -287,12 +288,12 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
     o
 }
 
-/// Does this lavapipe release (`driverVersion`: VK_MAKE_VERSION of the Mesa release) check each
-/// component of a vector storage-buffer access on its own? Seen in gallivm's sources up to
-/// 25.0 and on 25.0.7 (the e2e probe); the tests' copy of this range is
-/// `polyfill_e2e::vk::LAVAPIPE_VECTOR_CHECKS_UP_TO`.
-fn mesa_checks_vector_components(driver_version: u32) -> bool {
-    vk::api_version_major(driver_version) <= 25
+/// Does this lavapipe release ((major, minor) of Mesa,
+/// `device_features::lavapipe_mesa_version`) check each component of a vector storage-buffer
+/// access on its own? Seen in gallivm's sources up to 25.0 and on 25.0.7 (the e2e probe); the
+/// tests' copy of this range is `polyfill_e2e::vk::LAVAPIPE_VECTOR_CHECKS_UP_TO`.
+fn mesa_checks_vector_components((major, _minor): (u32, u32)) -> bool {
+    major <= 25
 }
 
 /// Step 5: per-device state, services first (their users look them up).
@@ -368,8 +369,8 @@ mod tests {
     /// they were seen on, not for later ones.
     #[test]
     fn vector_checks_only_on_seen_mesa_releases() {
-        assert!(mesa_checks_vector_components(vk::make_api_version(0, 25, 0, 7)));
-        assert!(mesa_checks_vector_components(vk::make_api_version(0, 24, 2, 8)));
-        assert!(!mesa_checks_vector_components(vk::make_api_version(0, 26, 0, 0)));
+        assert!(mesa_checks_vector_components((25, 0)));
+        assert!(mesa_checks_vector_components((24, 2)));
+        assert!(!mesa_checks_vector_components((26, 0)));
     }
 }

@@ -389,6 +389,34 @@ pub unsafe fn storage_checked_as_robust2(inst: &InstanceData, pd: vk::PhysicalDe
     }
 }
 
+/// The Mesa release of a lavapipe device, (major, minor), from `VkPhysicalDeviceDriverProperties`
+/// (`driverID` MESA_LLVMPIPE, `driverInfo` "Mesa 25.0.7-…": lavapipe's `driverVersion` is 0.0.1,
+/// so it says nothing). None for any other driver, or where the device cannot say (no Vulkan
+/// 1.2 and no VK_KHR_driver_properties, or no vkGetPhysicalDeviceProperties2).
+///
+/// # Safety
+/// `pd` belongs to `inst`; `phys` is its info.
+pub unsafe fn lavapipe_mesa_version(inst: &InstanceData, pd: vk::PhysicalDevice, phys: &PhysicalDeviceInfo) -> Option<(u32, u32)> {
+    // Only structures the device knows may be chained (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
+    if effective_version(inst.api_version, phys.api_version) < vk::API_VERSION_1_2 && !phys.has_extension(vk::KHR_DRIVER_PROPERTIES_NAME) {
+        return None;
+    }
+    let properties2 = inst.properties2_for_query()?;
+    let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2 { p_next: &mut driver as *mut _ as *mut c_void, ..Default::default() };
+    properties2(pd, &mut p2);
+    if driver.driver_id != vk::DriverId::MESA_LLVMPIPE {
+        return None;
+    }
+    mesa_release(driver.driver_info_as_c_str().ok()?.to_str().ok()?)
+}
+
+/// (major, minor) of a Mesa `driverInfo` string ("Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)").
+fn mesa_release(info: &str) -> Option<(u32, u32)> {
+    let mut parts = info.strip_prefix("Mesa ")?.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
 /// Is the device's `robustStorageBufferAccessSizeAlignment` 1: robustBufferAccess2 checks
 /// storage-buffer accesses against the descriptor's range to the byte (else the range is rounded
 /// up to whole words)? False where the device has neither robustness2 extension to say so.
@@ -450,6 +478,15 @@ mod tests {
         assert!(read(base as *const c_void, None).pipeline_robustness, "Vulkan 1.4 pipelineRobustness");
         set_pr(vk::FALSE);
         assert!(!read(base as *const c_void, None).pipeline_robustness);
+    }
+
+    #[test]
+    fn mesa_releases_from_driver_info() {
+        assert_eq!(mesa_release("Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)"), Some((25, 0)));
+        assert_eq!(mesa_release("Mesa 24.2.8"), Some((24, 2)));
+        assert_eq!(mesa_release("Mesa 26.1.0-devel (git-abc)"), Some((26, 1)));
+        assert_eq!(mesa_release("NVIDIA 580.159"), None);
+        assert_eq!(mesa_release("Mesa"), None);
     }
 
     #[test]

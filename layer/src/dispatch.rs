@@ -47,9 +47,6 @@ pub unsafe fn cast_pfn<F: Copy>(f: vk::PFN_vkVoidFunction) -> Option<F> {
 pub struct PhysicalDeviceInfo {
     pub name: String,
     pub api_version: u32,
-    /// `VkPhysicalDeviceProperties::driverVersion` (the driver's own encoding; Mesa's is
-    /// VK_MAKE_VERSION of its release).
-    pub driver_version: u32,
     /// Device extensions below us (driver + lower layers).
     pub extensions: Vec<vk::ExtensionProperties>,
     /// The optional features the device supports (`device_features::supported_cached`).
@@ -139,7 +136,6 @@ impl InstanceData {
             PhysicalDeviceInfo {
                 name: props.device_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
                 api_version: props.api_version,
-                driver_version: props.driver_version,
                 extensions: extensions.unwrap_or_default(),
                 supported: std::sync::OnceLock::new(),
                 slots: Slots::default(),

@@ -1272,10 +1272,23 @@ pub fn cstr(s: &CStr) -> String {
 /// layer/src/device.rs, which this mirrors; tests/tests/driver_vector_robustness.rs).
 pub const LAVAPIPE_VECTOR_CHECKS_UP_TO: u32 = 25;
 
+/// The Mesa release's major version of a lavapipe device (`driverID` MESA_LLVMPIPE,
+/// `driverInfo` "Mesa 25.0.7-…"; its `driverVersion` is 0.0.1), None for another driver.
+pub fn lavapipe_mesa_major(ctx: &Context) -> Option<u32> {
+    let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
+    unsafe { ctx.instance().get_physical_device_properties2(ctx.physical_device(), &mut p2) };
+    if driver.driver_id != vk::DriverId::MESA_LLVMPIPE {
+        return None;
+    }
+    let info = driver.driver_info_as_c_str().ok()?.to_str().ok()?;
+    info.strip_prefix("Mesa ")?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
 /// Is this device a lavapipe whose per-component checks of vector accesses the layer relies on
 /// ([`LAVAPIPE_VECTOR_CHECKS_UP_TO`])?
 pub fn lavapipe_with_vector_checks(ctx: &Context) -> bool {
-    ctx.device_name().starts_with("llvmpipe") && vk::api_version_major(ctx.properties().driver_version) <= LAVAPIPE_VECTOR_CHECKS_UP_TO
+    lavapipe_mesa_major(ctx).is_some_and(|major| major <= LAVAPIPE_VECTOR_CHECKS_UP_TO)
 }
 
 /// The driver's `defaultRobustnessStorageBuffers` (VK_EXT_pipeline_robustness; DEVICE_DEFAULT
