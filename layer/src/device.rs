@@ -264,8 +264,11 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
     // the driver by tests/tests/driver_vector_robustness.rs, relied on only for the Mesa
     // releases it was seen on (a later one keeps the lowering's checks until it is shown
     // there too). Only used with the checks above.
-    target.robust_vector_components =
-        target.robust_storage_byte_exact && crate::device_features::lavapipe_mesa_version(pd.inst, pd.pd, pd.info).is_some_and(mesa_checks_vector_components);
+    let mesa = if lavapipe && target.robust_storage_byte_exact { crate::device_features::lavapipe_mesa_version(pd.inst, pd.pd, pd.info) } else { None };
+    target.robust_vector_components = mesa.is_some_and(mesa_checks_vector_components);
+    if let Some((major, minor)) = mesa.filter(|&m| !mesa_checks_vector_components(m)) {
+        log_info!(DEVICE_EMULATION, "vkCreateDevice: device '{name}': Mesa {major}.{minor}: its per-component checks of vector accesses are not relied on (seen up to Mesa 25); per-component raw-chain vectors keep their whole-vector checks");
+    }
     let mut o = shader_rewrite::Options {
         target,
         emulate_raw_access_chains: false,
