@@ -50,6 +50,17 @@ fn render(ctx: &Context, v: &Variant) -> Result<Vec<Vec<u8>>, String> {
 
 /// Validation errors other than the installed validation layer not knowing
 /// VkLayerSettingsCreateInfoEXT.
+/// Renders `v` on `ctx`: what differs from the CPU reference, and the validation errors.
+fn render_checked(ctx: &Context, v: &Variant) -> Vec<String> {
+    ctx.clear_validation_messages();
+    let mut errs = match render(ctx, v) {
+        Err(e) => vec![format!("{}: {e}", v.name())],
+        Ok(out) => io16::check(v, &out).into_iter().map(|e| format!("{}: {e}", v.name())).collect(),
+    };
+    errs.extend(validation_errors(ctx).into_iter().map(|e| format!("{}: validation error: {e}", v.name())));
+    errs
+}
+
 fn validation_errors(ctx: &Context) -> Vec<String> {
     run::relevant_validation_errors(ctx)
 }
@@ -75,11 +86,7 @@ fn native_32bit_variant_matches_reference() {
     for (i, v) in variants(false).iter().enumerate() {
         // The first variant also with the validation layer.
         let ctx = Context::new(&ContextOptions::native().validation(i == 0)).unwrap_or_else(|e| panic!("{e}"));
-        match render(&ctx, v) {
-            Err(e) => errs.push(format!("{}: {e}", v.name())),
-            Ok(out) => errs.extend(io16::check(v, &out).into_iter().map(|e| format!("{}: {e}", v.name()))),
-        }
-        errs.extend(validation_errors(&ctx).into_iter().map(|e| format!("{}: validation error: {e}", v.name())));
+        errs.extend(render_checked(&ctx, v));
     }
     assert!(errs.is_empty(), "{}", errs.join("\n"));
 }
@@ -134,12 +141,7 @@ fn layer_emulates_storage_input_output_16() {
     assert!(ctx.query_storage_input_output_16_feature(), "the layer does not report storageInputOutput16");
     let mut errs = Vec::new();
     for v in variants(true) {
-        ctx.clear_validation_messages();
-        match render(&ctx, &v) {
-            Err(e) => errs.push(format!("{}: {e}", v.name())),
-            Ok(out) => errs.extend(io16::check(&v, &out).into_iter().map(|e| format!("{}: {e}", v.name()))),
-        }
-        errs.extend(validation_errors(&ctx).into_iter().map(|e| format!("{}: validation error: {e}", v.name())));
+        errs.extend(render_checked(&ctx, &v));
         let (vs, fs) = assemble(&v);
         for (w, what) in [(&vs, "vertex"), (&fs, "fragment")] {
             let after = dir.join(format!("{}.after.spv", run::module_hash(w)));
@@ -176,12 +178,7 @@ fn layer_turns_on_shader_float16_for_its_roundings() {
     let mut float16 = 0;
     // Without arithmetic: the shaders need no Float16/Int16 of the application's own.
     for v in variants(true).into_iter().filter(|v| !v.arith) {
-        ctx.clear_validation_messages();
-        match render(&ctx, &v) {
-            Err(e) => errs.push(format!("{}: {e}", v.name())),
-            Ok(out) => errs.extend(io16::check(&v, &out).into_iter().map(|e| format!("{}: {e}", v.name()))),
-        }
-        errs.extend(validation_errors(&ctx).into_iter().map(|e| format!("{}: validation error: {e}", v.name())));
+        errs.extend(render_checked(&ctx, &v));
         let (vs, fs) = assemble(&v);
         for w in [&vs, &fs] {
             if let Ok(bytes) = std::fs::read(dir.join(format!("{}.after.spv", run::module_hash(w)))) {
