@@ -111,7 +111,8 @@ enum spvpf_status spvpf_option_is_known(const char *name);
 // `robust_buffer_access2`, `robust_storage_byte_exact`, the quirks
 // `quirk_nonuniform_array_length`, `quirk_nonuniform_access_per_lane` and
 // `quirk_robust_vector_components`, and `emulate_raw_access_chains` (`spirv-polyfill targets`
-// says what each means). The 8/16-bit storage capabilities the target lacks are lowered. An unknown name is `SPVPF_ERROR_UNKNOWN_OPTION`.
+// says what each means). The 8/16-bit storage capabilities the target lacks are lowered.
+// An unknown name is `SPVPF_ERROR_UNKNOWN_OPTION`.
 enum spvpf_status spvpf_options_set_bool(struct spvpf_options *options,
                                          const char *name,
                                          uint32_t value);

@@ -103,7 +103,8 @@ fn set(options: *mut spvpf_options, name: *const c_char, kind: Kind, value: u32)
 /// `robust_buffer_access2`, `robust_storage_byte_exact`, the quirks
 /// `quirk_nonuniform_array_length`, `quirk_nonuniform_access_per_lane` and
 /// `quirk_robust_vector_components`, and `emulate_raw_access_chains` (`spirv-polyfill targets`
-/// says what each means). The 8/16-bit storage capabilities the target lacks are lowered. An unknown name is `SPVPF_ERROR_UNKNOWN_OPTION`.
+/// says what each means). The 8/16-bit storage capabilities the target lacks are lowered.
+/// An unknown name is `SPVPF_ERROR_UNKNOWN_OPTION`.
 #[no_mangle]
 pub unsafe extern "C" fn spvpf_options_set_bool(options: *mut spvpf_options, name: *const c_char, value: u32) -> spvpf_status {
     set(options, name, Kind::Bool, value)

@@ -284,7 +284,7 @@ unsafe fn rewrite_options(pd: &PhysDev, plans: &Plans, ci: &vk::DeviceCreateInfo
             "vkCreateDevice: device '{name}': the driver checks storage-buffer bounds to the byte (robustBufferAccess2, robustStorageBufferAccessSizeAlignment 1): per-component raw-chain accesses made of one access per component leave their checks to it"
         );
         if o.target.robust_vector_components {
-            log_info!(DEVICE_EMULATION, "vkCreateDevice: device '{name}': the driver checks each component of a vector access on its own: per-component raw-chain accesses of 32-bit vectors leave their checks to it too");
+            log_info!(DEVICE_EMULATION, "vkCreateDevice: device '{name}': the driver checks each component of a vector access on its own: per-component raw-chain accesses of 32/64-bit vectors leave their checks to it too");
         }
     }
     log_debug!(TRACE, "vkCreateDevice: device '{name}': rewrite options {o:?}");

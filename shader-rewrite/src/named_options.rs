@@ -170,7 +170,7 @@ pub const NAMED_OPTIONS: &[NamedOption] = &[
     target_bool!(
         "quirk_robust_vector_components",
         robust_vector_components,
-        "target checks each component of a vector storage-buffer access on its own (lavapipe): with robust_storage_byte_exact, per-component raw-chain accesses of 32-bit components leave their bounds checks to the driver also as whole vectors"
+        "target checks each component of a vector storage-buffer access on its own (lavapipe): with robust_storage_byte_exact, per-component raw-chain accesses of 32/64-bit components leave their bounds checks to the driver also as whole vectors"
     ),
     NamedOption {
         name: "emulate_raw_access_chains",

@@ -59,8 +59,9 @@ pub struct Target {
     /// on its own against the range (gallivm compares every component's index with the range
     /// in components: a load reads 0 for the components outside, a store writes only those
     /// inside), where the Vulkan rules let a driver check a vector access as a whole. The
-    /// raw-chain lowering then leaves the checks of per-component accesses of 32-bit components
-    /// to the driver also where they move as whole vectors (`uvec2`/`uvec4` views):
+    /// raw-chain lowering then leaves the checks of per-component accesses of 32/64-bit
+    /// components to the driver also where they move as whole vectors (`uvec2`/`uvec4` views,
+    /// `u64vec2` with Int64):
     /// [`crate::byte_address::AccessShape::vectors_checked_by_driver`]. Shown on the driver
     /// itself by the `driver_vector_robustness` e2e test.
     pub robust_vector_components: bool,

@@ -130,7 +130,7 @@ pub struct TargetArgs {
     #[arg(long, help_heading = "Target")]
     pub quirk_nonuniform_access_per_lane: bool,
     /// The target checks each component of a vector storage-buffer access on its own
-    /// (lavapipe): per-component raw-chain accesses of 32-bit components leave their bounds
+    /// (lavapipe): per-component raw-chain accesses of 32/64-bit components leave their bounds
     /// checks to it as whole vectors too (with robustBufferAccess2 to the byte)
     #[arg(long, help_heading = "Target")]
     pub quirk_robust_vector_components: bool,

@@ -194,12 +194,12 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, float16: bool, stat
     };
     // An undecorated rounding with no rounding execution mode is the conversion the driver
     // would make natively: on a target with shaderFloat16, that conversion itself.
-    let native = |key: Option<RoundKey>, id: u32| float16 && key.is_some() && !rounding.contains_key(&id) && !rtz_mode;
+    let native = |id: u32| float16 && !rounding.contains_key(&id) && !rtz_mode;
     let mut rounders = Rounders::default();
     for inst in functions.iter().flat_map(|f| f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
         if inst.op == op::F_CONVERT {
             let key = round_key(&b, inst.ops.first().copied().unwrap_or(0), inst.ty, inst.id);
-            if let Some(key) = key.filter(|_| !native(key, inst.id)) {
+            if let Some(key) = key.filter(|_| !native(inst.id)) {
                 rounders.count(key);
             }
         }
@@ -239,7 +239,7 @@ pub(super) fn legalize(m: &mut Module, exact: &HashSet<u32>, float16: bool, stat
                             // No FPRoundingMode: round to nearest even.
                             let key = round_key(&b, src, orig_ty, inst.id);
                             let f = match key {
-                                Some((_, n, _)) if native(key, inst.id) => native_rounding(&mut e, &mut b, src, n),
+                                Some((_, n, _)) if native(inst.id) => native_rounding(&mut e, &mut b, src, n),
                                 Some(key) => rounders.round(&mut e, &mut b, src, key),
                                 None => {
                                     let x = b.global(src).map_or(0, |c| c.ops[0]);
