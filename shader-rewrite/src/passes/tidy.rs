@@ -84,6 +84,19 @@ fn pure_glsl(number: u32) -> bool {
     matches!(number, 2 | 3 | 4 | 38 | 39 | 41 | 42 | 44 | 45 | 58 | 62)
 }
 
+const PACK_HALF_2X16: u32 = 58;
+const UNPACK_HALF_2X16: u32 = 62;
+
+/// The bits `PackHalf2x16(construct)` packs again: where `construct` is (the first component
+/// of an UnpackHalf2x16 of those bits, +0.0). PackHalf2x16 of a value exactly a binary16 one
+/// is its bits (GLSL.std.450: the high half from +0.0 is 0), the bits themselves for NaNs too.
+fn packed_bits(construct: u32, constructs: &HashMap<u32, Ops>, low_halves: &HashMap<u32, u32>, b: Option<&Builder>) -> Option<u32> {
+    let parts = constructs.get(&construct)?;
+    let (&[x, zero], Some(b)) = (&parts[..], b) else { return None };
+    let positive_zero = b.global(zero).is_some_and(|c| c.op == op::CONSTANT && c.ops[..] == [0]);
+    low_halves.get(&x).copied().filter(|_| positive_zero)
+}
+
 /// How an id is decorated: none, NonUniform only, or otherwise (never merged).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Decorated {
@@ -192,7 +205,7 @@ pub(crate) fn tidy(m: &mut Module, o: Options) -> HashSet<u32> {
     cx.glsl_std450 = m.ext_inst_imports.iter().filter(|i| i.ops[..] == GLSL_STD450).map(|i| i.id).collect();
     let mut functions = std::mem::take(&mut m.functions);
     // A builder (for the folded constants) only where there is u32 arithmetic to fold.
-    let foldable = |i: &Inst| cx.u32t != 0 && i.ty == cx.u32t && i.id >= o.first_new && folds(i.op);
+    let foldable = |i: &Inst| cx.u32t != 0 && i.ty == cx.u32t && i.id >= o.first_new && (folds(i.op) || (cx.glsl(i) && i.ops.get(1) == Some(&PACK_HALF_2X16)));
     let any_foldable = functions.iter().flat_map(|f| f.blocks.iter().flat_map(|b| b.insts.iter())).any(foldable);
     let mut b = any_foldable.then(|| Builder::new(m));
     let mut gone = HashSet::default();
@@ -289,6 +302,9 @@ impl Cx {
         // OpAccessChains seen (not InBounds, not decorated but NonUniform): their operands.
         let mut chains: HashMap<u32, Ops> = HashMap::default();
         let mut bitcasts: HashMap<u32, u32> = HashMap::default();
+        // UnpackHalf2x16 results, and their first components: the bits unpacked.
+        let (mut unpacked, mut low_halves): (HashMap<u32, u32>, HashMap<u32, u32>) = Default::default();
+        let mut own: Vec<u32> = vec![];
         for (k, blk) in f.blocks.iter_mut().enumerate() {
             let reachable = cfg.as_ref().is_none_or(|c| c.reachable(k));
             for (n, inst) in blk.insts.iter_mut().enumerate() {
@@ -311,11 +327,14 @@ impl Cx {
                     continue;
                 }
                 let new = inst.id >= self.o.first_new;
-                // Where it is, should it come to be unused: (block + 1, index).
+                // Where it is, should it come to be unused: (block + 1, index). The module's own
+                // pure instructions go only once a removal here takes their last use.
                 let at = (k as u32 + 1, n as u32);
+                s[inst.id as usize].def_at = at;
                 if new {
-                    s[inst.id as usize].def_at = at;
                     removable.push(inst.id);
+                } else {
+                    own.push(inst.id);
                 }
                 // A member of a value just constructed (every constituent a member, but for a
                 // vector built from smaller vectors).
@@ -376,6 +395,27 @@ impl Cx {
                 }
                 if inst.op == op::COMPOSITE_CONSTRUCT {
                     constructs.insert(inst.id, inst.ops.clone());
+                }
+                // binary16 bits unpacked to f32 and packed again (a value loaded from 16-bit
+                // storage, or rounded in integer code, stored to 16-bit storage) are those bits.
+                if self.glsl(inst) && inst.ops.len() == 3 {
+                    match inst.ops[1] {
+                        UNPACK_HALF_2X16 => {
+                            unpacked.insert(inst.id, inst.ops[2]);
+                        }
+                        PACK_HALF_2X16 if new => {
+                            if let (Some(bits), Some(b)) = (packed_bits(inst.ops[2], &constructs, &low_halves, b.as_ref()), b.as_mut()) {
+                                let mask = b.c_u32(0xffff);
+                                *inst = Inst::new(op::BITWISE_AND, inst.ty, inst.id, ops![bits, mask]);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if inst.op == op::COMPOSITE_EXTRACT && inst.ops[1..] == [0] {
+                    if let Some(&bits) = unpacked.get(&inst.ops[0]) {
+                        low_halves.insert(inst.id, bits);
+                    }
                 }
                 if !new {
                     continue;
@@ -450,7 +490,7 @@ impl Cx {
                 }
             }
         }
-        for &id in removable.iter().chain(replaced.iter()) {
+        for &id in removable.iter().chain(replaced.iter()).chain(own.iter()) {
             s[id as usize].def_at = (0, 0);
         }
         for id in replaced {

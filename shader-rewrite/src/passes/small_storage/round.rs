@@ -6,13 +6,11 @@ use super::*;
 
 /// GLSL.std.450 instructions.
 const UMIN: u32 = 38;
-const UMAX: u32 = 41;
 const FABS: u32 = 4;
 const UNPACK_HALF_2X16: u32 = 62;
 
 const OP_U_GREATER_THAN: u32 = 172;
 const OP_U_LESS_THAN: u32 = 176;
-const OP_LOGICAL_OR: u32 = 166;
 const OP_F_ORD_NOT_EQUAL: u32 = 182;
 const OP_F_ORD_GREATER_THAN: u32 = 186;
 
@@ -36,7 +34,8 @@ pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bo
     let rebias = k(b, 112 << 10); // (127 - 15) << 10: f32 exponent bias to f16 bias
 
     // Normal results (|x| ≥ 2^-14): drop 13 mantissa bits, rounding; a carry moves into the
-    // exponent, and past the largest finite value gives infinity (RTE) or stays at 0x7bff (RTZ).
+    // exponent, and past the largest finite value gives infinity (RTE; infinity itself too:
+    // its biased exponent is past that value's) or stays at 0x7bff (RTZ).
     let normal = if rtz {
         let h = e.op(b, op::I_SUB, ut, ops![a13, rebias]);
         let max = k(b, 0x7bff);
@@ -53,8 +52,10 @@ pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bo
         e.op(b, op::EXT_INST, ut, ops![glsl, UMIN, h, inf])
     };
 
-    // Subnormal results (|x| < 2^-14): the 24-bit significand shifted right by 126 - exponent
-    // (clamped to 1..31: larger shifts give 0 either way, and shifts ≥ 32 are undefined).
+    // Subnormal results (|x| < 2^-14): the 24-bit significand shifted right by 126 - exponent,
+    // at most 31 (larger shifts give 0 either way, and shifts ≥ 32 are undefined). Outside
+    // that range (|x| ≥ 0.5: a shift of 0, and below it a wrapped one) the value is
+    // undefined and not selected.
     let c23 = k(b, 23);
     let exp = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![a, c23]);
     let cmant = k(b, 0x7f_ffff);
@@ -63,44 +64,43 @@ pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bo
     let m = e.op(b, op::BITWISE_OR, ut, ops![mant, implicit]);
     let c126 = k(b, 126);
     let s = e.op(b, op::I_SUB, ut, ops![c126, exp]);
-    let (c1, c31) = (k(b, 1), k(b, 31));
+    let c31 = k(b, 31);
     let s = e.op(b, op::EXT_INST, ut, ops![glsl, UMIN, s, c31]);
-    let s = e.op(b, op::EXT_INST, ut, ops![glsl, UMAX, s, c1]);
     let q = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![m, s]);
     let subnormal = if rtz {
         q
     } else {
-        let unit = e.op(b, op::SHIFT_LEFT_LOGICAL, ut, ops![c1, s]);
-        let mask = e.op(b, op::I_SUB, ut, ops![unit, c1]);
-        let rem = e.op(b, op::BITWISE_AND, ut, ops![m, mask]);
-        let s1 = e.op(b, op::I_SUB, ut, ops![s, c1]);
-        let half = e.op(b, op::SHIFT_LEFT_LOGICAL, ut, ops![c1, s1]);
-        let above = e.op(b, OP_U_GREATER_THAN, bt, ops![rem, half]);
-        let tie = e.op(b, op::I_EQUAL, bt, ops![rem, half]);
-        let odd_bit = e.op(b, op::BITWISE_AND, ut, ops![q, c1]);
-        let odd = e.op(b, op::I_EQUAL, bt, ops![odd_bit, c1]);
-        let tie_odd = e.op(b, op::LOGICAL_AND, bt, ops![tie, odd]);
-        let up = e.op(b, OP_LOGICAL_OR, bt, ops![above, tie_odd]);
-        let c0 = k(b, 0);
-        let inc = e.op(b, op::SELECT, ut, ops![up, c1, c0]);
-        e.op(b, op::I_ADD, ut, ops![q, inc])
+        // To nearest even: (m + half − 1 + odd) >> s carries exactly when the remainder is
+        // above half, or half with q odd; half − 1 is 0x7fffffff >> (32 − s).
+        let c1 = k(b, 1);
+        let odd = e.op(b, op::BITWISE_AND, ut, ops![q, c1]);
+        let c32 = k(b, 32);
+        let r = e.op(b, op::I_SUB, ut, ops![c32, s]);
+        let below_half = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![cabs, r]);
+        let t = e.op(b, op::I_ADD, ut, ops![m, below_half]);
+        let t = e.op(b, op::I_ADD, ut, ops![t, odd]);
+        e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![t, s])
     };
 
-    // NaN keeps its top payload bits and becomes quiet; infinity stays infinity.
     let min_normal = k(b, 0x3880_0000);
     let is_sub = e.op(b, OP_U_LESS_THAN, bt, ops![a, min_normal]);
     let finite = e.op(b, op::SELECT, ut, ops![is_sub, subnormal, normal]);
+    // NaN keeps its top payload bits and becomes quiet.
     let cinf32 = k(b, 0x7f80_0000);
     let is_nan = e.op(b, OP_U_GREATER_THAN, bt, ops![a, cinf32]);
-    let is_inf = e.op(b, op::I_EQUAL, bt, ops![a, cinf32]);
     let c3ff = k(b, 0x3ff);
     let payload = e.op(b, op::BITWISE_AND, ut, ops![a13, c3ff]);
     let qnan = k(b, 0x7e00);
     let nan = e.op(b, op::BITWISE_OR, ut, ops![payload, qnan]);
-    let inf16 = k(b, 0x7c00);
-    let special = e.op(b, op::SELECT, ut, ops![is_nan, nan, inf16]);
-    let is_special = e.op(b, OP_LOGICAL_OR, bt, ops![is_nan, is_inf]);
-    let h = e.op(b, op::SELECT, ut, ops![is_special, special, finite]);
+    let h = if rtz {
+        // Toward zero, infinity stays infinity (the normal path saturates at 0x7bff).
+        let is_special = e.op(b, op::U_GREATER_THAN_EQUAL, bt, ops![a, cinf32]);
+        let inf16 = k(b, 0x7c00);
+        let special = e.op(b, op::SELECT, ut, ops![is_nan, nan, inf16]);
+        e.op(b, op::SELECT, ut, ops![is_special, special, finite])
+    } else {
+        e.op(b, op::SELECT, ut, ops![is_nan, nan, finite])
+    };
     e.op(b, op::BITWISE_OR, ut, ops![h, sign])
 }
 
@@ -233,14 +233,12 @@ fn f16_bits_const(x: f32, rtz: bool) -> u16 {
     } else if a < 0x3880_0000 {
         let exp = a >> 23;
         let m = (a & 0x7f_ffff) | 0x80_0000;
-        let s = 126u32.wrapping_sub(exp).clamp(1, 31);
+        let s = 126u32.wrapping_sub(exp).min(31);
         let q = m >> s;
         if rtz {
             q
         } else {
-            let rem = m & ((1 << s) - 1);
-            let half = 1 << (s - 1);
-            q + (rem > half || (rem == half && q & 1 == 1)) as u32
+            (m + (0x7fff_ffff >> (32 - s)) + (q & 1)) >> s
         }
     } else if rtz {
         ((a >> 13) - (112 << 10)).min(0x7bff)
