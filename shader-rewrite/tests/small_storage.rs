@@ -142,6 +142,35 @@ fn input_output_16bit_at_most_twice_the_input_on_lavapipe() {
     assert!(out.words.len() <= 2 * input.len(), "{} -> {} words", input.len(), out.words.len());
 }
 
+/// Issue 24's size target for the 16-bit storage module on a Vulkan 1.0 target (no 16-bit
+/// storage, no shaderFloat16): its rounding is integer code, and the value it rounds is stored
+/// as the bits it made (no UnpackHalf2x16 of them packed again), within twice the input.
+#[test]
+fn storage_16bit_at_most_twice_the_input_on_a_core_target() {
+    let input = assemble(SSBO_F16_NO_ARITH, "vulkan1.1");
+    let out = rewrite(&input, &core()).unwrap();
+    assert_eq!(out.stats.rounded_conversions, 1);
+    assert!(out.words.len() <= 2 * input.len(), "{} -> {} words", input.len(), out.words.len());
+    let dis = disassemble(&out.words);
+    // Four loads unpack their halves; the rounded value is never unpacked, nor packed.
+    assert_eq!((dis.matches("UnpackHalf2x16").count(), dis.matches(" PackHalf2x16").count()), (4, 0), "{dis}");
+}
+
+/// A 16-bit value loaded and stored again keeps its bits (NaN payloads too): the stored word is
+/// the loaded half, masked, not PackHalf2x16 of its f32 value.
+#[test]
+fn f16_copied_between_buffers_keeps_its_bits() {
+    let text = SSBO_F16_NO_ARITH.replace(
+        "%ef = OpFConvert %f32 %e\n%e2 = OpFMul %f32 %ef %ef\n%eh = OpFConvert %h %e2\nOpStore %p4 %eh",
+        "OpStore %p0 %e",
+    );
+    assert_ne!(text, SSBO_F16_NO_ARITH);
+    let (dis, stats) = lower(&text, "vulkan1.1", &core());
+    assert_eq!(stats.rounded_conversions, 0, "{stats}");
+    assert!(!dis.contains(" PackHalf2x16"), "{dis}");
+    assert_eq!((dis.matches("OpAtomicAnd").count(), dis.matches("OpAtomicOr").count()), (1, 1), "{dis}");
+}
+
 /// An undecorated conversion under a 16-bit RoundingModeRTZ execution mode
 /// (SPV_KHR_float_controls) rounds toward zero: the integer code saturates at 0x7bff, the
 /// largest finite binary16, where rounding to nearest goes to infinity (0x7c00).
