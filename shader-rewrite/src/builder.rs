@@ -439,7 +439,6 @@ impl<'m> Builder<'m> {
         }))
     }
     pub fn decorate(&mut self, target: u32, decoration: u32, literals: &[u32]) {
-        if decoration == deco::NON_UNIFORM && std::env::var_os("XX_NO_NONUNIFORM").is_some() { return; }
         if let Some(v) = self.decorated.get_mut() {
             if let Err(at) = v.binary_search(&(target, decoration)) {
                 v.insert(at, (target, decoration));
