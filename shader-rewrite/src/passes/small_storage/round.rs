@@ -10,6 +10,7 @@ const FABS: u32 = 4;
 const UNPACK_HALF_2X16: u32 = 62;
 
 const OP_U_GREATER_THAN: u32 = 172;
+const OP_BITWISE_XOR: u32 = 198;
 const OP_U_LESS_THAN: u32 = 176;
 const OP_F_ORD_NOT_EQUAL: u32 = 182;
 const OP_F_ORD_GREATER_THAN: u32 = 186;
@@ -24,14 +25,25 @@ pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bo
     let glsl = b.glsl_std450();
     let k = |b: &mut Builder, v: u32| b.c_u32_splat(v, n);
     let bits = e.op(b, op::BITCAST, ut, ops![x]);
-    let (c16, c8000) = (k(b, 16), k(b, 0x8000));
-    let hi = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![bits, c16]);
-    let sign = e.op(b, op::BITWISE_AND, ut, ops![hi, c8000]);
     let cabs = k(b, 0x7fff_ffff);
     let a = e.op(b, op::BITWISE_AND, ut, ops![bits, cabs]);
+    // The sign bit alone, moved to binary16's bit 15.
+    let sign_bit = e.op(b, OP_BITWISE_XOR, ut, ops![bits, a]);
+    let c16 = k(b, 16);
+    let sign = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![sign_bit, c16]);
     let c13 = k(b, 13);
     let a13 = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![a, c13]);
     let rebias = k(b, 112 << 10); // (127 - 15) << 10: f32 exponent bias to f16 bias
+    // `x >> shift` rounded to nearest even, given `q = x >> shift` and `below_half` = half the
+    // unit of the shift less one: `(x + half − 1 + odd(q)) >> shift` carries exactly when the
+    // bits shifted out are above half, or half with `q` odd (no overflow: `x` < 2^31 here).
+    let shift_to_nearest_even = |e: &mut Emitter, b: &mut Builder, x: u32, q: u32, below_half: u32, shift: u32| {
+        let one = k(b, 1);
+        let odd = e.op(b, op::BITWISE_AND, ut, ops![q, one]);
+        let t = e.op(b, op::I_ADD, ut, ops![x, below_half]);
+        let t = e.op(b, op::I_ADD, ut, ops![t, odd]);
+        e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![t, shift])
+    };
 
     // Normal results (|x| ≥ 2^-14): drop 13 mantissa bits, rounding; a carry moves into the
     // exponent, and past the largest finite value gives infinity (RTE; infinity itself too:
@@ -41,12 +53,8 @@ pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bo
         let max = k(b, 0x7bff);
         e.op(b, op::EXT_INST, ut, ops![glsl, UMIN, h, max])
     } else {
-        let one = k(b, 1);
-        let lsb = e.op(b, op::BITWISE_AND, ut, ops![a13, one]);
         let cfff = k(b, 0xfff);
-        let t = e.op(b, op::I_ADD, ut, ops![a, cfff]);
-        let t = e.op(b, op::I_ADD, ut, ops![t, lsb]);
-        let t = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![t, c13]);
+        let t = shift_to_nearest_even(e, b, a, a13, cfff, c13);
         let h = e.op(b, op::I_SUB, ut, ops![t, rebias]);
         let inf = k(b, 0x7c00);
         e.op(b, op::EXT_INST, ut, ops![glsl, UMIN, h, inf])
@@ -70,16 +78,11 @@ pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bo
     let subnormal = if rtz {
         q
     } else {
-        // To nearest even: (m + half − 1 + odd) >> s carries exactly when the remainder is
-        // above half, or half with q odd; half − 1 is 0x7fffffff >> (32 − s).
-        let c1 = k(b, 1);
-        let odd = e.op(b, op::BITWISE_AND, ut, ops![q, c1]);
+        // half − 1 = 0x7fffffff >> (32 − s).
         let c32 = k(b, 32);
         let r = e.op(b, op::I_SUB, ut, ops![c32, s]);
         let below_half = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![cabs, r]);
-        let t = e.op(b, op::I_ADD, ut, ops![m, below_half]);
-        let t = e.op(b, op::I_ADD, ut, ops![t, odd]);
-        e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![t, s])
+        shift_to_nearest_even(e, b, m, q, below_half, s)
     };
 
     let min_normal = k(b, 0x3880_0000);
@@ -224,8 +227,8 @@ pub(super) fn f32_round_to_odd(e: &mut Emitter, b: &mut Builder, d: u32, n: u32)
 /// are rounded at rewrite time, and the unit tests hold it to IEEE 754.
 fn f16_bits_const(x: f32, rtz: bool) -> u16 {
     let bits = x.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
     let a = bits & 0x7fff_ffff;
+    let sign = ((bits ^ a) >> 16) as u16;
     let h = if a > 0x7f80_0000 {
         0x7e00 | ((a >> 13) & 0x3ff)
     } else if a == 0x7f80_0000 {
