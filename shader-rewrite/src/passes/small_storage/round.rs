@@ -61,9 +61,9 @@ pub(super) fn f16_bits(e: &mut Emitter, b: &mut Builder, x: u32, n: u32, rtz: bo
     };
 
     // Subnormal results (|x| < 2^-14): the 24-bit significand shifted right by 126 - exponent,
-    // at most 31 (larger shifts give 0 either way, and shifts ≥ 32 are undefined). Outside
-    // that range (|x| ≥ 0.5: a shift of 0, and below it a wrapped one) the value is
-    // undefined and not selected.
+    // at most 31 (larger shifts give 0 either way, and shifts ≥ 32 are undefined). Where
+    // |x| ≥ 0.5 (a shift of 0, whose half − 1 below shifts by 32; past it 126 − exponent wraps
+    // and is clamped) the value is undefined, and only normal results are selected there.
     let c23 = k(b, 23);
     let exp = e.op(b, op::SHIFT_RIGHT_LOGICAL, ut, ops![a, c23]);
     let cmant = k(b, 0x7f_ffff);
