@@ -67,29 +67,45 @@ pub(super) struct Roots {
     pub reused: HashMap<u32, u32>,
 }
 
-/// Where a pointer points: a root class and the access-chain steps from it (constant indices
-/// by value, others by id; OpPtrAccessChain's Element step marked).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Place {
-    root: Key,
-    steps: Vec<(bool, Result<u64, u32>)>,
+/// Where pointers point, interned: a place is a root class and the access-chain steps from it
+/// (constant indices by value, others by id; OpPtrAccessChain's Element step marked), and two
+/// pointers to equal places get the same place number.
+#[derive(Default)]
+struct Places {
+    keys: HashMap<Key, u32>,
+    ids: HashMap<Step, u32>,
 }
 
-impl Place {
-    /// The place `inst` (a step from this place) points to.
-    fn then(&self, cx: &Cx, inst: &Inst) -> Place {
-        let mut p = self.clone();
+/// A place: a root (its key's number), or one step from another place.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Step {
+    Root(u32),
+    Index { from: u32, element: bool, index: Result<u64, u32> },
+}
+
+impl Places {
+    fn intern(&mut self, step: Step) -> u32 {
+        let n = self.ids.len() as u32;
+        *self.ids.entry(step).or_insert(n)
+    }
+
+    /// The place of a root whose class key is `key`.
+    fn root(&mut self, key: Key) -> u32 {
+        let n = self.keys.len() as u32;
+        let k = *self.keys.entry(key).or_insert(n);
+        self.intern(Step::Root(k))
+    }
+
+    /// The place `inst` (a step from place `from`) points to.
+    fn then(&mut self, cx: &Cx, from: u32, inst: &Inst) -> u32 {
         let element = matches!(inst.op, op::PTR_ACCESS_CHAIN | op::IN_BOUNDS_PTR_ACCESS_CHAIN);
         let indices = if matches!(inst.op, op::COPY_OBJECT | op::BITCAST) { &[][..] } else { &inst.ops[1..] };
-        for (k, &i) in indices.iter().enumerate() {
-            p.steps.push((element && k == 0, cx.b.const_value(i).ok_or(i)));
-        }
-        p
+        indices.iter().enumerate().fold(from, |from, (k, &i)| self.intern(Step::Index { from, element: element && k == 0, index: cx.b.const_value(i).ok_or(i) }))
     }
 }
 
 /// Loads still valid: (place, loaded type) → the load.
-type Available = HashMap<(Place, u32), u32>;
+type Available = HashMap<(u32, u32), u32>;
 
 /// Memory operands a load may carry and still be reused: none, Aligned, Nontemporal (not
 /// Volatile, not the availability/visibility ones).
@@ -128,9 +144,10 @@ impl Cx<'_, '_> {
         let mut defs: HashMap<u32, &Inst> = HashMap::with_capacity_and_hasher(insts, Default::default());
         let mut accesses: Vec<(usize, usize, u32)> = vec![]; // (block, index, pointer)
         // Where each pointer points: its root's key and the steps from it.
-        let mut places: HashMap<u32, Place> = HashMap::default();
+        let mut interned = Places::default();
+        let mut places: HashMap<u32, u32> = HashMap::default();
         for p in f.params.iter().filter(|p| self.ptrs.contains_key(&p.ty)) {
-            places.insert(p.id, Place { root: Key::Value(p.id), steps: vec![] });
+            places.insert(p.id, interned.root(Key::Value(p.id)));
         }
         // Loads of physical memory each block ends with, still valid (no write since).
         let mut exits: Vec<Option<Available>> = vec![None; f.blocks.len()];
@@ -146,7 +163,7 @@ impl Cx<'_, '_> {
                 if inst.op == op::LOAD && self.phys(inst.ops[0]).is_some() && reusable(&inst.ops[1..]) {
                     // A load of what an earlier load of the same place read, with no write in
                     // between on any path: the same value (a concurrent write would race).
-                    let key = places.get(&inst.ops[0]).map(|p| (p.clone(), inst.ty));
+                    let key = places.get(&inst.ops[0]).map(|&p| (p, inst.ty));
                     match key.as_ref().and_then(|key| avail.get(key)) {
                         Some(&earlier) => {
                             reused.insert(inst.id, earlier);
@@ -161,12 +178,12 @@ impl Cx<'_, '_> {
                 }
                 if self.ptrs.contains_key(&inst.ty) {
                     let (root, place) = if let Some(&earlier) = reused.get(&inst.id) {
-                        (self.root(&root_of, earlier), places.get(&earlier).cloned())
+                        (self.root(&root_of, earlier), places.get(&earlier).copied())
                     } else if derived {
                         let base = inst.ops[0];
-                        (self.root(&root_of, base), places.get(&base).map(|p| p.then(self, inst)))
+                        (self.root(&root_of, base), places.get(&base).map(|&p| interned.then(self, p, inst)))
                     } else {
-                        (inst.id, Some(Place { root: self.key(inst.id, &defs), steps: vec![] }))
+                        (inst.id, Some(interned.root(self.key(inst.id, &defs))))
                     };
                     root_of.insert(inst.id, root);
                     places.extend(place.map(|p| (inst.id, p)));
