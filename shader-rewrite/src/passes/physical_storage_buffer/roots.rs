@@ -104,6 +104,13 @@ impl Places {
     }
 }
 
+/// Function-local definitions by id: (block, instruction).
+type Defs<'a> = Vec<Option<(usize, &'a Inst)>>;
+
+fn def<'a>(defs: &Defs<'a>, id: u32) -> Option<&'a Inst> {
+    defs.get(id as usize).copied().flatten().map(|(_, i)| i)
+}
+
 /// Loads still valid: (place, loaded type) → the load.
 type Available = HashMap<(u32, u32), u32>;
 
@@ -138,10 +145,9 @@ impl Cx<'_, '_> {
         for p in f.params.iter().filter(|p| self.ptrs.contains_key(&p.ty)) {
             root_of.insert(p.id, p.id);
         }
-        // Definitions of function-local ids (for the push-constant keys), sized once (growing
-        // it an insert at a time was a good part of this analysis).
-        let insts: usize = f.blocks.iter().map(|b| b.insts.len()).sum();
-        let mut defs: HashMap<u32, &Inst> = HashMap::with_capacity_and_hasher(insts, Default::default());
+        // Definitions of function-local ids and their blocks (for the push-constant keys and
+        // where a class's value is defined), by id: one table, no hashing.
+        let mut defs: Defs = vec![None; self.b.m.header[3] as usize];
         let mut accesses: Vec<(usize, usize, u32)> = vec![]; // (block, index, pointer)
         // Where each pointer points: its root's key and the steps from it.
         let mut interned = Places::default();
@@ -155,8 +161,8 @@ impl Cx<'_, '_> {
         for (k, blk) in f.blocks.iter().enumerate() {
             let mut avail = self.available_at(&cfg, k, &exits);
             for (n, inst) in blk.insts.iter().enumerate() {
-                if inst.id != 0 {
-                    defs.insert(inst.id, inst);
+                if let Some(d) = defs.get_mut(inst.id as usize).filter(|_| inst.id != 0) {
+                    *d = Some((k, inst));
                 }
                 let derived = derives(inst.op) && self.ptrs.contains_key(&inst.ty) && inst.ops.first().is_some_and(|&b| self.phys(b).is_some());
                 let mut access = true;
@@ -211,8 +217,6 @@ impl Cx<'_, '_> {
         let mut class_of: HashMap<u32, usize> = HashMap::default();
         let mut first: Vec<Option<(usize, usize)>> = vec![];
         let mut def_block: Vec<Option<usize>> = vec![];
-        let mut block_of: HashMap<u32, usize> = HashMap::with_capacity_and_hasher(insts, Default::default());
-        block_of.extend(f.blocks.iter().enumerate().flat_map(|(k, b)| b.insts.iter().filter(|i| i.id != 0).map(move |i| (i.id, k))));
         for &(k, n, ptr) in &accesses {
             if !cfg.reachable(k) {
                 continue;
@@ -224,7 +228,7 @@ impl Cx<'_, '_> {
                     Key::PushConstant(..) => (self.push_constant_source(root, &defs), true, None),
                     Key::Global(g) => (Source::Id(*g), true, None),
                     // A parameter is defined before the entry block's first instruction.
-                    Key::Value(v) => (Source::Id(*v), false, Some(block_of.get(v).copied().unwrap_or(0))),
+                    Key::Value(v) => (Source::Id(*v), false, Some(defs.get(*v as usize).copied().flatten().map_or(0, |(k, _)| k))),
                 };
                 classes.push(Class { source, uniform });
                 first.push(None);
@@ -310,7 +314,7 @@ impl Cx<'_, '_> {
     }
 
     /// The class key of root `root`.
-    fn key(&self, root: u32, defs: &HashMap<u32, &Inst>) -> Key {
+    fn key(&self, root: u32, defs: &Defs) -> Key {
         if self.global_values.contains_key(&root) || self.b.global(root).is_some() {
             return Key::Global(root);
         }
@@ -319,10 +323,10 @@ impl Cx<'_, '_> {
 
     /// `root` loaded from a push constant at constant indices (then converted to a pointer):
     /// its key.
-    fn push_constant_key(&self, root: u32, defs: &HashMap<u32, &Inst>) -> Option<Key> {
+    fn push_constant_key(&self, root: u32, defs: &Defs) -> Option<Key> {
         let (load, _) = self.push_constant_load(root, defs)?;
         let p = load.ops[0];
-        match defs.get(&p) {
+        match def(defs, p) {
             None => Some(Key::PushConstant(p, vec![])),
             Some(chain) => {
                 let indices = chain.ops[1..].iter().map(|&i| self.b.const_value(i)).collect::<Option<Vec<u64>>>()?;
@@ -334,18 +338,18 @@ impl Cx<'_, '_> {
     /// The OpLoad from push-constant memory that `root` is (or converts), and whether it is
     /// converted; only loads through the variable or an OpAccessChain of it with constant
     /// indices and no memory operands.
-    fn push_constant_load<'d>(&self, root: u32, defs: &HashMap<u32, &'d Inst>) -> Option<(&'d Inst, bool)> {
-        let inst = *defs.get(&root)?;
+    fn push_constant_load<'d>(&self, root: u32, defs: &Defs<'d>) -> Option<(&'d Inst, bool)> {
+        let inst = def(defs, root)?;
         let (load, converted) = match inst.op {
             op::LOAD => (inst, false),
-            op::CONVERT_U_TO_PTR | op::BITCAST => (*defs.get(&inst.ops[0]).filter(|l| l.op == op::LOAD)?, true),
+            op::CONVERT_U_TO_PTR | op::BITCAST => (def(defs, inst.ops[0]).filter(|l| l.op == op::LOAD)?, true),
             _ => return None,
         };
         if load.ops.len() != 1 {
             return None;
         }
         let p = load.ops[0];
-        let var = match defs.get(&p) {
+        let var = match def(defs, p) {
             None => p,
             Some(chain) if chain.op == op::ACCESS_CHAIN && chain.ops[1..].iter().all(|&i| self.b.const_value(i).is_some()) => chain.ops[0],
             Some(_) => return None,
@@ -354,9 +358,9 @@ impl Cx<'_, '_> {
         Some((load, converted))
     }
 
-    fn push_constant_source(&self, root: u32, defs: &HashMap<u32, &Inst>) -> Source {
+    fn push_constant_source(&self, root: u32, defs: &Defs) -> Source {
         let (load, _) = self.push_constant_load(root, defs).expect("a push-constant key");
-        let chain = defs.get(&load.ops[0]).map(|c| (*c).clone());
+        let chain = def(defs, load.ops[0]).cloned();
         let var = chain.as_ref().map_or(load.ops[0], |c| c.ops[0]);
         Source::PushConstant { chain, var, loaded_ty: load.ty }
     }
