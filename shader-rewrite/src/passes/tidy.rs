@@ -204,7 +204,8 @@ pub(crate) fn tidy(m: &mut Module, o: Options) -> HashSet<u32> {
     const GLSL_STD450: [u32; 4] = [0x4c53_4c47, 0x6474_732e, 0x3035_342e, 0];
     cx.glsl_std450 = m.ext_inst_imports.iter().filter(|i| i.ops[..] == GLSL_STD450).map(|i| i.id).collect();
     let mut functions = std::mem::take(&mut m.functions);
-    // A builder (for the folded constants) only where there is u32 arithmetic to fold.
+    // A builder (for the folded constants, and the mask of packed bits) only where there is
+    // u32 arithmetic to fold or a PackHalf2x16 to undo.
     let foldable = |i: &Inst| cx.u32t != 0 && i.ty == cx.u32t && i.id >= o.first_new && (folds(i.op) || (cx.glsl(i) && i.ops.get(1) == Some(&PACK_HALF_2X16)));
     let any_foldable = functions.iter().flat_map(|f| f.blocks.iter().flat_map(|b| b.insts.iter())).any(foldable);
     let mut b = any_foldable.then(|| Builder::new(m));
