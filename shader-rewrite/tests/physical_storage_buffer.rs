@@ -459,6 +459,33 @@ fn matrices_and_arrays() {
     assert_eq!((stats.physical_loads, stats.physical_stores), (4, 4), "{stats:?}");
 }
 
+/// A matrix's layout (MatrixStride, RowMajor) decorates the struct member that holds it, so
+/// the lowering follows it along access chains; where no chain from a struct leads to the
+/// matrix (a pointer to the matrix made from an integer) or a chained pointer into a matrix
+/// leaves as a value (here through a function call) it refuses, rather than guess a stride.
+/// (That the accesses along chains use the member's layout is run and compared with the
+/// driver's in the e2e test `buffer_device_address::matrices_through_chains`.)
+#[test]
+fn matrices_without_a_known_layout_are_an_error() {
+    let decorations = "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 0 ColMajor\nOpMemberDecorate %S 0 MatrixStride 16";
+    let types = "%v4 = OpTypeVector %float 4\n%m4 = OpTypeMatrix %v4 4\n%S = OpTypeStruct %m4\n\
+                 %pS = OpTypePointer PhysicalStorageBuffer %S\n%pm4 = OpTypePointer PhysicalStorageBuffer %m4\n";
+    let from_integer = module(&[], decorations, &format!("{types}{MAIN_X}%m = OpConvertUToPtr %pm4 %x\n%v = OpLoad %m4 %m Aligned 16\nOpReturn\nOpFunctionEnd\n"));
+    let e = error(&from_integer);
+    assert!(matches!(&e, RewriteError::Unsupported { reason, .. } if reason.contains("MatrixStride")), "{e}");
+    let through_a_call = module(
+        &[],
+        decorations,
+        &format!(
+            "{types}%fm = OpTypeFunction %void %pm4\n\
+             %use = OpFunction %void None %fm\n%q = OpFunctionParameter %pm4\n%ul = OpLabel\n%w = OpLoad %m4 %q Aligned 16\nOpReturn\nOpFunctionEnd\n\
+             {MAIN_X}%p = OpConvertUToPtr %pS %x\n%m = OpAccessChain %pm4 %p %i0\n%r = OpFunctionCall %void %use %m\nOpReturn\nOpFunctionEnd\n"
+        ),
+    );
+    let e = error(&through_a_call);
+    assert!(matches!(&e, RewriteError::Unsupported { reason, .. } if reason.contains("MatrixStride")), "{e}");
+}
+
 /// A 16-bit float loaded through a pointer in a module with Float16 is made from the loaded bits
 /// and comes back from the helper as itself: no f32 round trip (UnpackHalf2x16 and OpFConvert
 /// may quiet or canonicalize NaN payloads), with the lowering's checks and without.

@@ -394,6 +394,72 @@ pub const ELEMENTS: &[Element] = &[
     },
 ];
 
+/// A matrix in a struct reached through access chains into it, as glslang writes `s.m`,
+/// `s.m[1]` and `s.m[1][2]` on a buffer reference: `T = { uint pad; mat m; mat n; }` (3 columns
+/// of 3 components of `float_bits`, column- or row-major, MatrixStride `stride`) in arrays
+/// `%src` and `%dst` (push constants); per invocation `i`:
+/// - `dst[i].m = src[i].m` through pointers to the matrices,
+/// - `dst[i].n[0] = src[i].m[1]` through pointers to the columns, made by chains on those
+///   matrix pointers (a row-major column's components are MatrixStride apart),
+/// - `dst[i].pad = bits of float(src[i].m[1][2])` through a chain on the column pointer (on
+///   the matrix pointer for a row-major matrix).
+///
+/// Only the chains say how the matrix is laid out (MatrixStride and RowMajor decorate the
+/// struct member, not the pointer types).
+pub fn matrix_chains(row_major: bool, float_bits: u32) -> Vec<u32> {
+    let (f, v, comp, caps): (&str, &str, u32, &[&str]) = if float_bits == 16 { ("%f16", "%v3h", 2, SIXTEEN_BIT) } else { ("%f32", "%v3f", 4, &[]) };
+    // Vulkan's base alignment of a vector of 3 (a column, or a row-major matrix's row: 3
+    // columns): 4 components.
+    let stride = 4 * comp;
+    let size = 3 * stride;
+    let (m_off, n_off) = (stride.max(4), stride.max(4) + size);
+    let element = n_off + size;
+    let major = if row_major { "RowMajor" } else { "ColMajor" };
+    let (a, col_align) = (stride, if row_major { comp } else { stride });
+    let m = base(caps)
+        .decorate(&format!(
+            "OpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 1 Offset {m_off}\nOpMemberDecorate %T 1 {major}\nOpMemberDecorate %T 1 MatrixStride {stride}\n\
+             OpMemberDecorate %T 2 Offset {n_off}\nOpMemberDecorate %T 2 {major}\nOpMemberDecorate %T 2 MatrixStride {stride}\n\
+             OpDecorate %arrT ArrayStride {element}\nOpDecorate %BufT Block\nOpMemberDecorate %BufT 0 Offset 0"
+        ))
+        .globals(&format!(
+            "%mat = OpTypeMatrix {v} 3\n%T = OpTypeStruct %u32 %mat %mat\n%arrT = OpTypeRuntimeArray %T\n%BufT = OpTypeStruct %arrT\n\
+             %pbufT = OpTypePointer PhysicalStorageBuffer %BufT\n%pmat = OpTypePointer PhysicalStorageBuffer %mat\n\
+             %pcol = OpTypePointer PhysicalStorageBuffer {v}\n%pcomp = OpTypePointer PhysicalStorageBuffer {f}"
+        ));
+    // 16-bit storage allows conversions, not bitcasts, of 16-bit values (exact for f16 → f32).
+    let widen = if float_bits == 16 { "%xf = OpFConvert %f32 %x\n%xw = OpBitcast %u32 %xf" } else { "%xw = OpBitcast %u32 %x" };
+    // VUID-StandaloneSpirv-PhysicalStorageBuffer64-04709: a chain into a row-major matrix is
+    // only a load's or store's pointer; a component of its column is chained from the matrix.
+    let component = if row_major { "%sm %c1 %c2" } else { "%scol %c2" };
+    compute(
+        push_constants(m, &["%pbufT", "%pbufT"]),
+        &format!(
+            "{}%sm = OpAccessChain %pmat %src %c0 %gx %c1
+%mv = OpLoad %mat %sm Aligned {a}
+%dm = OpAccessChain %pmat %dst %c0 %gx %c1
+OpStore %dm %mv Aligned {a}
+%scol = OpAccessChain %pcol %sm %c1
+%col = OpLoad {v} %scol Aligned {col_align}
+%dn = OpAccessChain %pmat %dst %c0 %gx %c2
+%dcol = OpAccessChain %pcol %dn %c0
+OpStore %dcol %col Aligned {col_align}
+%sx = OpAccessChain %pcomp {component}
+%x = OpLoad {f} %sx Aligned {comp}
+{widen}
+%dpad = OpAccessChain %pg_u32 %dst %c0 %gx %c0
+OpStore %dpad %xw Aligned 4",
+            push_loads(0, &[("src", "%pbufT"), ("dst", "%pbufT")])
+        ),
+    )
+}
+
+/// The bytes of one [`matrix_chains`] array element (`T`).
+pub fn matrix_chains_element(float_bits: u32) -> u32 {
+    let stride = 4 * float_bits / 8;
+    stride.max(4) + 6 * stride
+}
+
 /// `out[0] += i` by every invocation (OpAtomicIAdd through a pointer, device scope), and
 /// `out[1 + i] = i` through OpPtrAccessChain on a pointer to `out[1]` (the pointer type's
 /// ArrayStride 4).

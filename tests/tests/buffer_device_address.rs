@@ -11,7 +11,7 @@ use polyfill_e2e::bytes;
 use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
-    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, graphics_fs, graphics_vs, linked_list, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
+    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, graphics_fs, graphics_vs, linked_list, matrix_chains, matrix_chains_element, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
 };
 use polyfill_e2e::tools::has_opcode;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
@@ -531,6 +531,7 @@ both_targets! {
     window_past_the_end => window_device_target, window_core_target;
     struct_of_pointers_in_device_memory => struct_of_pointers_device_target, struct_of_pointers_core_target;
     shader_object_through_pointers => shader_object_device_target, shader_object_core_target;
+    matrices_through_chains => matrices_device_target, matrices_core_target;
 }
 
 /// Whole-element copies of every [`ELEMENTS`] type (vectors, 8/16/64-bit scalars, f64, structs,
@@ -552,6 +553,28 @@ fn element_sweep(target: &str) {
         // length counted in the one 8/16-byte unit every access is must still be its bytes.
         let checked = forced_with(&format!("{name}-checked"), target, &copy_elements(e), &job, options("force").pipeline_robustness(true));
         assert_eq!(checked, want, "{}: emulated with the lowering's checks vs native", e.name);
+    }
+}
+
+/// Matrices, their columns and their components through access chains into the struct that
+/// holds them ([`matrix_chains`]: column- and row-major, 32- and 16-bit floats), native vs
+/// forced, byte for byte: the accesses must use the member's MatrixStride and RowMajor, which
+/// only the chain carries.
+fn matrices_through_chains(target: &str) {
+    for (row_major, bits) in [(false, 32), (true, 32), (false, 16), (true, 16)] {
+        let n = 64 * matrix_chains_element(bits) as usize;
+        let input: Vec<u8> = (0..n).map(|i| ((i * 37 + 11) % 251) as u8 & 0x3f).collect();
+        let job = ComputeJob { buffers: vec![BufferSpec::device_address(0, input), BufferSpec::device_address(8, vec![0; n])], ..Default::default() };
+        let what = format!("{}-major f{bits}", if row_major { "row" } else { "column" });
+        let name = format!("matrix-chains-{}-{bits}", if row_major { "row" } else { "col" });
+        let (want, got) = native_and_forced(&name, target, &matrix_chains(row_major, bits), &job);
+        assert!(want[1].iter().any(|b| *b != 0), "{what}: the native shader wrote");
+        let element = matrix_chains_element(bits) as usize;
+        if let Some(at) = (0..n).find(|&k| got[1][k] != want[1][k]) {
+            let e = at - at % element;
+            panic!("{what}: emulated vs native differ first at byte {at} (element {}, byte {} of it): {:?} vs {:?}", e / element, at - e, &got[1][e..e + element], &want[1][e..e + element]);
+        }
+        assert_eq!(got, want, "{what}: emulated vs native");
     }
 }
 

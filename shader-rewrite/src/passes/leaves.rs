@@ -64,6 +64,7 @@ impl Cursor {
             op::TYPE_MATRIX => {
                 let col = t.ops[0];
                 let comp = b.scalar_vec(col).map_or(4, |v| v.width / 8);
+                no_matrix_stride(self.mat, self.ty, inst)?;
                 if self.mat.row_major {
                     self.advance(e, b, Some(idx), idx_ty, comp);
                     self.comp_stride = self.mat.stride;
@@ -322,6 +323,7 @@ impl<'l> Splitter<'l> {
                     return Err(RewriteError::malformed(0, format!("{}: matrix type %{ty} has {columns} columns", describe(inst))));
                 }
                 let comp = b.scalar_vec(t.ops[0]).map_or(4, |v| v.width / 8);
+                no_matrix_stride(mat, ty, inst)?;
                 (0..columns)
                     .map(|j| {
                         Ok(if mat.row_major {
@@ -337,13 +339,24 @@ impl<'l> Splitter<'l> {
     }
 }
 
-/// Offset `off + c` and its alignment.
+/// A matrix in memory is laid out by the MatrixStride (and RowMajor) of the struct member that
+/// holds it, or holds the array of matrices it is in (SPIR-V spec 2.16.2, Vulkan "Offset and
+/// Stride Assignment"); a matrix reached without one (through a pointer to the matrix itself)
+/// has no layout the lowering can follow: an error, not columns at a guessed stride.
+fn no_matrix_stride(mat: MatrixLayout, ty: u32, inst: &Inst) -> Result<(), RewriteError> {
+    if mat.stride != 0 {
+        return Ok(());
+    }
+    Err(RewriteError::unsupported(describe(inst), format!("accesses matrix %{ty} without a MatrixStride (none on a struct member along its access chain)")))
+}
+
 /// `k × stride` bytes, the offset of part `k`. Offsets are 32-bit: a layout (ArrayStride,
 /// MatrixStride) that puts a part past 4 GiB is refused, not wrapped.
 fn scaled(k: u32, stride: u32, inst: &Inst) -> Result<u32, RewriteError> {
     k.checked_mul(stride).ok_or_else(|| RewriteError::unsupported(describe(inst), format!("its explicit layout puts part {k} at {k} × {stride} bytes, past the 4 GiB the lowering addresses")))
 }
 
+/// Offset `off + c` and its alignment.
 fn at(e: &mut Emitter, b: &mut Builder, off: u32, align: u32, c: u32) -> (u32, u32) {
     if c == 0 {
         return (off, align);

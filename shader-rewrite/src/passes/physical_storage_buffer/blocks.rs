@@ -11,6 +11,7 @@ impl Cx<'_, '_> {
     pub(super) fn lower_blocks(&mut self, f: &mut Function) -> Result<(), RewriteError> {
         self.roots = self.analyze(f);
         self.deltas.clear();
+        self.shapes.clear();
         self.records.clear();
         for blk in f.blocks.iter_mut() {
             let mut e = Emitter::with_capacity(blk.label, blk.insts.len() + 4);

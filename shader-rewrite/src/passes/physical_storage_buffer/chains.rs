@@ -19,6 +19,7 @@ impl Cx<'_, '_> {
         let mut scratch = Emitter::new(0);
         let mut cur = Cursor::at_start(self.b, p.pointee, 16);
         cur.off = base_delta;
+        (cur.mat, cur.comp_stride) = self.shape(base);
         let mut indices = if matches!(inst.op, op::COPY_OBJECT | op::BITCAST) { &[][..] } else { &inst.ops[1..] };
         if matches!(inst.op, op::PTR_ACCESS_CHAIN | op::IN_BOUNDS_PTR_ACCESS_CHAIN) {
             let element = *indices.first().ok_or_else(|| RewriteError::malformed(0, format!("{}: no Element operand", describe(inst))))?;
@@ -33,6 +34,19 @@ impl Cx<'_, '_> {
         }
         let delta = fold_constants(self.b, e, scratch.take_insts(), cur.off);
         self.deltas.insert(inst.id, delta);
+        let shape = (cur.mat, cur.comp_stride);
+        if shape != Shape::default() {
+            // Only this chain knows the layout (SPIR-V puts MatrixStride and RowMajor on the
+            // struct member, not on the pointer type): a pointer that leaves it as a value (a
+            // phi, a call, memory, an integer) would reach its accesses without it.
+            if self.roots.needs_value.contains(&inst.id) {
+                return Err(RewriteError::unsupported(
+                    describe(inst),
+                    "a pointer into a matrix (or a row-major matrix's column) used as a value: the lowering knows a matrix's MatrixStride and RowMajor only along the access chains from its struct",
+                ));
+            }
+            self.shapes.insert(inst.id, shape);
+        }
         if self.roots.needs_value.contains(&inst.id) {
             let root = self.roots.root_of.get(&inst.id).copied().unwrap_or(base);
             if self.b.const_value(delta) == Some(0) {
@@ -47,6 +61,12 @@ impl Cx<'_, '_> {
             self.stats.physical_chains += 1;
         }
         Ok(())
+    }
+
+    /// The matrix layout and component stride of what pointer `ptr` points at ([`Cx::shapes`];
+    /// the default for a root: packed vectors, and no matrix layout).
+    pub(super) fn shape(&self, ptr: u32) -> Shape {
+        self.shapes.get(&ptr).copied().unwrap_or_default()
     }
 
     /// The byte offset of pointer `ptr` from its root (a u32 id; constant 0 for a root).

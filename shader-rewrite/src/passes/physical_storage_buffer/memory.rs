@@ -194,6 +194,16 @@ struct Access {
     mem: Vec<u32>,
 }
 
+impl Access {
+    /// Is the value split into its leaves here, one helper call per leaf, rather than moved by
+    /// one helper of its type? For 8/16-bit scalars (moved as their 32-bit twins), and for a
+    /// matrix or a row-major column whose layout only the pointer's chain knows (a helper is
+    /// shared by every access of its type, whatever the layout).
+    fn split_in_caller(&self, b: &Builder) -> bool {
+        contains_width(b, self.cur.ty, &[8, 16]) || (self.cur.mat, self.cur.comp_stride) != Shape::default()
+    }
+}
+
 impl Cx<'_, '_> {
     /// Where an access through pointer `ptr` starts: its record and byte offset, the pointee at
     /// that offset, aligned as the memory operands' Aligned says (required on physical
@@ -204,6 +214,7 @@ impl Cx<'_, '_> {
         let (rec, delta) = self.record(e, ptr)?;
         let mut cur = Cursor::at_start(self.b, p.pointee, align);
         cur.off = delta;
+        (cur.mat, cur.comp_stride) = self.shape(ptr);
         Ok(Access { rec, delta, cur, mem: without_aligned(mem) })
     }
 
@@ -212,7 +223,7 @@ impl Cx<'_, '_> {
         self.stats.physical_loads += 1;
         let ty = a.cur.ty;
         let result = if result == 0 { self.b.id() } else { result };
-        if !contains_width(self.b, ty, &[8, 16]) {
+        if !a.split_in_caller(self.b) {
             return self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, None, Some(result), inst);
         }
         let (h, rec) = (&mut self.h, a.rec);
@@ -235,7 +246,7 @@ impl Cx<'_, '_> {
         let a = self.access(e, ptr, mem)?;
         self.stats.physical_stores += 1;
         let ty = a.cur.ty;
-        if !contains_width(self.b, ty, &[8, 16]) {
+        if !a.split_in_caller(self.b) {
             self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, Some(value), None, inst)?;
             return Ok(());
         }

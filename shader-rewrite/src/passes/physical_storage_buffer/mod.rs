@@ -74,7 +74,7 @@ use crate::module::{leading_id_operands, op, Function, Inst, Module};
 use crate::stats::Stats;
 use crate::target::Options;
 
-use super::layout::{contains_width, Layouts};
+use super::layout::{contains_width, Layouts, MatrixLayout};
 use super::leaves::{describe, Splitter};
 use super::util::call_tree;
 
@@ -179,6 +179,7 @@ fn lower(
         int64_target: options.target.int64,
         roots: Roots::default(),
         deltas: HashMap::default(),
+        shapes: HashMap::default(),
         records: HashMap::default(),
         elided: HashSet::default(),
     };
@@ -295,6 +296,10 @@ struct Cx<'a, 'm> {
     roots: Roots,
     /// Pointer → byte offset from its root (u32 id), for derived pointers.
     deltas: HashMap<u32, u32>,
+    /// Derived pointers into a matrix, an array of matrices or a row-major matrix's column →
+    /// the layout their chain stepped into (the enclosing struct member's MatrixStride and
+    /// RowMajor, the column's component stride): the pointee type alone does not say it.
+    shapes: HashMap<u32, Shape>,
     /// Class → its record (the `locate` result), once emitted.
     records: HashMap<usize, u32>,
     /// Derived pointers whose address was never needed as a value (left undefined).
@@ -313,6 +318,9 @@ fn moves_values(opcode: u32) -> bool {
         op::PHI | op::SELECT | op::FUNCTION_CALL | op::RETURN_VALUE | op::STORE | op::COPY_OBJECT | op::COMPOSITE_CONSTRUCT | op::COMPOSITE_INSERT | op::COPY_LOGICAL | op::EXT_INST
     )
 }
+
+/// A derived pointer's matrix layout and component stride ([`Cx::shapes`]).
+type Shape = (MatrixLayout, u32);
 
 const PTR_EQUAL: u32 = 401;
 const PTR_NOT_EQUAL: u32 = 402;
