@@ -454,6 +454,85 @@ OpStore %dpad %xw Aligned 4",
     )
 }
 
+/// The access-chain shapes of [`chain_paths`]: `(name, value type, Aligned, chain)`; `chain`
+/// is what follows `%c0 %gx` into element `i` of a `%Chains` array (`{base}` where a shape
+/// chains in two steps or with OpPtrAccessChain, see [`chain_paths`]).
+const CHAIN_PATHS: &[(&str, &str, u32, &str)] = &[
+    ("vector component, dynamic", "%f32", 4, "%c1 %d3"),
+    ("column-major column, dynamic", "%v3f", 16, "%c2 %d3"),
+    ("column-major element, dynamic", "%f32", 4, "%c2 %d3 %e3"),
+    ("row-major column, dynamic", "%v3f", 4, "%c3 %d3"),
+    ("row-major element, dynamic", "%f32", 4, "%c3 %d3 %e3"),
+    ("array element, dynamic", "%f32", 4, "%c4 %d4"),
+    ("array-of-matrices column", "%v4f", 16, "%c5 %d2 %e2"),
+    ("array-of-matrices element", "%f32", 4, "%c5 %d2 %e2 %d4"),
+    ("struct-in-array member component", "%f32", 4, "%c6 %d3 %c1 %d2"),
+    ("whole row-major matrix", "%mat3", 16, "%c3"),
+    ("whole array of matrices", "%arrm", 16, "%c5"),
+    ("column-major element from the matrix's pointer", "%f32", 4, "{matrix 2} %d3 %e3"),
+    ("row-major element from the matrix's pointer", "%f32", 4, "{matrix 3} %d3 %e3"),
+    ("OpPtrAccessChain on an array element", "%f32", 4, "{ptr}"),
+];
+
+/// One compute shader per shape of [`CHAIN_PATHS`]: invocation `i` loads the value at that
+/// chain in `src[i]` and stores it at the same chain in `dst[i]`, through arrays of
+/// `Chains = { uint a; vec3 v @16; column-major mat3 cm @32; row-major mat3 rm @80;
+/// float arr[4] @128; column-major mat2x4 arrm[2] @144; { uint x; vec2 y @8 } in[3] @208 }`
+/// (MatrixStride 16, 256 bytes), with dynamic indices from `i` (`%d3 = i % 3`, `%e3 = i / 3 % 3`,
+/// `%d2`, `%e2`, `%d4` alike). `{matrix k}` chains to member `k` first and into that matrix
+/// with a second chain; `{ptr}` is `OpPtrAccessChain` by `i % 4` on a pointer to `arr[0]`.
+pub fn chain_paths() -> Vec<(&'static str, Vec<u32>)> {
+    let m = base(&[])
+        .decorate(
+            "OpMemberDecorate %Chains 0 Offset 0\nOpMemberDecorate %Chains 1 Offset 16\n\
+             OpMemberDecorate %Chains 2 Offset 32\nOpMemberDecorate %Chains 2 ColMajor\nOpMemberDecorate %Chains 2 MatrixStride 16\n\
+             OpMemberDecorate %Chains 3 Offset 80\nOpMemberDecorate %Chains 3 RowMajor\nOpMemberDecorate %Chains 3 MatrixStride 16\n\
+             OpMemberDecorate %Chains 4 Offset 128\nOpMemberDecorate %Chains 5 Offset 144\nOpMemberDecorate %Chains 5 ColMajor\n\
+             OpMemberDecorate %Chains 5 MatrixStride 16\nOpMemberDecorate %Chains 6 Offset 208\n\
+             OpMemberDecorate %In 0 Offset 0\nOpMemberDecorate %In 1 Offset 8\n\
+             OpDecorate %arr4 ArrayStride 4\nOpDecorate %arrm ArrayStride 32\nOpDecorate %arrIn ArrayStride 16\n\
+             OpDecorate %arrC ArrayStride 256\nOpDecorate %BufC Block\nOpMemberDecorate %BufC 0 Offset 0\nOpDecorate %pg_f32 ArrayStride 4",
+        )
+        .globals(
+            "%mat3 = OpTypeMatrix %v3f 3\n%mat24 = OpTypeMatrix %v4f 2\n%arr4 = OpTypeArray %f32 %c4\n%arrm = OpTypeArray %mat24 %c2\n\
+             %In = OpTypeStruct %u32 %v2f\n%arrIn = OpTypeArray %In %c3\n%Chains = OpTypeStruct %u32 %v3f %mat3 %mat3 %arr4 %arrm %arrIn\n\
+             %arrC = OpTypeRuntimeArray %Chains\n%BufC = OpTypeStruct %arrC\n%pbufC = OpTypePointer PhysicalStorageBuffer %BufC\n\
+             %pmat3 = OpTypePointer PhysicalStorageBuffer %mat3\n%parrm = OpTypePointer PhysicalStorageBuffer %arrm",
+        );
+    let m = push_constants(m, &["%pbufC", "%pbufC"]);
+    let indices = "%d3 = OpUMod %u32 %gx %c3\n%q3 = OpUDiv %u32 %gx %c3\n%e3 = OpUMod %u32 %q3 %c3\n\
+                   %d2 = OpUMod %u32 %gx %c2\n%q2 = OpUDiv %u32 %gx %c2\n%e2 = OpUMod %u32 %q2 %c2\n%d4 = OpUMod %u32 %gx %c4\n";
+    CHAIN_PATHS
+        .iter()
+        .map(|&(name, ty, align, chain)| {
+            let pointer = |side: &str| -> String {
+                // The module's own types have pointers of their own names (`%pg_T` is spvasm's
+                // for its standard types).
+                let ptr_ty = match ty {
+                    "%mat3" => "%pmat3".to_string(),
+                    "%arrm" => "%parrm".to_string(),
+                    _ => format!("%pg_{}", &ty[1..]),
+                };
+                if let Some(rest) = chain.strip_prefix("{matrix ") {
+                    let (member, tail) = rest.split_once("} ").unwrap();
+                    format!("%{side}_m = OpAccessChain %pmat3 %{side} %c0 %gx %c{member}\n%{side}_at = OpAccessChain {ptr_ty} %{side}_m {tail}\n")
+                } else if chain == "{ptr}" {
+                    format!("%{side}_e = OpAccessChain {ptr_ty} %{side} %c0 %gx %c4 %c0\n%{side}_at = OpPtrAccessChain {ptr_ty} %{side}_e %d4\n")
+                } else {
+                    format!("%{side}_at = OpAccessChain {ptr_ty} %{side} %c0 %gx {chain}\n")
+                }
+            };
+            let code = format!(
+                "{}{indices}{}%v = OpLoad {ty} %src_at Aligned {align}\n{}OpStore %dst_at %v Aligned {align}",
+                push_loads(0, &[("src", "%pbufC"), ("dst", "%pbufC")]),
+                pointer("src"),
+                pointer("dst")
+            );
+            (name, compute(m.clone(), &code))
+        })
+        .collect()
+}
+
 /// The bytes of one [`matrix_chains`] array element (`T`).
 pub fn matrix_chains_element(float_bits: u32) -> u32 {
     let stride = 4 * float_bits / 8;
