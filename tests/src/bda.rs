@@ -54,7 +54,12 @@ fn assemble(m: &Module) -> Vec<u32> {
 
 /// A compute shader (LocalSize 64, `%gid`) of `m`'s declarations, `main` = `%gx` and `code`.
 fn compute(m: Module, code: &str) -> Vec<u32> {
-    assemble(&m.main(&format!("%gx_p = OpAccessChain %pin_u32 %gid %c0\n%gx = OpLoad %u32 %gx_p\n{code}")))
+    compute_with_variables(m, "", code)
+}
+
+/// [`compute`] with `variables` (Function-storage OpVariables) first in `main`.
+fn compute_with_variables(m: Module, variables: &str, code: &str) -> Vec<u32> {
+    assemble(&m.main(&format!("{variables}%gx_p = OpAccessChain %pin_u32 %gid %c0\n%gx = OpLoad %u32 %gx_p\n{code}")))
 }
 
 /// `code` run by invocation 0 alone, in block `%then`; the text goes on in the merge block
@@ -474,15 +479,15 @@ const CHAIN_PATHS: &[(&str, &str, u32, &str)] = &[
     ("OpPtrAccessChain on an array element", "%f32", 4, "{ptr}"),
 ];
 
-/// One compute shader per shape of [`CHAIN_PATHS`]: invocation `i` loads the value at that
-/// chain in `src[i]` and stores it at the same chain in `dst[i]`, through arrays of
-/// `Chains = { uint a; vec3 v @16; column-major mat3 cm @32; row-major mat3 rm @80;
-/// float arr[4] @128; column-major mat2x4 arrm[2] @144; { uint x; vec2 y @8 } in[3] @208 }`
-/// (MatrixStride 16, 256 bytes), with dynamic indices from `i` (`%d3 = i % 3`, `%e3 = i / 3 % 3`,
-/// `%d2`, `%e2`, `%d4` alike). `{matrix k}` chains to member `k` first and into that matrix
-/// with a second chain; `{ptr}` is `OpPtrAccessChain` by `i % 4` on a pointer to `arr[0]`.
-pub fn chain_paths() -> Vec<(&'static str, Vec<u32>)> {
-    let m = base(&[])
+/// The dynamic indices of [`chain_paths`] and [`pointer_flows`]: `%d3 = i % 3`, `%e3 = i / 3 % 3`,
+/// `%d2 = i % 2`, `%e2 = i / 2 % 2`, `%d4 = i % 4`.
+const CHAIN_INDICES: &str = "%d3 = OpUMod %u32 %gx %c3\n%q3 = OpUDiv %u32 %gx %c3\n%e3 = OpUMod %u32 %q3 %c3\n\
+                             %d2 = OpUMod %u32 %gx %c2\n%q2 = OpUDiv %u32 %gx %c2\n%e2 = OpUMod %u32 %q2 %c2\n%d4 = OpUMod %u32 %gx %c4\n";
+
+/// The module of [`chain_paths`] and [`pointer_flows`]: the `%Chains` type, `%pS` (a pointer to
+/// one), `%pbufC` (to an array of them) and the push constants `%src`, `%dst` of that type.
+fn chains_module(capabilities: &[&str]) -> Module {
+    let m = base(capabilities)
         .decorate(
             "OpMemberDecorate %Chains 0 Offset 0\nOpMemberDecorate %Chains 1 Offset 16\n\
              OpMemberDecorate %Chains 2 Offset 32\nOpMemberDecorate %Chains 2 ColMajor\nOpMemberDecorate %Chains 2 MatrixStride 16\n\
@@ -497,11 +502,21 @@ pub fn chain_paths() -> Vec<(&'static str, Vec<u32>)> {
             "%mat3 = OpTypeMatrix %v3f 3\n%mat24 = OpTypeMatrix %v4f 2\n%arr4 = OpTypeArray %f32 %c4\n%arrm = OpTypeArray %mat24 %c2\n\
              %In = OpTypeStruct %u32 %v2f\n%arrIn = OpTypeArray %In %c3\n%Chains = OpTypeStruct %u32 %v3f %mat3 %mat3 %arr4 %arrm %arrIn\n\
              %arrC = OpTypeRuntimeArray %Chains\n%BufC = OpTypeStruct %arrC\n%pbufC = OpTypePointer PhysicalStorageBuffer %BufC\n\
-             %pmat3 = OpTypePointer PhysicalStorageBuffer %mat3\n%parrm = OpTypePointer PhysicalStorageBuffer %arrm",
+             %pmat3 = OpTypePointer PhysicalStorageBuffer %mat3\n%parrm = OpTypePointer PhysicalStorageBuffer %arrm\n%pS = OpTypePointer PhysicalStorageBuffer %Chains",
         );
-    let m = push_constants(m, &["%pbufC", "%pbufC"]);
-    let indices = "%d3 = OpUMod %u32 %gx %c3\n%q3 = OpUDiv %u32 %gx %c3\n%e3 = OpUMod %u32 %q3 %c3\n\
-                   %d2 = OpUMod %u32 %gx %c2\n%q2 = OpUDiv %u32 %gx %c2\n%e2 = OpUMod %u32 %q2 %c2\n%d4 = OpUMod %u32 %gx %c4\n";
+    push_constants(m, &["%pbufC", "%pbufC"])
+}
+
+/// One compute shader per shape of [`CHAIN_PATHS`]: invocation `i` loads the value at that
+/// chain in `src[i]` and stores it at the same chain in `dst[i]`, through arrays of
+/// `Chains = { uint a; vec3 v @16; column-major mat3 cm @32; row-major mat3 rm @80;
+/// float arr[4] @128; column-major mat2x4 arrm[2] @144; { uint x; vec2 y @8 } in[3] @208 }`
+/// (MatrixStride 16, 256 bytes), with dynamic indices from `i` (`%d3 = i % 3`, `%e3 = i / 3 % 3`,
+/// `%d2`, `%e2`, `%d4` alike). `{matrix k}` chains to member `k` first and into that matrix
+/// with a second chain; `{ptr}` is `OpPtrAccessChain` by `i % 4` on a pointer to `arr[0]`.
+pub fn chain_paths() -> Vec<(&'static str, Vec<u32>)> {
+    let m = chains_module(&[]);
+    let indices = CHAIN_INDICES;
     CHAIN_PATHS
         .iter()
         .map(|&(name, ty, align, chain)| {
@@ -529,6 +544,81 @@ pub fn chain_paths() -> Vec<(&'static str, Vec<u32>)> {
                 pointer("dst")
             );
             (name, compute(m.clone(), &code))
+        })
+        .collect()
+}
+
+/// How pointers into `%Chains` arrays flow before they are used, one compute shader each
+/// (the body after the push-constant loads and [`CHAIN_INDICES`]; `%sa`/`%da` point to
+/// `src[i]`/`dst[i]`): every shape copies some of `src[i]` into `dst[i]`.
+const POINTER_FLOWS: &[(&str, &str)] = &[
+    (
+        "pointer returned by a function",
+        "%sp = OpFunctionCall %pg_v3f %member_v %src %gx\n%dp = OpFunctionCall %pg_v3f %member_v %dst %gx\n\
+         %v = OpLoad %v3f %sp Aligned 16\nOpStore %dp %v Aligned 16",
+    ),
+    ("struct pointers passed to a function", "%r = OpFunctionCall %void %copy_rm %sa %da"),
+    (
+        "select between two pointers",
+        "%other = OpBitwiseXor %u32 %gx %c1\n%so = OpAccessChain %pS %src %c0 %other\n%odd = OpIEqual %bool %d2 %c1\n\
+         %sel = OpSelect %pS %odd %so %sa\n%sx = OpAccessChain %pg_f32 %sel %c4 %d4\n%x = OpLoad %f32 %sx Aligned 4\n\
+         %dx = OpAccessChain %pg_f32 %da %c4 %d4\nOpStore %dx %x Aligned 4",
+    ),
+    (
+        "phi of pointers",
+        "%odd = OpIEqual %bool %d2 %c1\nOpSelectionMerge %join None\nOpBranchConditional %odd %then %else\n\
+         %then = OpLabel\n%other = OpBitwiseXor %u32 %gx %c1\n%so = OpAccessChain %pS %src %c0 %other\nOpBranch %join\n\
+         %else = OpLabel\nOpBranch %join\n%join = OpLabel\n%ph = OpPhi %pS %so %then %sa %else\n\
+         %sm = OpAccessChain %pg_v3f %ph %c2 %e3\n%m = OpLoad %v3f %sm Aligned 16\n%dm = OpAccessChain %pg_v3f %da %c2 %e3\nOpStore %dm %m Aligned 16",
+    ),
+    (
+        "pointer kept in a Function variable",
+        "OpStore %var %sa\n%back = OpLoad %pS %var\n%sy = OpAccessChain %pg_v2f %back %c6 %d3 %c1\n%y = OpLoad %v2f %sy Aligned 8\n\
+         %dy = OpAccessChain %pg_v2f %da %c6 %d3 %c1\nOpStore %dy %y Aligned 8",
+    ),
+    ("OpCopyMemory of a whole element", "OpCopyMemory %da %sa Aligned 16 Aligned 16"),
+    ("OpLoad and OpStore of a whole element", "%all = OpLoad %Chains %sa Aligned 16\nOpStore %da %all Aligned 16"),
+    (
+        "pointer from integer arithmetic",
+        "%su = OpConvertPtrToU %u64 %sa\n%off = OpUConvert %u64 %c128\n%su2 = OpIAdd %u64 %su %off\n%arr = OpConvertUToPtr %parr4 %su2\n\
+         %sx = OpAccessChain %pg_f32 %arr %d4\n%x = OpLoad %f32 %sx Aligned 4\n%dx = OpAccessChain %pg_f32 %da %c4 %d4\nOpStore %dx %x Aligned 4",
+    ),
+    (
+        "atomic add through a chain",
+        "%sx = OpAccessChain %pg_u32 %sa %c6 %d3 %c0\n%x = OpLoad %u32 %sx Aligned 4\n%dx = OpAccessChain %pg_u32 %da %c6 %d3 %c0\n\
+         %old = OpAtomicIAdd %u32 %dx %c1 %c0 %x\n%ox = OpAccessChain %pg_u32 %da %c0\nOpStore %ox %old Aligned 4",
+    ),
+];
+
+/// One compute shader per [`POINTER_FLOWS`] shape, in the module of [`chain_paths`] (Int64
+/// for the integer arithmetic) with its helper functions: `%member_v(base, i)` returns a pointer
+/// to `base[i].v`; `%copy_rm(a, b)` copies the row-major matrix `a.rm` to `b.rm` and `a.arrm[1]`
+/// to `b.arrm[1]`.
+pub fn pointer_flows() -> Vec<(&'static str, Vec<u32>)> {
+    let m = chains_module(INT64)
+        .globals(
+            "%fn_member = OpTypeFunction %pg_v3f %pbufC %u32\n%fn_copy = OpTypeFunction %void %pS %pS\n\
+             %fvarS = OpTypePointer Function %pS\n%parr4 = OpTypePointer PhysicalStorageBuffer %arr4",
+        )
+        .function(
+            "%member_v = OpFunction %pg_v3f None %fn_member\n%mb = OpFunctionParameter %pbufC\n%mi = OpFunctionParameter %u32\n\
+             %ml = OpLabel\n%mp = OpAccessChain %pg_v3f %mb %c0 %mi %c1\nOpReturnValue %mp\nOpFunctionEnd",
+        )
+        .function(
+            "%copy_rm = OpFunction %void None %fn_copy\n%ca = OpFunctionParameter %pS\n%cb = OpFunctionParameter %pS\n%cl = OpLabel\n\
+             %cas = OpAccessChain %pmat3 %ca %c3\n%cm = OpLoad %mat3 %cas Aligned 16\n%cbs = OpAccessChain %pmat3 %cb %c3\nOpStore %cbs %cm Aligned 16\n\
+             %cam = OpAccessChain %pmat24 %ca %c5 %c1\n%cn = OpLoad %mat24 %cam Aligned 16\n%cbm = OpAccessChain %pmat24 %cb %c5 %c1\n\
+             OpStore %cbm %cn Aligned 16\nOpReturn\nOpFunctionEnd",
+        )
+        .globals("%pmat24 = OpTypePointer PhysicalStorageBuffer %mat24");
+    POINTER_FLOWS
+        .iter()
+        .map(|&(name, flow)| {
+            let code = format!(
+                "{}{CHAIN_INDICES}%sa = OpAccessChain %pS %src %c0 %gx\n%da = OpAccessChain %pS %dst %c0 %gx\n{flow}",
+                push_loads(0, &[("src", "%pbufC"), ("dst", "%pbufC")])
+            );
+            (name, compute_with_variables(m.clone(), "%var = OpVariable %fvarS Function\n", &code))
         })
         .collect()
 }
