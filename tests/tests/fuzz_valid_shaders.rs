@@ -1,7 +1,8 @@
 //! The valid-mutation fuzzer of shader-rewrite (`shader-rewrite/tests/common/valid_mutations.rs`)
 //! on the modules the end-to-end tests generate, a wider set than the corpus: every bindless
 //! shader (sampling, storage images, flows through phis/selects/variables/calls, handle tables in
-//! physical memory, the Slang shapes, image atomics), every buffer-device-address shader, a
+//! physical memory, the Slang shapes, image atomics), every buffer-device-address shader (the
+//! chain shapes and pointer flows included), a
 //! slice of the raw-access-chain conformance matrix and of the 8/16-bit storage cases. Each
 //! mutated module is rewritten under the fuzzers' option sets (default, core target with the
 //! 8/16-bit features emulated, bindless, bindless + buffer addresses); every `Ok` output must
@@ -39,6 +40,8 @@ fn seeds() -> Vec<Seed> {
         ("graphics_fs", bda::graphics_fs(16)),
     ];
     psb.extend(bda::ELEMENTS.iter().map(|e| ("copy_elements", bda::copy_elements(e))));
+    psb.extend(bda::chain_paths().into_iter().chain(bda::pointer_flows()));
+    psb.extend([(false, 32), (true, 16)].map(|(row_major, bits)| ("matrix_chains", bda::matrix_chains(row_major, bits))));
     for (name, words) in psb {
         v.push(seed(format!("bda/{name}"), words, "vulkan1.2", &[]));
     }
