@@ -515,19 +515,18 @@ fn chains_module(capabilities: &[&str]) -> Module {
 /// `%d2`, `%e2`, `%d4` alike). `{matrix k}` chains to member `k` first and into that matrix
 /// with a second chain; `{ptr}` is `OpPtrAccessChain` by `i % 4` on a pointer to `arr[0]`.
 pub fn chain_paths() -> Vec<(&'static str, Vec<u32>)> {
-    let m = chains_module(&[]);
-    let indices = CHAIN_INDICES;
-    CHAIN_PATHS
+    chain_shaders(&chains_module(&[]), CHAIN_PATHS, &[("%mat3", "%pmat3"), ("%arrm", "%parrm")])
+}
+
+/// The shaders of `shapes` (see [`CHAIN_PATHS`]) in `m`, whose push constants `%src` and `%dst`
+/// are `%pbufC` pointers; `pointers` names the pointer types of the module's own value types
+/// (`%pg_T` is spvasm's for its standard types).
+fn chain_shaders(m: &Module, shapes: &[(&'static str, &str, u32, &str)], pointers: &[(&str, &str)]) -> Vec<(&'static str, Vec<u32>)> {
+    shapes
         .iter()
         .map(|&(name, ty, align, chain)| {
             let pointer = |side: &str| -> String {
-                // The module's own types have pointers of their own names (`%pg_T` is spvasm's
-                // for its standard types).
-                let ptr_ty = match ty {
-                    "%mat3" => "%pmat3".to_string(),
-                    "%arrm" => "%parrm".to_string(),
-                    _ => format!("%pg_{}", &ty[1..]),
-                };
+                let ptr_ty = pointers.iter().find(|(t, _)| *t == ty).map_or_else(|| format!("%pg_{}", &ty[1..]), |(_, p)| p.to_string());
                 if let Some(rest) = chain.strip_prefix("{matrix ") {
                     let (member, tail) = rest.split_once("} ").unwrap();
                     format!("%{side}_m = OpAccessChain %pmat3 %{side} %c0 %gx %c{member}\n%{side}_at = OpAccessChain {ptr_ty} %{side}_m {tail}\n")
@@ -538,7 +537,7 @@ pub fn chain_paths() -> Vec<(&'static str, Vec<u32>)> {
                 }
             };
             let code = format!(
-                "{}{indices}{}%v = OpLoad {ty} %src_at Aligned {align}\n{}OpStore %dst_at %v Aligned {align}",
+                "{}{CHAIN_INDICES}{}%v = OpLoad {ty} %src_at Aligned {align}\n{}OpStore %dst_at %v Aligned {align}",
                 push_loads(0, &[("src", "%pbufC"), ("dst", "%pbufC")]),
                 pointer("src"),
                 pointer("dst")
@@ -546,6 +545,45 @@ pub fn chain_paths() -> Vec<(&'static str, Vec<u32>)> {
             (name, compute(m.clone(), &code))
         })
         .collect()
+}
+
+/// The 8/16-bit shapes of [`small_chain_paths`], as [`CHAIN_PATHS`].
+const SMALL_CHAIN_PATHS: &[(&str, &str, u32, &str)] = &[
+    ("u8 member", "%u8", 1, "%c0"),
+    ("u8 neighbour", "%u8", 1, "%c1"),
+    ("u16 member", "%u16", 2, "%c2"),
+    ("u16vec3", "%u16v3", 8, "%c3"),
+    ("u16vec3 component, dynamic", "%u16", 2, "%c3 %d3"),
+    ("u8 array element, dynamic", "%u8", 1, "%c4 %d4"),
+    ("f16 member", "%f16", 4, "%c5"),
+    ("i16vec2", "%i16v2", 8, "%c6"),
+    ("u8vec4", "%u8v4", 4, "%c7"),
+    ("u8vec4 component, dynamic", "%u8", 1, "%c7 %d4"),
+    ("whole struct", "%Small", 8, ""),
+];
+
+/// [`chain_paths`] for 8/16-bit members (8/16-bit storage, with Int8, Int16 and Float16 for the
+/// whole-struct copy): arrays of
+/// `Small = { u8 a; u8 b @1; u16 c @2; u16vec3 v @8; u8 arr[6] @14; f16 h @20; i16vec2 w @24;
+/// u8vec4 q @28; }` (32 bytes) behind `%pbufC`; neighbouring bytes belong to one invocation's
+/// element, and the elements of neighbouring invocations share no word.
+pub fn small_chain_paths() -> Vec<(&'static str, Vec<u32>)> {
+    let m = base(&[EIGHT_BIT, SIXTEEN_BIT, &["Int8", "Int16", "Float16"]].concat())
+        .decorate(
+            "OpMemberDecorate %Small 0 Offset 0\nOpMemberDecorate %Small 1 Offset 1\nOpMemberDecorate %Small 2 Offset 2\n\
+             OpMemberDecorate %Small 3 Offset 8\nOpMemberDecorate %Small 4 Offset 14\nOpMemberDecorate %Small 5 Offset 20\n\
+             OpMemberDecorate %Small 6 Offset 24\nOpMemberDecorate %Small 7 Offset 28\nOpDecorate %arr6 ArrayStride 1\n\
+             OpDecorate %arrC ArrayStride 32\nOpDecorate %BufC Block\nOpMemberDecorate %BufC 0 Offset 0",
+        )
+        .globals(
+            "%u16v3 = OpTypeVector %u16 3\n%i16v2 = OpTypeVector %i16 2\n%u8v4 = OpTypeVector %u8 4\n%arr6 = OpTypeArray %u8 %c6\n\
+             %Small = OpTypeStruct %u8 %u8 %u16 %u16v3 %arr6 %f16 %i16v2 %u8v4\n%arrC = OpTypeRuntimeArray %Small\n%BufC = OpTypeStruct %arrC\n\
+             %pbufC = OpTypePointer PhysicalStorageBuffer %BufC\n%pu16v3 = OpTypePointer PhysicalStorageBuffer %u16v3\n\
+             %pi16v2 = OpTypePointer PhysicalStorageBuffer %i16v2\n%pu8v4 = OpTypePointer PhysicalStorageBuffer %u8v4\n\
+             %pSmall = OpTypePointer PhysicalStorageBuffer %Small",
+        );
+    let pointers = [("%u16v3", "%pu16v3"), ("%i16v2", "%pi16v2"), ("%u8v4", "%pu8v4"), ("%Small", "%pSmall")];
+    chain_shaders(&push_constants(m, &["%pbufC", "%pbufC"]), SMALL_CHAIN_PATHS, &pointers)
 }
 
 /// How pointers into `%Chains` arrays flow before they are used, one compute shader each

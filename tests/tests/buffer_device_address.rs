@@ -11,7 +11,7 @@ use polyfill_e2e::bytes;
 use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
-    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, graphics_fs, graphics_vs, linked_list, matrix_chains, matrix_chains_element, chain_paths, pointer_flows, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
+    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, graphics_fs, graphics_vs, linked_list, matrix_chains, matrix_chains_element, chain_paths, pointer_flows, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
 };
 use polyfill_e2e::tools::has_opcode;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
@@ -583,18 +583,24 @@ fn matrices_through_chains(target: &str) {
 /// row-major matrices, arrays, arrays of matrices, structs in arrays; chains on chains;
 /// OpPtrAccessChain), a load and a store each, and every way [`pointer_flows`] passes pointers
 /// around first (calls, selects, phis, Function variables, integers; OpCopyMemory, whole
-/// structs, atomics), native vs forced, byte for byte.
+/// structs, atomics), and the 8/16-bit shapes of [`small_chain_paths`] (sub-word members,
+/// vectors and arrays, dynamic components, a whole struct), native vs forced, byte for byte.
 fn chain_shapes(target: &str) {
-    const ELEMENT: usize = 256;
-    let n = 64 * ELEMENT;
-    let input: Vec<u8> = (0..n).map(|i| ((i * 37 + 11) % 251) as u8 & 0x3f).collect();
-    let job = ComputeJob { buffers: vec![BufferSpec::device_address(0, input), BufferSpec::device_address(8, vec![0; n])], ..Default::default() };
     let mut failed = vec![];
-    for (name, spirv) in chain_paths().into_iter().chain(pointer_flows()) {
-        let (want, got) = native_and_forced(&format!("chain-{}", name.replace(' ', "-")), target, &spirv, &job);
-        assert!(want[1].iter().any(|b| *b != 0), "{name}: the native shader wrote");
-        if let Some(at) = (0..n).find(|&k| got[1][k] != want[1][k]) {
-            failed.push(format!("{name}: first difference at byte {} of element {}", at % ELEMENT, at / ELEMENT));
+    for (element, shaders) in [(256, chain_paths().into_iter().chain(pointer_flows()).collect::<Vec<_>>()), (32, small_chain_paths())] {
+        let n = 64 * element;
+        let input: Vec<u8> = (0..n).map(|i| ((i * 37 + 11) % 251) as u8 & 0x3f).collect();
+        let job = ComputeJob { buffers: vec![BufferSpec::device_address(0, input), BufferSpec::device_address(8, vec![0; n])], ..Default::default() };
+        for (name, spirv) in shaders {
+            let (want, got) = native_and_forced(&format!("chain-{}", name.replace(' ', "-")), target, &spirv, &job);
+            assert!(want[1].iter().any(|b| *b != 0), "{name}: the native shader wrote");
+            // And with the lowering's own bounds checks (an application with pipelineRobustness).
+            let checked = forced_with(&format!("chain-{}-checked", name.replace(' ', "-")), target, &spirv, &job, options("force").pipeline_robustness(true));
+            for (how, got) in [("", &got), (" (the lowering's checks)", &checked)] {
+                if let Some(at) = (0..n).find(|&k| got[1][k] != want[1][k]) {
+                    failed.push(format!("{name}{how}: first difference at byte {} of element {}", at % element, at / element));
+                }
+            }
         }
     }
     assert!(failed.is_empty(), "emulated vs native:\n{}", failed.join("\n"));
