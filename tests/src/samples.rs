@@ -322,6 +322,57 @@ OpStore %q2 %h2 Aligned 2"
     }
 }
 
+/// A raw-chain load in a loop header, as dxil-spirv writes `while (buf.Load(4 * n) != 0) n++;`:
+/// invocation `i` counts the non-zero words from word `i` on (`RobustnessPerComponentNV`,
+/// byte addresses), in a window of 40 of the 64 words (loads past it read 0 and end the scan),
+/// and stores the count in `out[i]`. Where the lowering checks bounds itself the check branches,
+/// so the header is split around it (the loop's merge instruction stays in the header).
+/// `single_block`: the loop is one block, its own continue target (the split's last piece then
+/// becomes the continue target: SPIR-V 2.11, the back edge must leave the continue construct).
+pub fn loop_header_scan(single_block: bool) -> Sample {
+    let (back, step, branch) = if single_block {
+        ("%header", "%n1 = OpIAdd %u32 %n %c1\n", "OpLoopMerge %merge %header None\nOpBranchConditional %go %header %merge")
+    } else {
+        ("%cont", "", "OpLoopMerge %merge %cont None\nOpBranchConditional %go %body %merge\n%body = OpLabel\n%n1 = OpIAdd %u32 %n %c1\nOpBranch %cont\n%cont = OpLabel\nOpBranch %header")
+    };
+    let source = raw_chain_module(32, &["in", "out"])
+        .main(&format!(
+            "{GID_X_CHAIN}
+OpBranch %header
+%header = OpLabel
+%n = OpPhi %u32 %i %entry %n1 {back}
+%off = OpShiftLeftLogical %u32 %n %c2
+%p = OpRawAccessChainNV %ps_u32 %in %c0 %c0 %off RobustnessPerComponentNV
+%v = OpLoad %u32 %p Aligned 4
+%nz = OpINotEqual %bool %v %c0
+%lim = OpULessThan %bool %n %c64
+%go = OpLogicalAnd %bool %nz %lim
+{step}{branch}
+%merge = OpLabel
+%count = OpISub %u32 %n %i
+%po = OpAccessChain %ps_u32 %out %c0 %i
+OpStore %po %count"
+        ))
+        .text();
+    const WINDOW: usize = 40;
+    let words: Vec<u32> = (0..64u32).map(|k| if k % 7 == 6 { 0 } else { k + 1 }).collect();
+    let counts: Vec<u32> = (0..32usize).map(|i| (i..64).take_while(|&k| k < WINDOW && words[k] != 0).count() as u32).collect();
+    let input = bytes::from_u32s(&words);
+    Sample {
+        name: if single_block { "loop_header_scan (one-block loop)" } else { "loop_header_scan" },
+        description: "a RobustnessPerComponentNV load in a loop header, scanning past a 40-word window",
+        source,
+        target_env: "vulkan1.1",
+        job: ComputeJob {
+            buffers: vec![BufferSpec::storage(0, input.clone()).window(0, Some(4 * WINDOW as u64)), BufferSpec::storage(1, vec![0xEE; 128])],
+            ..Default::default()
+        },
+        expected: vec![input, bytes::from_u32s(&counts)],
+        uses_raw_access_chains: true,
+        needs_16bit: false,
+    }
+}
+
 /// The raw-access-chain samples (OOB loads read `oob`, default 0).
 pub fn raw_access_chain_samples(oob: Option<u8>) -> Vec<Sample> {
     vec![byte_address(oob), structured(oob), float4_aligned16(), sub_word_16bit(oob)]

@@ -37,6 +37,18 @@ fn sub_word_16bit_per_component() {
     run(samples::sub_word_16bit(None));
 }
 
+/// A raw chain in a loop header (a loop of blocks, and a one-block loop), with the driver's
+/// checks (the device target) and with the lowering's own (`debug_target=core`: the header is
+/// split around the branching check).
+#[test]
+fn load_in_a_loop_header() {
+    let core = Context::new(&ContextOptions::raw_access_chains().setting("debug_target", "core")).unwrap();
+    for single_block in [false, true] {
+        run(samples::loop_header_scan(single_block));
+        samples::loop_header_scan(single_block).run_checked(&core).unwrap_or_else(|e| panic!("core target: {e}"));
+    }
+}
+
 #[test]
 fn module_creation_succeeds() {
     let ctx = shared_layer_context();
