@@ -134,6 +134,13 @@ fn flow_phi_select_variables_u64_and_uvec2() {
 }
 
 #[test]
+fn flow_through_function_calls() {
+    for k in HandleKind::ALL {
+        ok(cases::flow_calls(ctx(), k));
+    }
+}
+
+#[test]
 fn psb_table_handles() {
     for k in HandleKind::ALL {
         ok(cases::psb_table(ctx(), k));

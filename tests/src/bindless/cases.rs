@@ -27,6 +27,7 @@ pub fn all_shaders() -> Result<Vec<NamedShader>, String> {
         v.push((format!("storage_write_{}", k.name()), shaders::storage_write(k)));
         v.push((format!("storage_read_{}", k.name()), shaders::storage_read(k)));
         v.push((format!("flow_{}", k.name()), shaders::flow(k)));
+        v.push((format!("flow_calls_{}", k.name()), shaders::flow_calls(k)));
         v.push((format!("psb_table_{}", k.name()), shaders::psb_table(k)));
         v.push((format!("per_pixel_fs_{}", k.name()), shaders::per_pixel_fs(k, 32)));
     }
@@ -369,6 +370,37 @@ pub fn flow(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     }
     if !bad.is_empty() {
         errs.push(format!("{what}: OpConvertSampledImageToUNV(phi) does not give the handle back:\n{}", bad.join("\n")));
+    }
+    no_errors("", &errs)
+}
+
+/// Case 3b: handles through function calls ([`shaders::flow_calls`]).
+pub fn flow_calls(ctx: &Context, kind: HandleKind) -> Result<(), String> {
+    let what = format!("flow_calls({})", kind.name());
+    let n_tex = 48u32;
+    let (api, mut scope, texs, nearest) = textured(ctx, n_tex)?;
+    let n = 64usize;
+    let tex_of = |i: usize| ((i * 5 + 3) % n_tex as usize) as u32;
+    let hs = combined_handles(&api, kind, &texs, nearest, (0..=n).map(tex_of))?;
+    let hbuf = scope.buffer_with(&encode(kind, &hs))?;
+    let out = scope.buffer(n * 32)?;
+    out.fill(0xCD);
+    let w = shaders::flow_calls(kind).assemble()?;
+    dispatch(&mut scope, &w, &[hbuf.whole(0, SSBO), out.whole(1, SSBO)], &[], [(n / 16) as u32, 1, 1])?;
+    let mut want = Vec::new();
+    for i in 0..n {
+        let (x, y) = (i as u32 % 4, (i as u32 / 4) % 4);
+        want.push(texel(if i % 3 == 2 { tex_of(i + 1) } else { tex_of(i) }, x, y));
+        want.push(texel(tex_of(i), x, y));
+    }
+    let got = vec4s(&out.read());
+    let mut errs = Vec::new();
+    for (j, label) in ["a sampled image returned by a function", "an image passed to a function"].iter().enumerate() {
+        let g: Vec<[f32; 4]> = got.iter().skip(j).step_by(2).copied().collect();
+        let w: Vec<[f32; 4]> = want.iter().skip(j).step_by(2).copied().collect();
+        if let Err(e) = compare_vec4(&format!("{what}: {label}"), &g, &w, TOL) {
+            errs.push(e);
+        }
     }
     no_errors("", &errs)
 }

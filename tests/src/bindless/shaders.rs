@@ -287,6 +287,44 @@ OpStore %pb %hback",
     ))
 }
 
+/// Case 3b, handles through function calls: `out[2i]` = sample of the image a function picks
+/// from two sampled images made from handles `handles[i]` and `handles[i + 1]` (its parameters;
+/// the second when `i % 3 == 2`) and returns, `out[2i + 1]` = fetch by a function that takes
+/// the image (of handle `handles[i]`) as its parameter.
+pub fn flow_calls(kind: HandleKind) -> Module {
+    let (h, hn) = (h_ty(kind), &h_ty(kind)[1..]);
+    handle_buffer(compute_for(kind, 6, (16, 1)), "handles", kind, 0)
+        .ssbo("out", "%v4f", 16, 0, 1)
+        .globals("%fn_pick = OpTypeFunction %simg %simg %simg %bool\n%fn_fetch = OpTypeFunction %v4f %img %v2i")
+        .function(
+            "%pick = OpFunction %simg None %fn_pick\n%pa = OpFunctionParameter %simg\n%pb = OpFunctionParameter %simg\n\
+             %pc2 = OpFunctionParameter %bool\n%pl = OpLabel\n%pr = OpSelect %simg %pc2 %pb %pa\nOpReturnValue %pr\nOpFunctionEnd",
+        )
+        .function(
+            "%fetch = OpFunction %v4f None %fn_fetch\n%fi = OpFunctionParameter %img\n%fxy = OpFunctionParameter %v2i\n%fl = OpLabel\n\
+             %fr = OpImageFetch %v4f %fi %fxy Lod %i0\nOpReturnValue %fr\nOpFunctionEnd",
+        )
+        .main(&format!(
+            "{}
+%ib = OpIAdd %u32 %i %c1
+%hpa = OpAccessChain %ps_{hn} %handles %c0 %i
+%ha = OpLoad {h} %hpa
+%hpb = OpAccessChain %ps_{hn} %handles %c0 %ib
+%hb = OpLoad {h} %hpb
+%sa = OpConvertUToSampledImageNV %simg %ha
+%sb = OpConvertUToSampledImageNV %simg %hb
+%i3 = OpUMod %u32 %i %c3
+%second = OpIEqual %bool %i3 %c2
+%sp = OpFunctionCall %simg %pick %sa %sb %second
+%r0 = OpImageSampleExplicitLod %v4f %sp %uv Lod %f0
+%ia = OpConvertUToImageNV %img %ha
+%r1 = OpFunctionCall %v4f %fetch %ia %xy
+{}",
+            coords(),
+            store_each("%i", "%ps_v4f", &["%r0", "%r1"])
+        ))
+}
+
 /// Function-body lines: `%tp` = the PhysicalStorageBuffer pointer of type `ptr` whose address
 /// is push constant 0 (a u64).
 fn pointer_from_push_constant(ptr: &str) -> String {
