@@ -4,7 +4,8 @@
 //!   member that holds it, so the lowering must carry it along the access chains into the
 //!   matrix, to whole-matrix accesses, columns (a row-major matrix's are MatrixStride apart) and
 //!   single components;
-//! - descriptor arrays of blocks with 16-bit members, indexed by a constant and non-uniformly.
+//! - descriptor arrays of blocks with 16-bit members, indexed by a constant and non-uniformly;
+//! - `OpCopyMemory` of a struct with 16-bit members, and a pointer through `OpCopyObject`.
 //!
 //! Each shape runs natively on lavapipe (which has 16-bit storage) and through the layer with
 //! the feature forced (on the device's features, and on `debug_target=core`: word views only),
@@ -89,7 +90,40 @@ fn shapes_match_native(target: &str) {
     for (name, index) in [("descriptor array, constant index", None), ("descriptor array, non-uniform index", Some("%k = OpUMod %u32 %gx %c2"))] {
         failed.extend(compare(&native, name, target, &descriptor_array_shader(index), &job, 2));
     }
+    // OpCopyMemory of `S2 = { u16 a; u16 b; u32 c; u16vec2 d @8 }` elements, and `dst[i].b =
+    // src[i].b` through a copied pointer.
+    let n = 64 * 12;
+    let input: Vec<u8> = (0..n).map(|b| ((b * 29 + 3) % 251) as u8).collect();
+    let job = ComputeJob { buffers: vec![BufferSpec::storage(0, input), BufferSpec::storage(1, vec![0; n])], ..Default::default() };
+    for (name, code) in [
+        ("OpCopyMemory of a struct", "OpCopyMemory %d %s"),
+        ("OpCopyObject of a pointer", "%s2 = OpCopyObject %ps_S2 %s\n%sb = OpAccessChain %ps_u16 %s2 %c1\n%v = OpLoad %u16 %sb\n%db = OpAccessChain %ps_u16 %d %c1\nOpStore %db %v"),
+    ] {
+        failed.extend(compare(&native, name, target, &struct_copy_shader(code), &job, 12));
+    }
     assert!(failed.is_empty(), "emulated vs native ({target}):\n{}", failed.join("\n"));
+}
+
+/// `code` on `%s` and `%d`, pointers to element `i` of `src` and `dst` (binding 0 and 1), arrays
+/// of `S2 = { u16 a; u16 b; u32 c; u16vec2 d @8 }` (12 bytes).
+fn struct_copy_shader(code: &str) -> Vec<u32> {
+    // Int16: spirv-val allows OpCopyMemory of 16-bit composites only with it.
+    let m = Module::compute(64)
+        .spirv(5)
+        .cap("StorageBuffer16BitAccess")
+        .cap("Int16")
+        .gid()
+        .decorate("OpMemberDecorate %S2 0 Offset 0\nOpMemberDecorate %S2 1 Offset 2\nOpMemberDecorate %S2 2 Offset 4\nOpMemberDecorate %S2 3 Offset 8")
+        .globals("%u16v2 = OpTypeVector %u16 2\n%S2 = OpTypeStruct %u16 %u16 %u32 %u16v2\n%ps_S2 = OpTypePointer StorageBuffer %S2")
+        .buffers("buf", "%S2", 12, &["src", "dst"])
+        .main(&format!(
+            "%gx_p = OpAccessChain %pin_u32 %gid %c0\n%gx = OpLoad %u32 %gx_p\n\
+             %s = OpAccessChain %ps_S2 %src %c0 %gx\n%d = OpAccessChain %ps_S2 %dst %c0 %gx\n{code}"
+        ));
+    let text = m.text();
+    let words = tools::spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    tools::spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
+    words
 }
 
 /// `out[i] = bufs[k].data[i]` for 64 invocations, `bufs` an array of 2 blocks `{ u16 data[]; }`
