@@ -460,8 +460,8 @@ OpStore %dpad %xw Aligned 4",
 }
 
 /// The access-chain shapes of [`chain_paths`]: `(name, value type, Aligned, chain)`; `chain`
-/// is what follows `%c0 %gx` into element `i` of a `%Chains` array (`{base}` where a shape
-/// chains in two steps or with OpPtrAccessChain, see [`chain_paths`]).
+/// is what follows `%c0 %gx` into element `i` of a `%Chains` array, or `{matrix k} …` (a chain
+/// to member `k`, then one into it) or `{ptr}` (OpPtrAccessChain), see [`chain_paths`].
 const CHAIN_PATHS: &[(&str, &str, u32, &str)] = &[
     ("vector component, dynamic", "%f32", 4, "%c1 %d3"),
     ("column-major column, dynamic", "%v3f", 16, "%c2 %d3"),

@@ -4,7 +4,7 @@
 //!
 //! [`ContextOptions::bindless`]: crate::vk::ContextOptions::bindless
 
-use super::gpu::{Img, Scope, Write};
+use super::gpu::{Buf, Img, Scope, Write};
 use super::shaders;
 use super::*;
 use crate::tools::{self, Assemble};
@@ -326,16 +326,29 @@ pub fn sampler_handles(ctx: &Context) -> Result<(), String> {
 
 /// Case 4: handles through OpPhi, OpSelect (sampled images and images), a Function variable,
 /// and back to integers (OpConvertSampledImageToUNV).
+/// The flow cases' textures: 48 of them, `handles[i]` (a storage buffer) names texture
+/// [`flow_tex`]`(i)` for `i` in 0..=64, and an output buffer of `out_bytes` filled with 0xCD.
+fn flow_setup(ctx: &Context, kind: HandleKind, out_bytes: usize) -> Result<(Scope<'_>, Vec<(u32, u64)>, Buf, Buf), String> {
+    let (api, mut scope, texs, nearest) = textured(ctx, FLOW_TEXTURES)?;
+    let hs = combined_handles(&api, kind, &texs, nearest, (0..=64).map(flow_tex))?;
+    let hbuf = scope.buffer_with(&encode(kind, &hs))?;
+    let out = scope.buffer(out_bytes)?;
+    out.fill(0xCD);
+    Ok((scope, hs, hbuf, out))
+}
+
+const FLOW_TEXTURES: u32 = 48;
+
+/// The texture of handle `i` in the flow cases.
+fn flow_tex(i: usize) -> u32 {
+    ((i * 5 + 3) % FLOW_TEXTURES as usize) as u32
+}
+
 pub fn flow(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     let what = format!("flow({})", kind.name());
-    let n_tex = 48u32;
-    let (api, mut scope, texs, nearest) = textured(ctx, n_tex)?;
     let n = 64usize;
-    let tex_of = |i: usize| ((i * 5 + 3) % n_tex as usize) as u32;
-    let hs = combined_handles(&api, kind, &texs, nearest, (0..=n).map(tex_of))?;
-    let hbuf = scope.buffer_with(&encode(kind, &hs))?;
-    let out = scope.buffer(n * 64)?;
-    out.fill(0xCD);
+    let tex_of = flow_tex;
+    let (mut scope, hs, hbuf, out) = flow_setup(ctx, kind, n * 64)?;
     let back = scope.buffer(n * kind.bytes())?;
     let w = shaders::flow(kind).assemble()?;
     dispatch(&mut scope, &w, &[hbuf.whole(0, SSBO), out.whole(1, SSBO), back.whole(2, SSBO)], &[], [(n / 16) as u32, 1, 1])?;
@@ -377,14 +390,9 @@ pub fn flow(ctx: &Context, kind: HandleKind) -> Result<(), String> {
 /// Case 3b: handles through function calls ([`shaders::flow_calls`]).
 pub fn flow_calls(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     let what = format!("flow_calls({})", kind.name());
-    let n_tex = 48u32;
-    let (api, mut scope, texs, nearest) = textured(ctx, n_tex)?;
     let n = 64usize;
-    let tex_of = |i: usize| ((i * 5 + 3) % n_tex as usize) as u32;
-    let hs = combined_handles(&api, kind, &texs, nearest, (0..=n).map(tex_of))?;
-    let hbuf = scope.buffer_with(&encode(kind, &hs))?;
-    let out = scope.buffer(n * 32)?;
-    out.fill(0xCD);
+    let tex_of = flow_tex;
+    let (mut scope, _, hbuf, out) = flow_setup(ctx, kind, n * 32)?;
     let w = shaders::flow_calls(kind).assemble()?;
     dispatch(&mut scope, &w, &[hbuf.whole(0, SSBO), out.whole(1, SSBO)], &[], [(n / 16) as u32, 1, 1])?;
     let mut want = Vec::new();
