@@ -326,15 +326,25 @@ pub fn sampler_handles(ctx: &Context) -> Result<(), String> {
 
 /// Case 4: handles through OpPhi, OpSelect (sampled images and images), a Function variable,
 /// and back to integers (OpConvertSampledImageToUNV).
-/// The flow cases' textures: 48 of them, `handles[i]` (a storage buffer) names texture
-/// [`flow_tex`]`(i)` for `i` in 0..=64, and an output buffer of `out_bytes` filled with 0xCD.
-fn flow_setup(ctx: &Context, kind: HandleKind, out_bytes: usize) -> Result<(Scope<'_>, Vec<(u32, u64)>, Buf, Buf), String> {
+/// The flow cases' resources ([`flow_setup`]).
+struct FlowSetup<'a> {
+    scope: Scope<'a>,
+    /// The handles, `hs[i]` naming texture [`flow_tex`]`(i)`, for `i` in 0..=64.
+    hs: Vec<(u32, u64)>,
+    /// A storage buffer holding them.
+    hbuf: Buf,
+    /// The output buffer, filled with 0xCD.
+    out: Buf,
+}
+
+/// The flow cases' textures (48), their handles and an output buffer of `out_bytes`.
+fn flow_setup(ctx: &Context, kind: HandleKind, out_bytes: usize) -> Result<FlowSetup<'_>, String> {
     let (api, mut scope, texs, nearest) = textured(ctx, FLOW_TEXTURES)?;
     let hs = combined_handles(&api, kind, &texs, nearest, (0..=64).map(flow_tex))?;
     let hbuf = scope.buffer_with(&encode(kind, &hs))?;
     let out = scope.buffer(out_bytes)?;
     out.fill(0xCD);
-    Ok((scope, hs, hbuf, out))
+    Ok(FlowSetup { scope, hs, hbuf, out })
 }
 
 const FLOW_TEXTURES: u32 = 48;
@@ -348,7 +358,7 @@ pub fn flow(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     let what = format!("flow({})", kind.name());
     let n = 64usize;
     let tex_of = flow_tex;
-    let (mut scope, hs, hbuf, out) = flow_setup(ctx, kind, n * 64)?;
+    let FlowSetup { mut scope, hs, hbuf, out } = flow_setup(ctx, kind, n * 64)?;
     let back = scope.buffer(n * kind.bytes())?;
     let w = shaders::flow(kind).assemble()?;
     dispatch(&mut scope, &w, &[hbuf.whole(0, SSBO), out.whole(1, SSBO), back.whole(2, SSBO)], &[], [(n / 16) as u32, 1, 1])?;
@@ -392,7 +402,7 @@ pub fn flow_calls(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     let what = format!("flow_calls({})", kind.name());
     let n = 64usize;
     let tex_of = flow_tex;
-    let (mut scope, _, hbuf, out) = flow_setup(ctx, kind, n * 32)?;
+    let FlowSetup { mut scope, hbuf, out, .. } = flow_setup(ctx, kind, n * 32)?;
     let w = shaders::flow_calls(kind).assemble()?;
     dispatch(&mut scope, &w, &[hbuf.whole(0, SSBO), out.whole(1, SSBO)], &[], [(n / 16) as u32, 1, 1])?;
     let mut want = Vec::new();
