@@ -44,11 +44,12 @@ fn push_loads(first: u32, loads: &[(&str, &str)]) -> String {
     s
 }
 
-/// Assembles and validates (vulkan1.2).
+/// Assembles and validates (vulkan1.2; vulkan1.1 for a SPIR-V 1.3 module).
 fn assemble(m: &Module) -> Vec<u32> {
     let text = m.text();
-    let words = spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}"));
-    spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
+    let env = if m.minor() <= 3 { "vulkan1.1" } else { "vulkan1.2" };
+    let words = spirv_as(&text, env).unwrap_or_else(|e| panic!("{e}"));
+    spirv_val(&words, env).unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
     words
 }
 
@@ -657,6 +658,21 @@ pub fn pointer_flows() -> Vec<(&'static str, Vec<u32>)> {
                 push_loads(0, &[("src", "%pbufC"), ("dst", "%pbufC")])
             );
             (name, compute_with_variables(m.clone(), "%var = OpVariable %fvarS Function\n", &code))
+        })
+        .collect()
+}
+
+/// The [`POINTER_FLOWS`] select and phi shapes in a SPIR-V 1.3 module (glslang for Vulkan 1.1
+/// with `GL_EXT_buffer_reference`): before SPIR-V 1.4 an OpSelect of vectors — the uvec2
+/// addresses of a target without Int64 — takes a vector condition.
+pub fn pointer_flows_spirv13() -> Vec<(&'static str, Vec<u32>)> {
+    let m = chains_module(&[]).spirv(3);
+    POINTER_FLOWS
+        .iter()
+        .filter(|(name, _)| name.starts_with("select") || name.starts_with("phi"))
+        .map(|&(name, flow)| {
+            let code = format!("{}{CHAIN_INDICES}%sa = OpAccessChain %pS %src %c0 %gx\n%da = OpAccessChain %pS %dst %c0 %gx\n{flow}", push_loads(0, &[("src", "%pbufC"), ("dst", "%pbufC")]));
+            (name, compute(m.clone(), &code))
         })
         .collect()
 }

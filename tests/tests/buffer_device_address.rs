@@ -11,7 +11,7 @@ use polyfill_e2e::bytes;
 use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
-    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, graphics_fs, graphics_vs, linked_list, matrix_chains, matrix_chains_element, chain_paths, pointer_flows, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
+    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, graphics_fs, graphics_vs, linked_list, matrix_chains, matrix_chains_element, chain_paths, pointer_flows, pointer_flows_spirv13, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
 };
 use polyfill_e2e::tools::has_opcode;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
@@ -587,7 +587,7 @@ fn matrices_through_chains(target: &str) {
 /// vectors and arrays, dynamic components, a whole struct), native vs forced, byte for byte.
 fn chain_shapes(target: &str) {
     let mut failed = vec![];
-    for (element, shaders) in [(256, chain_paths().into_iter().chain(pointer_flows()).collect::<Vec<_>>()), (32, small_chain_paths())] {
+    for (element, shaders) in [(256, chain_paths().into_iter().chain(pointer_flows()).chain(pointer_flows_spirv13()).collect::<Vec<_>>()), (32, small_chain_paths())] {
         let n = 64 * element;
         let input: Vec<u8> = (0..n).map(|i| ((i * 37 + 11) % 251) as u8 & 0x3f).collect();
         let job = ComputeJob { buffers: vec![BufferSpec::device_address(0, input), BufferSpec::device_address(8, vec![0; n])], ..Default::default() };

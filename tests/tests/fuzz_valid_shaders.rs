@@ -40,7 +40,7 @@ fn seeds() -> Vec<Seed> {
         ("graphics_fs", bda::graphics_fs(16)),
     ];
     psb.extend(bda::ELEMENTS.iter().map(|e| ("copy_elements", bda::copy_elements(e))));
-    psb.extend(bda::chain_paths().into_iter().chain(bda::pointer_flows()).chain(bda::small_chain_paths()));
+    psb.extend(bda::chain_paths().into_iter().chain(bda::pointer_flows()).chain(bda::pointer_flows_spirv13()).chain(bda::small_chain_paths()));
     psb.extend([(false, 32), (true, 16)].map(|(row_major, bits)| ("matrix_chains", bda::matrix_chains(row_major, bits))));
     for (name, words) in psb {
         v.push(seed(format!("bda/{name}"), words, "vulkan1.2", &[]));
