@@ -623,6 +623,21 @@ const POINTER_FLOWS: &[(&str, &str)] = &[
          %sx = OpAccessChain %pg_f32 %arr %d4\n%x = OpLoad %f32 %sx Aligned 4\n%dx = OpAccessChain %pg_f32 %da %c4 %d4\nOpStore %dx %x Aligned 4",
     ),
     (
+        "signed atomics through a bitcast pointer",
+        "%sx = OpAccessChain %pg_u32 %sa %c6 %d3 %c0\n%ux = OpLoad %u32 %sx Aligned 4\n%x = OpBitcast %i32 %ux\n\
+         %du = OpAccessChain %pg_u32 %da %c6 %d3 %c0\n%di = OpBitcast %pg_i32 %du\nOpStore %di %i7 Aligned 4\n\
+         %o1 = OpAtomicIAdd %i32 %di %c1 %c0 %x\n%o2 = OpAtomicSMax %i32 %di %c1 %c0 %i9\n%o3 = OpAtomicSMin %i32 %di %c1 %c0 %x\n\
+         %o12 = OpBitwiseXor %i32 %o1 %o2\n%o123 = OpBitwiseXor %i32 %o12 %o3\n%ou = OpBitcast %u32 %o123\n\
+         %da0 = OpAccessChain %pg_u32 %da %c0\nOpStore %da0 %ou Aligned 4",
+    ),
+    (
+        "exchange, compare-exchange, load and store atomics",
+        "%sx = OpAccessChain %pg_u32 %sa %c6 %d3 %c0\n%x = OpLoad %u32 %sx Aligned 4\n%dx = OpAccessChain %pg_u32 %da %c6 %d3 %c0\n\
+         %o1 = OpAtomicExchange %u32 %dx %c1 %c0 %x\n%o2 = OpAtomicCompareExchange %u32 %dx %c1 %c0 %c0 %c9 %x\n\
+         %o3 = OpAtomicLoad %u32 %dx %c1 %c0\n%dy = OpAccessChain %pg_u32 %da %c0\nOpAtomicStore %dy %c1 %c0 %o3\n\
+         %o12 = OpIAdd %u32 %o1 %o2\n%dz = OpAccessChain %pg_u32 %da %c6 %e3 %c0\n%zo = OpAtomicOr %u32 %dz %c1 %c0 %o12",
+    ),
+    (
         "atomic add through a chain",
         "%sx = OpAccessChain %pg_u32 %sa %c6 %d3 %c0\n%x = OpLoad %u32 %sx Aligned 4\n%dx = OpAccessChain %pg_u32 %da %c6 %d3 %c0\n\
          %old = OpAtomicIAdd %u32 %dx %c1 %c0 %x\n%ox = OpAccessChain %pg_u32 %da %c0\nOpStore %ox %old Aligned 4",
