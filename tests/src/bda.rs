@@ -295,6 +295,64 @@ OpStore %op %s Aligned 4
     )
 }
 
+/// Pointers chased in loops, as a shader walking a list does: invocation `i` links its own
+/// 8 nodes `nodes[8i..8i + 8]` into a ring in one loop (`value = 8i + k + 1`, `next` =
+/// the following node's address, stored through the pointer), then follows `next` 12 times
+/// from its first node in a second loop (the pointer a phi in the loop header, a load through
+/// it there and one in the body) and writes the sum of the values it saw to `out[i]`.
+pub fn chase_ring() -> Vec<u32> {
+    let m = nodes(base(&[]))
+        .decorate("OpDecorate %narr ArrayStride 16\nOpDecorate %Nodes Block\nOpMemberDecorate %Nodes 0 Offset 0")
+        .globals("%narr = OpTypeRuntimeArray %Node\n%Nodes = OpTypeStruct %narr\n%pnodes = OpTypePointer PhysicalStorageBuffer %Nodes");
+    compute(
+        push_constants(m, &["%pnodes", "%pbuf"]),
+        &format!(
+            "{}%first = OpShiftLeftLogical %u32 %gx %c3
+OpBranch %link
+%link = OpLabel
+%k = OpPhi %u32 %c0 %entry %kn %link_body
+%more = OpULessThan %bool %k %c8
+OpLoopMerge %linked %link_body None
+OpBranchConditional %more %link_body %linked
+%link_body = OpLabel
+%j = OpIAdd %u32 %first %k
+%me = OpAccessChain %pnode %nodes %c0 %j
+%v = OpIAdd %u32 %j %c1
+%vp = OpAccessChain %pg_u32 %me %c0
+OpStore %vp %v Aligned 16
+%kn = OpIAdd %u32 %k %c1
+%kw = OpBitwiseAnd %u32 %kn %c7
+%jn = OpIAdd %u32 %first %kw
+%nextn = OpAccessChain %pnode %nodes %c0 %jn
+%np = OpAccessChain %pnext %me %c2
+OpStore %np %nextn Aligned 8
+OpBranch %link
+%linked = OpLabel
+%p0 = OpAccessChain %pnode %nodes %c0 %first
+OpBranch %walk
+%walk = OpLabel
+%p = OpPhi %pnode %p0 %linked %pn %walk_body
+%s = OpPhi %u32 %c0 %linked %sn %walk_body
+%h = OpPhi %u32 %c0 %linked %hn %walk_body
+%wvp = OpAccessChain %pg_u32 %p %c0
+%wv = OpLoad %u32 %wvp Aligned 16
+%go = OpULessThan %bool %h %c12
+OpLoopMerge %done %walk_body None
+OpBranchConditional %go %walk_body %done
+%walk_body = OpLabel
+%wnp = OpAccessChain %pnext %p %c2
+%pn = OpLoad %pnode %wnp Aligned 8
+%sn = OpIAdd %u32 %s %wv
+%hn = OpIAdd %u32 %h %c1
+OpBranch %walk
+%done = OpLabel
+%op = OpAccessChain %pg_u32 %out %c0 %gx
+OpStore %op %s Aligned 4",
+            push_loads(0, &[("nodes", "%pnodes"), ("out", "%pbuf")])
+        ),
+    )
+}
+
 /// An element type for [`copy_elements`]: capabilities it needs, decorations and definitions
 /// (of `ty` and what it uses beyond the standard names of [`spvasm`]), array stride and the
 /// `Aligned` operand of its loads and stores.

@@ -11,7 +11,7 @@ use polyfill_e2e::bytes;
 use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
-    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, graphics_fs, graphics_vs, linked_list, matrix_chains, matrix_chains_element, chain_paths, pointer_flows, pointer_flows_spirv13, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
+    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, chase_ring, graphics_fs, graphics_vs, linked_list, matrix_chains, matrix_chains_element, chain_paths, pointer_flows, pointer_flows_spirv13, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
 };
 use polyfill_e2e::tools::has_opcode;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
@@ -533,6 +533,7 @@ both_targets! {
     shader_object_through_pointers => shader_object_device_target, shader_object_core_target;
     matrices_through_chains => matrices_device_target, matrices_core_target;
     chain_shapes => chain_shapes_device_target, chain_shapes_core_target;
+    pointer_chasing_in_loops => chasing_device_target, chasing_core_target;
 }
 
 /// Whole-element copies of every [`ELEMENTS`] type (vectors, 8/16/64-bit scalars, f64, structs,
@@ -555,6 +556,23 @@ fn element_sweep(target: &str) {
         let checked = forced_with(&format!("{name}-checked"), target, &copy_elements(e), &job, options("force").pipeline_robustness(true));
         assert_eq!(checked, want, "{}: emulated with the lowering's checks vs native", e.name);
     }
+}
+
+/// Pointers chased in loops ([`chase_ring`]: phis of pointers in loop headers, stores of
+/// pointers in a loop), native vs forced, with the driver's bounds checks and with the
+/// lowering's own (where lavapipe's quirk takes a root's length in a subgroup loop), against
+/// the sums the CPU computes.
+fn pointer_chasing_in_loops(target: &str) {
+    let job = ComputeJob {
+        buffers: vec![BufferSpec::device_address(0, vec![0; 64 * 8 * 16]), BufferSpec::device_address(8, vec![0; 64 * 4])],
+        ..Default::default()
+    };
+    let (want, got) = native_and_forced("chase-ring", target, &chase_ring(), &job);
+    let sums: Vec<u32> = (0..64u32).map(|i| (0..12).map(|h| 8 * i + h % 8 + 1).sum()).collect();
+    assert_eq!(bytes::to_u32s(&want[1]), sums, "native");
+    assert_eq!(got[1], want[1], "emulated vs native");
+    let checked = forced_with("chase-ring-checked", target, &chase_ring(), &job, options("force").pipeline_robustness(true));
+    assert_eq!(checked[1], want[1], "emulated with the lowering's checks vs native");
 }
 
 /// Matrices, their columns and their components through access chains into the struct that

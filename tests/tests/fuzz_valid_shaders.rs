@@ -34,6 +34,7 @@ fn seeds() -> Vec<Seed> {
         ("struct_of_pointers", bda::struct_of_pointers()),
         ("chase_init", bda::chase_init()),
         ("chase", bda::chase()),
+        ("chase_ring", bda::chase_ring()),
         ("atomics_and_ptr_chains", bda::atomics_and_ptr_chains()),
         ("raw_chain_on_pointer", bda::raw_chain_on_pointer()),
         ("graphics_vs", bda::graphics_vs()),
