@@ -353,6 +353,57 @@ OpStore %op %s Aligned 4",
     )
 }
 
+/// A pointer loaded from memory again and again, as glslang reloads `a.next` at every use:
+/// invocation `i` links `a = nodes[2i]` and `b = nodes[2i + 1]` (`a.next = b`), reads `a.next`
+/// twice, then writes `a.next = a` through a pointer to the same node computed another way
+/// (`nodes[i + i]`, an alias the lowering cannot tell from its chain), and reads `a.next` once
+/// more: `out[i] = v1 + 100 v2 + 10000 v3` of the values the three reads' nodes hold (the
+/// second read may reuse the first, the third must see the write).
+pub fn reloaded_pointers() -> Vec<u32> {
+    let m = nodes(base(&[]))
+        .decorate("OpDecorate %narr ArrayStride 16\nOpDecorate %Nodes Block\nOpMemberDecorate %Nodes 0 Offset 0")
+        .globals("%narr = OpTypeRuntimeArray %Node\n%Nodes = OpTypeStruct %narr\n%pnodes = OpTypePointer PhysicalStorageBuffer %Nodes");
+    compute(
+        push_constants(m, &["%pnodes", "%pbuf"]),
+        &format!(
+            "{}%ia = OpShiftLeftLogical %u32 %gx %c1
+%ib = OpIAdd %u32 %ia %c1
+%a = OpAccessChain %pnode %nodes %c0 %ia
+%b = OpAccessChain %pnode %nodes %c0 %ib
+%va = OpIAdd %u32 %gx %c10
+%vb = OpIAdd %u32 %gx %c20
+%avp = OpAccessChain %pg_u32 %a %c0
+OpStore %avp %va Aligned 16
+%bvp = OpAccessChain %pg_u32 %b %c0
+OpStore %bvp %vb Aligned 16
+%anext = OpAccessChain %pnext %a %c2
+OpStore %anext %b Aligned 8
+%p1 = OpLoad %pnode %anext Aligned 8
+%p1v = OpAccessChain %pg_u32 %p1 %c0
+%v1 = OpLoad %u32 %p1v Aligned 16
+%anext2 = OpAccessChain %pnext %a %c2
+%p2 = OpLoad %pnode %anext2 Aligned 8
+%p2v = OpAccessChain %pg_u32 %p2 %c0
+%v2 = OpLoad %u32 %p2v Aligned 16
+%ialias = OpIAdd %u32 %gx %gx
+%alias = OpAccessChain %pnode %nodes %c0 %ialias
+%alias_next = OpAccessChain %pnext %alias %c2
+OpStore %alias_next %alias Aligned 8
+%anext3 = OpAccessChain %pnext %a %c2
+%p3 = OpLoad %pnode %anext3 Aligned 8
+%p3v = OpAccessChain %pg_u32 %p3 %c0
+%v3 = OpLoad %u32 %p3v Aligned 16
+%w2 = OpIMul %u32 %v2 %c100
+%w3 = OpIMul %u32 %v3 %c10000
+%w12 = OpIAdd %u32 %v1 %w2
+%w = OpIAdd %u32 %w12 %w3
+%op = OpAccessChain %pg_u32 %out %c0 %gx
+OpStore %op %w Aligned 4",
+            push_loads(0, &[("nodes", "%pnodes"), ("out", "%pbuf")])
+        ),
+    )
+}
+
 /// An element type for [`copy_elements`]: capabilities it needs, decorations and definitions
 /// (of `ty` and what it uses beyond the standard names of [`spvasm`]), array stride and the
 /// `Aligned` operand of its loads and stores.

@@ -11,7 +11,7 @@ use polyfill_e2e::bytes;
 use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
-    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, chase_ring, graphics_fs, graphics_vs, linked_list, matrix_chains, matrix_chains_element, chain_paths, pointer_flows, pointer_flows_spirv13, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
+    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, chase_ring, graphics_fs, reloaded_pointers, graphics_vs, linked_list, matrix_chains, matrix_chains_element, chain_paths, pointer_flows, pointer_flows_spirv13, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
 };
 use polyfill_e2e::tools::has_opcode;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
@@ -560,8 +560,8 @@ fn element_sweep(target: &str) {
 
 /// Pointers chased in loops ([`chase_ring`]: phis of pointers in loop headers, stores of
 /// pointers in a loop), native vs forced, with the driver's bounds checks and with the
-/// lowering's own (where lavapipe's quirk takes a root's length in a subgroup loop), against
-/// the sums the CPU computes.
+/// lowering's own (where lavapipe's quirk takes a root's length in a subgroup loop), and a
+/// pointer reloaded from memory around an aliasing write, against the sums the CPU computes.
 fn pointer_chasing_in_loops(target: &str) {
     let job = ComputeJob {
         buffers: vec![BufferSpec::device_address(0, vec![0; 64 * 8 * 16]), BufferSpec::device_address(8, vec![0; 64 * 4])],
@@ -573,6 +573,15 @@ fn pointer_chasing_in_loops(target: &str) {
     assert_eq!(got[1], want[1], "emulated vs native");
     let checked = forced_with("chase-ring-checked", target, &chase_ring(), &job, options("force").pipeline_robustness(true));
     assert_eq!(checked[1], want[1], "emulated with the lowering's checks vs native");
+    // A pointer reloaded from memory, with an aliasing write between ([`reloaded_pointers`]).
+    let job = ComputeJob {
+        buffers: vec![BufferSpec::device_address(0, vec![0; 128 * 16]), BufferSpec::device_address(8, vec![0; 64 * 4])],
+        ..Default::default()
+    };
+    let (want, got) = native_and_forced("reloaded", target, &reloaded_pointers(), &job);
+    let sums: Vec<u32> = (0..64u32).map(|i| (20 + i) + 100 * (20 + i) + 10000 * (10 + i)).collect();
+    assert_eq!(bytes::to_u32s(&want[1]), sums, "native");
+    assert_eq!(got[1], want[1], "reloaded pointers: emulated vs native");
 }
 
 /// Matrices, their columns and their components through access chains into the struct that

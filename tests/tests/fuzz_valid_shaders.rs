@@ -35,6 +35,7 @@ fn seeds() -> Vec<Seed> {
         ("chase_init", bda::chase_init()),
         ("chase", bda::chase()),
         ("chase_ring", bda::chase_ring()),
+        ("reloaded_pointers", bda::reloaded_pointers()),
         ("atomics_and_ptr_chains", bda::atomics_and_ptr_chains()),
         ("raw_chain_on_pointer", bda::raw_chain_on_pointer()),
         ("graphics_vs", bda::graphics_vs()),
