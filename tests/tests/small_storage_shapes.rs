@@ -5,7 +5,10 @@
 //!   matrix, to whole-matrix accesses, columns (a row-major matrix's are MatrixStride apart) and
 //!   single components;
 //! - descriptor arrays of blocks with 16-bit members, indexed by a constant and non-uniformly;
-//! - `OpCopyMemory` of a struct with 16-bit members, and a pointer through `OpCopyObject`.
+//! - `OpCopyMemory` of a struct with 16-bit members, and a pointer through `OpCopyObject`;
+//! - f64 → f16 conversions where the target lacks shaderFloat16 (the lowering rounds the
+//!   double to odd f32 first, so rounding twice cannot differ from rounding once), against
+//!   the correctly rounded CPU result.
 //!
 //! Each shape runs natively on lavapipe (which has 16-bit storage) and through the layer with
 //! the feature forced (on the device's features, and on `debug_target=core`: word views only),
@@ -152,6 +155,85 @@ fn descriptor_array_shader(index: Option<&str>) -> Vec<u32> {
     let words = tools::spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}\n{text}"));
     tools::spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
     words
+}
+
+/// `out[i] = f16(in[i])` (f64 → f16 by OpFConvert, undecorated and `FPRoundingMode RTZ`;
+/// Float64, no Float16) for 64 doubles
+/// around binary16 rounding boundaries, with 16-bit storage forced and `debug_target=core` (no
+/// shaderFloat16: the conversion becomes the lowering's integer rounding), against
+/// `half::f16::from_f64`. Each boundary `m` (a midpoint between two binary16 values, or the
+/// overflow threshold) is tried exactly and moved by far less than an f32 ulp either way —
+/// where rounding to f32 first, then to f16, would land on the midpoint and round to even.
+#[test]
+fn f64_to_f16_rounds_once() {
+    for rtz in [false, true] {
+        f64_to_f16(rtz);
+    }
+}
+
+fn f64_to_f16(rtz: bool) {
+    let mut values: Vec<f64> = vec![];
+    for bits in [0x3c00u16, 0x3c01, 0x4000, 0x5bff, 0x0001, 0x03ff, 0x7bfe] {
+        let lo = half::f16::from_bits(bits).to_f64();
+        let hi = half::f16::from_bits(bits + 1).to_f64();
+        let m = (lo + hi) / 2.0;
+        for x in [m, m * (1.0 + 1e-12), m * (1.0 - 1e-12)] {
+            values.extend([x, -x]);
+        }
+    }
+    values.extend([65519.99, 65520.0, 65520.000001, 1e-9, 3.0e-8, 1.0 / 3.0, 1e300, -0.0, 0.1, 2049.0001]);
+    values.resize(64, 1.5);
+    let input: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want: Vec<u8> = values.iter().flat_map(|&v| f64_to_f16_bits(v, rtz).to_le_bytes()).collect();
+    let job = ComputeJob { buffers: vec![BufferSpec::storage(0, input), BufferSpec::storage(1, vec![0; 128])], ..Default::default() };
+    // 16-bit storage without Float16: the f16 value exists only to be stored, and the lowering
+    // carries it as f32, rounded as binary16 would be.
+    let m = Module::compute(64)
+        .spirv(5)
+        .cap("StorageBuffer16BitAccess")
+        .cap("Float64")
+        .gid()
+        .decorate(if rtz { "OpDecorate %h FPRoundingMode RTZ" } else { "" })
+        .block("din", "%f64", 8)
+        .buffer("src", "din", 0, 0)
+        .block("hout", "%f16", 2)
+        .buffer("dst", "hout", 0, 1)
+        .main(
+            "%gx_p = OpAccessChain %pin_u32 %gid %c0\n%gx = OpLoad %u32 %gx_p\n%sp = OpAccessChain %ps_f64 %src %c0 %gx\n%d = OpLoad %f64 %sp\n\
+             %h = OpFConvert %f16 %d\n%dp = OpAccessChain %ps_f16 %dst %c0 %gx\nOpStore %dp %h",
+        );
+    let text = m.text();
+    let words = tools::spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    tools::spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
+    let o = ContextOptions::with_layer().setting("storage_buffer_16bit_access", "force").setting("debug_target", "core");
+    let (got, _) = rewritten::run_rewritten(&format!("polyfill-f64-to-f16-core-{rtz}"), &words, &job, o);
+    let wrong: Vec<String> = (0..64)
+        .filter(|&k| got[1][2 * k..2 * k + 2] != want[2 * k..2 * k + 2])
+        .map(|k| format!("{:e}: got {:#06x} want {:#06x}", values[k], u16::from_le_bytes([got[1][2 * k], got[1][2 * k + 1]]), u16::from_le_bytes([want[2 * k], want[2 * k + 1]])))
+        .collect();
+    assert!(wrong.is_empty(), "f64 → f16 ({}) through the layer's rounding:\n{}", if rtz { "RTZ" } else { "to nearest even" }, wrong.join("\n"));
+}
+
+/// `x` rounded to binary16 — to the nearest, ties to even (IEEE 754's default), or toward zero
+/// (`rtz`) — from the double itself: its multiple of the binary16 quantum at its binade, by
+/// exact f64 arithmetic (`half` converts through f32, rounding twice).
+fn f64_to_f16_bits(x: f64, rtz: bool) -> u16 {
+    let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
+    let a = x.abs();
+    if rtz && a >= 65536.0 {
+        return sign | 0x7bff; // toward zero never reaches infinity: the largest finite value
+    }
+    if !rtz && a >= 65520.0 {
+        return sign | 0x7c00; // at or past the midpoint between 65504 and 2^16: infinity
+    }
+    // The binade's quantum: 2^(e − 10) for normal binary16 values, 2^-24 below 2^-14.
+    let e = if a < f64::powi(2.0, -14) { -14 } else { ((a.to_bits() >> 52) as i32) - 1023 };
+    let q = f64::powi(2.0, e - 10);
+    let n = a / q; // exact: q is a power of two
+    let (fl, frac) = (n.floor(), n - n.floor());
+    let r = if !rtz && (frac > 0.5 || (frac == 0.5 && fl % 2.0 == 1.0)) { fl + 1.0 } else { fl };
+    // r · q is a binary16 value (or 2^16 / the next binade's first), so this conversion is exact.
+    sign | half::f16::from_f64(r * q).to_bits()
 }
 
 #[test]

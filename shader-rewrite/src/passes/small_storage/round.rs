@@ -210,6 +210,11 @@ pub(super) fn f32_round_to_odd(e: &mut Emitter, b: &mut Builder, d: u32, n: u32)
     let glsl = b.glsl_std450();
     let f = e.op(b, op::F_CONVERT, ft, ops![d]);
     let back = e.op(b, op::F_CONVERT, dt, ops![f]);
+    // NoContraction: Mesa's NIR folds an inexact f2f64(f2f32(d)) to d (nir_opt_algebraic),
+    // which made every conversion look exact and the double rounding this avoids come back.
+    for c in [f, back] {
+        b.decorate(c, deco::NO_CONTRACTION, &[]);
+    }
     let inexact = e.op(b, OP_F_ORD_NOT_EQUAL, bt, ops![back, d]);
     let abs_back = e.op(b, op::EXT_INST, dt, ops![glsl, FABS, back]);
     let abs_d = e.op(b, op::EXT_INST, dt, ops![glsl, FABS, d]);
