@@ -6,6 +6,7 @@
 //!   single components;
 //! - descriptor arrays of blocks with 16-bit members, indexed by a constant and non-uniformly;
 //! - `OpCopyMemory` of a struct with 16-bit members, and a pointer through `OpCopyObject`;
+//! - width conversions of 8/16-bit values to and from 64 bits, and of constants;
 //! - f64 → f16 conversions where the target lacks shaderFloat16 (the lowering rounds the
 //!   double to odd f32 first, so rounding twice cannot differ from rounding once), against
 //!   the correctly rounded CPU result.
@@ -212,6 +213,60 @@ fn f64_to_f16(rtz: bool) {
         .map(|k| format!("{:e}: got {:#06x} want {:#06x}", values[k], u16::from_le_bytes([got[1][2 * k], got[1][2 * k + 1]]), u16::from_le_bytes([want[2 * k], want[2 * k + 1]])))
         .collect();
     assert!(wrong.is_empty(), "f64 → f16 ({}) through the layer's rounding:\n{}", if rtz { "RTZ" } else { "to nearest even" }, wrong.join("\n"));
+}
+
+/// Conversions between 8/16-bit storage values and 64-bit ones, and of a constant, in modules
+/// with only the storage capabilities (the lowering carries the small values as 32-bit ones):
+/// `dst[i] = convert(src[i])`, native vs forced on the core target (no 8/16-bit storage, no
+/// Int8/Int16: every small value widened), byte for byte.
+#[test]
+fn width_conversions_match_native() {
+    // (name, capabilities, source type and stride, result type and stride, conversion of `%x`)
+    let cases: &[(&str, &[&str], (&str, usize), (&str, usize), &str)] = &[
+        ("u16 → u64", &["StorageBuffer16BitAccess"], ("%u16", 2), ("%u64", 8), "%y = OpUConvert %u64 %x"),
+        ("i16 → i64", &["StorageBuffer16BitAccess"], ("%i16", 2), ("%i64", 8), "%y = OpSConvert %i64 %x"),
+        ("i8 → i64", &["StorageBuffer8BitAccess"], ("%i8", 1), ("%i64", 8), "%y = OpSConvert %i64 %x"),
+        ("u64 → u16", &["StorageBuffer16BitAccess"], ("%u64", 8), ("%u16", 2), "%y = OpUConvert %u16 %x"),
+        ("i64 → i8", &["StorageBuffer8BitAccess"], ("%i64", 8), ("%i8", 1), "%y = OpSConvert %i8 %x"),
+        ("f16 → f64", &["StorageBuffer16BitAccess", "Float64"], ("%f16", 2), ("%f64", 8), "%y = OpFConvert %f64 %x"),
+        ("a constant f32 → f16", &["StorageBuffer16BitAccess"], ("%f32", 4), ("%f16", 2), "%k = OpFConvert %f16 %f_tenth\n%y = OpCopyObject %f16 %k"),
+    ];
+    let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
+    let mut failed = vec![];
+    for &(name, caps, (in_ty, in_size), (out_ty, out_size), code) in cases {
+        // Bytes with small exponents and both signs: no NaN, no infinity.
+        let input: Vec<u8> = (0..64 * in_size).map(|b| ((b * 83 + 5) % 251) as u8 & if in_ty == "%f16" && b % 2 == 1 { 0xbf } else { 0xff }).collect();
+        let job = ComputeJob { buffers: vec![BufferSpec::storage(0, input), BufferSpec::storage(1, vec![0; 64 * out_size])], ..Default::default() };
+        let m = caps.iter().fold(Module::compute(64).spirv(5).cap("Int64"), |m, c| m.cap(c));
+        let m = m
+            .gid()
+            .globals("%f_tenth = OpConstant %f32 0.1")
+            .block("bin", in_ty, in_size as u32)
+            .buffer("src", "bin", 0, 0)
+            .block("bout", out_ty, out_size as u32)
+            .buffer("dst", "bout", 0, 1)
+            .main(&format!(
+                "%gx_p = OpAccessChain %pin_u32 %gid %c0\n%gx = OpLoad %u32 %gx_p\n%sp = OpAccessChain %ps_{} %src %c0 %gx\n%x = OpLoad {in_ty} %sp\n\
+                 {code}\n%dp = OpAccessChain %ps_{} %dst %c0 %gx\nOpStore %dp %y",
+                &in_ty[1..],
+                &out_ty[1..]
+            ));
+        let text = m.text();
+        let words = tools::spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        tools::spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("{name}: test shader invalid: {e}\n{text}"));
+        let want = native.run_compute(&words, &job).unwrap_or_else(|e| panic!("{name} native: {e}"));
+        assert!(want[1].iter().any(|b| *b != 0), "{name}: the native shader wrote");
+        let o = ContextOptions::with_layer()
+            .setting("storage_buffer_16bit_access", "force")
+            .setting("storage_buffer_8bit_access", "force")
+            .setting("debug_target", "core");
+        let (got, _) = rewritten::run_rewritten(&format!("polyfill-width-{}", name.replace([' ', '→'], "-")), &words, &job, o);
+        if let Some(at) = (0..want[1].len()).find(|&k| got[1][k] != want[1][k]) {
+            let e = at / out_size * out_size;
+            failed.push(format!("{name}: first difference at element {}: got {:02x?} want {:02x?}", at / out_size, &got[1][e..e + out_size], &want[1][e..e + out_size]));
+        }
+    }
+    assert!(failed.is_empty(), "emulated vs native:\n{}", failed.join("\n"));
 }
 
 /// `x` rounded to binary16 — to the nearest, ties to even (IEEE 754's default), or toward zero
