@@ -49,6 +49,18 @@ fn load_in_a_loop_header() {
     }
 }
 
+/// A raw chain between an OpSampledImage and the sample that uses it
+/// (`bindless::cases::raw_chain_between_sampled_image_and_use`), with the driver's checks and
+/// with the lowering's own (`debug_target=core`: the block is split there and the sampled image
+/// made again in the piece that uses it).
+#[test]
+fn load_between_a_sampled_image_and_its_use() {
+    for target in ["device", "core"] {
+        let ctx = Context::new(&ContextOptions::raw_access_chains().setting("debug_target", target)).unwrap();
+        polyfill_e2e::bindless::cases::raw_chain_between_sampled_image_and_use(&ctx).unwrap_or_else(|e| panic!("{target}: {e}"));
+    }
+}
+
 #[test]
 fn module_creation_succeeds() {
     let ctx = shared_layer_context();

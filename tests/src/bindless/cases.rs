@@ -423,6 +423,55 @@ pub fn flow_calls(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     no_errors("", &errs)
 }
 
+/// An `OpRawAccessChainNV` load between an `OpSampledImage` and its use: invocation `i` makes
+/// a sampled image of texture 0 (an ordinary SAMPLED_IMAGE at binding 0 and SAMPLER at binding
+/// 3), then loads its coordinates `coords[i]` (a vec2, RobustnessPerComponentNV, byte address
+/// `8i`, binding 1; the window ends inside invocation 60's pair, so out-of-range components
+/// read 0) and writes the sample to `out[i]` (binding 2). Where the lowering checks bounds
+/// itself (`ctx` with `debug_target=core`) the check splits the block, and the sampled image must
+/// be made again where it is used (SPIR-V: an OpSampledImage result is used in its block only).
+pub fn raw_chain_between_sampled_image_and_use(ctx: &Context) -> Result<(), String> {
+    let (_, mut scope, texs, nearest) = textured(ctx, 1)?;
+    let n = 64usize;
+    let uv = |i: usize| [((i % 4) as f32 + 0.5) / 4.0, ((i / 4 % 4) as f32 + 0.5) / 4.0];
+    let coords: Vec<u8> = (0..n).flat_map(|i| uv(i).into_iter().flat_map(f32::to_le_bytes)).collect();
+    let window = 8 * 60 + 4;
+    let cbuf = scope.buffer_with(&coords)?;
+    let out = scope.buffer(n * 16)?;
+    out.fill(0xCD);
+    let words = Module::compute(16)
+        .raw_access_chains()
+        .gid()
+        .image_types()
+        .ssbo("coords", "%u32", 4, 0, 1)
+        .ssbo("out", "%v4f", 16, 0, 2)
+        .decorate("OpDecorate %img_var DescriptorSet 0\nOpDecorate %img_var Binding 0\nOpDecorate %smp_var DescriptorSet 0\nOpDecorate %smp_var Binding 3")
+        .globals("%puc_img = OpTypePointer UniformConstant %img\n%puc_smp = OpTypePointer UniformConstant %smp\n%img_var = OpVariable %puc_img UniformConstant\n%smp_var = OpVariable %puc_smp UniformConstant")
+        .main(
+            "%px = OpAccessChain %pin_u32 %gid %c0\n%i = OpLoad %u32 %px\n%im = OpLoad %img %img_var\n%sm = OpLoad %smp %smp_var\n\
+             %si = OpSampledImage %simg %im %sm\n%off = OpShiftLeftLogical %u32 %i %c3\n\
+             %p = OpRawAccessChainNV %ps_v2f %coords %c0 %c0 %off RobustnessPerComponentNV\n%uv = OpLoad %v2f %p Aligned 4\n\
+             %r = OpImageSampleExplicitLod %v4f %si %uv Lod %f0\n%po = OpAccessChain %ps_v4f %out %c0 %i\nOpStore %po %r",
+        )
+        .assemble()?;
+    let writes = [
+        Write::Image { binding: 0, element: 0, ty: vk::DescriptorType::SAMPLED_IMAGE, view: texs[0].view, layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL, sampler: vk::Sampler::null() },
+        Write::Buffer { binding: 1, ty: SSBO, buffer: cbuf.buffer, offset: 0, range: window as u64 },
+        out.whole(2, SSBO),
+        Write::Image { binding: 3, element: 0, ty: vk::DescriptorType::SAMPLER, view: vk::ImageView::null(), layout: vk::ImageLayout::UNDEFINED, sampler: nearest },
+    ];
+    dispatch(&mut scope, &words, &writes, &[], [(n / 16) as u32, 1, 1])?;
+    // Out-of-range components read 0: texel 0 of that axis (nearest, clamped).
+    let want: Vec<[f32; 4]> = (0..n)
+        .map(|i| {
+            let (x, y) = ((i % 4) as u32, (i / 4 % 4) as u32);
+            let (x_in, y_in) = (8 * i + 4 <= window, 8 * i + 8 <= window);
+            texel(0, if x_in { x } else { 0 }, if y_in { y } else { 0 })
+        })
+        .collect();
+    compare_vec4("raw chain between OpSampledImage and its use", &vec4s(&out.read()), &want, TOL)
+}
+
 /// Case 4b: the handle table read through a PhysicalStorageBuffer pointer.
 pub fn psb_table(ctx: &Context, kind: HandleKind) -> Result<(), String> {
     if !ctx.features().buffer_device_address {
