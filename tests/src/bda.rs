@@ -106,6 +106,14 @@ fn nodes(m: Module) -> Module {
     )
 }
 
+/// The module of [`nodes`] with `%Nodes = { Node n[]; }` (ArrayStride 16) and its pointer
+/// `%pnodes`.
+fn node_array() -> Module {
+    nodes(base(&[]))
+        .decorate("OpDecorate %narr ArrayStride 16\nOpDecorate %Nodes Block\nOpMemberDecorate %Nodes 0 Offset 0")
+        .globals("%narr = OpTypeRuntimeArray %Node\n%Nodes = OpTypeStruct %narr\n%pnodes = OpTypePointer PhysicalStorageBuffer %Nodes")
+}
+
 /// A linked list across three buffers, built by the shader itself (it stores pointers into
 /// the nodes), then walked: `out[0] = a.value + a.next.value + a.next.next.value`, and
 /// `out[1]` = the last node's value read through the pointer loaded from memory twice.
@@ -236,9 +244,7 @@ pub fn window_sum_reference(input: &[u32], past: u32) -> Vec<u32> {
 /// constants { Nodes* nodes; uint* out; uint n } and, in `main`, `%i` = gid.x mod n (`n` a
 /// power of two) after loading `%nodes` (and `%out` with `out`).
 fn chase_kernel(out: bool, code: &str) -> Vec<u32> {
-    let m = nodes(base(&[]))
-        .decorate("OpDecorate %narr ArrayStride 16\nOpDecorate %Nodes Block\nOpMemberDecorate %Nodes 0 Offset 0")
-        .globals("%narr = OpTypeRuntimeArray %Node\n%Nodes = OpTypeStruct %narr\n%pnodes = OpTypePointer PhysicalStorageBuffer %Nodes\n%mult = OpConstant %u32 40503\n%hops = OpConstant %u32 16");
+    let m = node_array().globals("%mult = OpConstant %u32 40503\n%hops = OpConstant %u32 16");
     let out = if out { push_loads(1, &[("out", "%pbuf")]) } else { String::new() };
     compute(
         push_constants(m, &["%pnodes", "%pbuf", "%u32"]),
@@ -301,9 +307,7 @@ OpStore %op %s Aligned 4
 /// from its first node in a second loop (the pointer a phi in the loop header, a load through
 /// it there and one in the body) and writes the sum of the values it saw to `out[i]`.
 pub fn chase_ring() -> Vec<u32> {
-    let m = nodes(base(&[]))
-        .decorate("OpDecorate %narr ArrayStride 16\nOpDecorate %Nodes Block\nOpMemberDecorate %Nodes 0 Offset 0")
-        .globals("%narr = OpTypeRuntimeArray %Node\n%Nodes = OpTypeStruct %narr\n%pnodes = OpTypePointer PhysicalStorageBuffer %Nodes");
+    let m = node_array();
     compute(
         push_constants(m, &["%pnodes", "%pbuf"]),
         &format!(
@@ -360,9 +364,7 @@ OpStore %op %s Aligned 4",
 /// more: `out[i] = v1 + 100 v2 + 10000 v3` of the values the three reads' nodes hold (the
 /// second read may reuse the first, the third must see the write).
 pub fn reloaded_pointers() -> Vec<u32> {
-    let m = nodes(base(&[]))
-        .decorate("OpDecorate %narr ArrayStride 16\nOpDecorate %Nodes Block\nOpMemberDecorate %Nodes 0 Offset 0")
-        .globals("%narr = OpTypeRuntimeArray %Node\n%Nodes = OpTypeStruct %narr\n%pnodes = OpTypePointer PhysicalStorageBuffer %Nodes");
+    let m = node_array();
     compute(
         push_constants(m, &["%pnodes", "%pbuf"]),
         &format!(
