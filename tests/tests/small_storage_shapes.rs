@@ -222,7 +222,8 @@ fn f64_to_f16(rtz: bool) {
 #[test]
 fn width_conversions_match_native() {
     // (name, capabilities, source type and stride, result type and stride, conversion of `%x`)
-    let cases: &[(&str, &[&str], (&str, usize), (&str, usize), &str)] = &[
+    type Case<'a> = (&'a str, &'a [&'a str], (&'a str, usize), (&'a str, usize), &'a str);
+    let cases: &[Case] = &[
         ("u16 → u64", &["StorageBuffer16BitAccess"], ("%u16", 2), ("%u64", 8), "%y = OpUConvert %u64 %x"),
         ("i16 → i64", &["StorageBuffer16BitAccess"], ("%i16", 2), ("%i64", 8), "%y = OpSConvert %i64 %x"),
         ("i8 → i64", &["StorageBuffer8BitAccess"], ("%i8", 1), ("%i64", 8), "%y = OpSConvert %i64 %x"),
