@@ -44,10 +44,11 @@ fn push_loads(first: u32, loads: &[(&str, &str)]) -> String {
     s
 }
 
-/// Assembles and validates (vulkan1.2; vulkan1.1 for a SPIR-V 1.3 module).
+/// Assembles and validates for the module's SPIR-V version (vulkan1.2 for the 1.5 modules,
+/// vulkan1.1 for a 1.3 one).
 fn assemble(m: &Module) -> Vec<u32> {
     let text = m.text();
-    let env = if m.minor() <= 3 { "vulkan1.1" } else { "vulkan1.2" };
+    let env = m.target_env();
     let words = spirv_as(&text, env).unwrap_or_else(|e| panic!("{e}"));
     spirv_val(&words, env).unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
     words

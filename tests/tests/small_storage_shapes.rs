@@ -55,10 +55,7 @@ fn shader(ty: &str, chain: &str) -> Vec<u32> {
              %sp = OpAccessChain {ptr} %src %c0 %gx {chain}\n%v = OpLoad {ty} %sp\n\
              %dp = OpAccessChain {ptr} %dst %c0 %gx {chain}\nOpStore %dp %v"
         ));
-    let text = m.text();
-    let words = tools::spirv_as(&text, "vulkan1.1").unwrap_or_else(|e| panic!("{e}\n{text}"));
-    tools::spirv_val(&words, "vulkan1.1").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
-    words
+    assemble(&m, "f16 matrix shape")
 }
 
 /// Runs `spirv` natively and through the layer with 16-bit storage forced on `target`; the
@@ -124,9 +121,15 @@ fn struct_copy_shader(code: &str) -> Vec<u32> {
             "%gx_p = OpAccessChain %pin_u32 %gid %c0\n%gx = OpLoad %u32 %gx_p\n\
              %s = OpAccessChain %ps_S2 %src %c0 %gx\n%d = OpAccessChain %ps_S2 %dst %c0 %gx\n{code}"
         ));
+    assemble(&m, "descriptor array")
+}
+
+/// `m` assembled for its SPIR-V version's environment and checked with spirv-val (`what` names
+/// the shader in the error).
+fn assemble(m: &Module, what: &str) -> Vec<u32> {
     let text = m.text();
-    let words = tools::spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}\n{text}"));
-    tools::spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
+    let words = tools::spirv_as(&text, m.target_env()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    tools::spirv_val(&words, m.target_env()).unwrap_or_else(|e| panic!("{what}: test shader invalid: {e}\n{text}"));
     words
 }
 
@@ -152,10 +155,7 @@ fn descriptor_array_shader(index: Option<&str>) -> Vec<u32> {
              %bp = OpAccessChain %ps_u16 %bufs {k} %c0 %gx\n%v = OpLoad %u16 %bp\n%op = OpAccessChain %ps_u16 %out %c0 %gx\nOpStore %op %v",
             index.unwrap_or("")
         ));
-    let text = m.text();
-    let words = tools::spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}\n{text}"));
-    tools::spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
-    words
+    assemble(&m, "struct copy")
 }
 
 /// `out[i] = f16(in[i])` (f64 → f16 by OpFConvert, undecorated and `FPRoundingMode RTZ`;
@@ -203,9 +203,7 @@ fn f64_to_f16(rtz: bool) {
             "%gx_p = OpAccessChain %pin_u32 %gid %c0\n%gx = OpLoad %u32 %gx_p\n%sp = OpAccessChain %ps_f64 %src %c0 %gx\n%d = OpLoad %f64 %sp\n\
              %h = OpFConvert %f16 %d\n%dp = OpAccessChain %ps_f16 %dst %c0 %gx\nOpStore %dp %h",
         );
-    let text = m.text();
-    let words = tools::spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}\n{text}"));
-    tools::spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("test shader invalid: {e}\n{text}"));
+    let words = assemble(&m, "f64 → f16");
     let o = ContextOptions::with_layer().setting("storage_buffer_16bit_access", "force").setting("debug_target", "core");
     let (got, _) = rewritten::run_rewritten(&format!("polyfill-f64-to-f16-core-{rtz}"), &words, &job, o);
     let wrong: Vec<String> = (0..64)
@@ -252,9 +250,7 @@ fn width_conversions_match_native() {
                 &in_ty[1..],
                 &out_ty[1..]
             ));
-        let text = m.text();
-        let words = tools::spirv_as(&text, "vulkan1.2").unwrap_or_else(|e| panic!("{e}\n{text}"));
-        tools::spirv_val(&words, "vulkan1.2").unwrap_or_else(|e| panic!("{name}: test shader invalid: {e}\n{text}"));
+        let words = assemble(&m, name);
         let want = native.run_compute(&words, &job).unwrap_or_else(|e| panic!("{name} native: {e}"));
         assert!(want[1].iter().any(|b| *b != 0), "{name}: the native shader wrote");
         let o = ContextOptions::with_layer()
