@@ -21,7 +21,7 @@ fn physical(m: Module) -> Module {
 
 /// The push constants `%pc` of `members` (pointer or scalar types at 8-byte offsets), with
 /// `%pp_T` = PushConstant pointer to each member type `%T` that has no standard name.
-fn push_constants(m: Module, members: &[&str]) -> Module {
+pub(crate) fn push_constants(m: Module, members: &[&str]) -> Module {
     let mut pointers: Vec<&str> = Vec::new();
     for &t in members.iter().filter(|&&t| t != "%u32") {
         if !pointers.contains(&t) {
@@ -36,7 +36,7 @@ fn push_constants(m: Module, members: &[&str]) -> Module {
 
 /// Function-body lines loading push constants `first`, `first + 1`, … into `%name` (of type
 /// `%T`) for each (name, T).
-fn push_loads(first: u32, loads: &[(&str, &str)]) -> String {
+pub(crate) fn push_loads(first: u32, loads: &[(&str, &str)]) -> String {
     let mut s = String::new();
     for (k, (name, ty)) in loads.iter().enumerate() {
         s += &format!("%{name}_p = OpAccessChain %pp_{} %pc %c{}\n%{name} = OpLoad {ty} %{name}_p\n", &ty[1..], first + k as u32);
@@ -55,7 +55,7 @@ fn assemble(m: &Module) -> Vec<u32> {
 }
 
 /// A compute shader (LocalSize 64, `%gid`) of `m`'s declarations, `main` = `%gx` and `code`.
-fn compute(m: Module, code: &str) -> Vec<u32> {
+pub(crate) fn compute(m: Module, code: &str) -> Vec<u32> {
     compute_with_variables(m, "", code)
 }
 
@@ -71,7 +71,7 @@ fn first_invocation(code: &str, then: &str, merge: &str) -> String {
 }
 
 /// The compute module with its `%Buf` block, `%gid` and `capabilities`.
-fn base(capabilities: &[&str]) -> Module {
+pub(crate) fn base(capabilities: &[&str]) -> Module {
     let m = physical(Module::compute(64).gid());
     capabilities.iter().fold(m, |m, c| m.cap(c))
 }

@@ -14,6 +14,7 @@
 //!   the layer, with CPU references.
 
 pub mod bda;
+pub mod bda_layouts;
 pub mod bindless;
 pub mod child;
 pub mod graphics;

@@ -7,6 +7,7 @@
 //! no device-address usage, allocation flag or feature). `auto` and `off` change nothing.
 
 use ash::vk;
+use polyfill_e2e::bda_layouts;
 use polyfill_e2e::bytes;
 use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
@@ -534,6 +535,7 @@ both_targets! {
     matrices_through_chains => matrices_device_target, matrices_core_target;
     chain_shapes => chain_shapes_device_target, chain_shapes_core_target;
     pointer_chasing_in_loops => chasing_device_target, chasing_core_target;
+    random_layouts => random_layouts_device_target, random_layouts_core_target;
 }
 
 /// Whole-element copies of every [`ELEMENTS`] type (vectors, 8/16/64-bit scalars, f64, structs,
@@ -627,6 +629,36 @@ fn chain_shapes(target: &str) {
                 if let Some(at) = (0..n).find(|&k| got[1][k] != want[1][k]) {
                     failed.push(format!("{name}{how}: first difference at byte {} of element {}", at % element, at / element));
                 }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "emulated vs native:\n{}", failed.join("\n"));
+}
+
+/// Generated cases of [`polyfill_e2e::bda_layouts`]: random nested layouts (padded strides,
+/// both matrix majorities, 64-bit scalars) and random chains into them, each value copied from
+/// `src[i]` to `dst[i]`, native vs forced (with the driver's bounds checks, and every third
+/// case also with the lowering's own), byte for byte. `BDA_RANDOM_CASES` cases (default 24;
+/// 1000 under `POLYFILL_FULL_SWEEP=1`) from seed `BDA_RANDOM_SEED` (default 1) on; a failure
+/// names its seed and layout.
+fn random_layouts(target: &str) {
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let (first, count) = (env("BDA_RANDOM_SEED", 1), env("BDA_RANDOM_CASES", if polyfill_e2e::sweep::full_sweep() { 1000 } else { 24 }));
+    let mut failed = vec![];
+    for seed in first..first + count {
+        let case = bda_layouts::Case::new(seed);
+        eprintln!("seed {seed}: {}", case.describe()); // shown if the shader does not validate
+        let spirv = case.shader();
+        let element = bda_layouts::element_stride(&case) as usize;
+        let n = 64 * element;
+        let input: Vec<u8> = (0..n).map(|i| ((i * 37 + 11) % 251) as u8 & 0x3f).collect();
+        let job = ComputeJob { buffers: vec![BufferSpec::device_address(0, input), BufferSpec::device_address(8, vec![0; n])], ..Default::default() };
+        let (want, got) = native_and_forced(&format!("random-{seed}"), target, &spirv, &job);
+        assert!(want[1].iter().any(|b| *b != 0), "seed {seed}: the native shader wrote ({})", case.describe());
+        let checked = (seed % 3 == 0).then(|| forced_with(&format!("random-{seed}-checked"), target, &spirv, &job, options("force").pipeline_robustness(true)));
+        for (how, got) in [("", Some(&got)), (" (the lowering's checks)", checked.as_ref())] {
+            if let Some(at) = got.and_then(|got| (0..n).find(|&k| got[1][k] != want[1][k])) {
+                failed.push(format!("seed {seed}{how}: first difference at byte {} of element {}: {}", at % element, at / element, case.describe()));
             }
         }
     }
