@@ -337,21 +337,41 @@ fn remove_dead(blocks: &mut [Block]) -> HashSet<u32> {
             op::ACCESS_CHAIN | op::COMPOSITE_EXTRACT | op::COMPOSITE_CONSTRUCT | op::I_ADD | op::I_SUB | op::SELECT | op::SHIFT_RIGHT_LOGICAL | op::BITWISE_AND | op::U_GREATER_THAN_EQUAL | op::U_LESS_THAN
         )
     };
-    let mut dead = HashSet::default();
-    loop {
-        let used: HashSet<u32> = blocks.iter().flat_map(|b| b.insts.iter()).flat_map(|i| i.ops.iter().copied()).collect();
-        let before = dead.len();
-        for blk in blocks.iter_mut() {
-            blk.insts.retain(|i| {
-                let gone = i.id != 0 && pure(i.op) && !used.contains(&i.id);
-                if gone {
-                    dead.insert(i.id);
-                }
-                !gone
-            });
-        }
-        if dead.len() == before {
-            return dead;
+    // Uses counted once (every operand word, literals too: a literal equal to an id keeps it,
+    // as a set of used words would); a dead instruction's removal releases its operands, so
+    // the dead chains go in one pass instead of a recount per round.
+    let n: usize = blocks.iter().map(|b| b.insts.len()).sum();
+    let mut uses: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(2 * n, Default::default());
+    let mut defs: HashMap<u32, (usize, usize)> = HashMap::with_capacity_and_hasher(n, Default::default());
+    for (bi, blk) in blocks.iter().enumerate() {
+        for (k, i) in blk.insts.iter().enumerate() {
+            for &o in i.ops.iter() {
+                *uses.entry(o).or_default() += 1;
+            }
+            if i.id != 0 && pure(i.op) {
+                defs.insert(i.id, (bi, k));
+            }
         }
     }
+    let mut work: Vec<u32> = defs.keys().copied().filter(|id| !uses.contains_key(id)).collect();
+    let mut dead = HashSet::default();
+    while let Some(id) = work.pop() {
+        if !dead.insert(id) {
+            continue;
+        }
+        let (bi, k) = defs[&id];
+        for &o in blocks[bi].insts[k].ops.iter() {
+            let c = uses.get_mut(&o).expect("counted");
+            *c -= 1;
+            if *c == 0 && defs.contains_key(&o) {
+                work.push(o);
+            }
+        }
+    }
+    if !dead.is_empty() {
+        for blk in blocks.iter_mut() {
+            blk.insts.retain(|i| i.id == 0 || !dead.contains(&i.id));
+        }
+    }
+    dead
 }

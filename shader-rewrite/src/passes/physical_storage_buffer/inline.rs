@@ -185,8 +185,8 @@ fn repoint_phis(f: &mut Function, succs: &HashSet<u32>, old: u32, new: u32) {
 
 /// The `helpers` called exactly once in `functions` whose body `fits`, cloned, by id.
 fn called_once(functions: &[Function], helpers: &HashSet<u32>, fits: impl Fn(&Function) -> bool) -> HashMap<u32, Function> {
-    let mut calls: HashMap<u32, u32> = HashMap::default();
-    for i in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL) {
+    let mut calls: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(helpers.len(), Default::default());
+    for i in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL && helpers.contains(&i.ops[0])) {
         *calls.entry(i.ops[0]).or_default() += 1;
     }
     functions.iter().filter(|f| helpers.contains(&f.def.id) && calls.get(&f.def.id) == Some(&1) && fits(f)).map(|f| (f.def.id, f.clone())).collect()
@@ -195,6 +195,7 @@ fn called_once(functions: &[Function], helpers: &HashSet<u32>, fits: impl Fn(&Fu
 /// Fresh ids for the results of helper `h`'s body, in its order, into `map` (NonUniform
 /// decorations copied to them).
 fn fresh_results(b: &mut Builder, h: &Function, map: &mut HashMap<u32, u32>) {
+    map.reserve(h.blocks.iter().map(|hb| hb.insts.len()).sum());
     for i in h.blocks.iter().flat_map(|hb| hb.insts.iter()).filter(|i| i.id != 0) {
         let fresh = b.id();
         if b.has_decoration(i.id, deco::NON_UNIFORM) {
@@ -223,9 +224,11 @@ fn renamed(map: &HashMap<u32, u32>, i: &Inst) -> Inst {
 /// Removes the inlined `bodies` no call names any more; returns their ids and their bodies'
 /// (whose names and decorations must go).
 fn remove_uncalled(functions: &mut Vec<Function>, bodies: &HashMap<u32, Function>) -> HashSet<u32> {
-    let called: HashSet<u32> = functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL).map(|i| i.ops[0]).collect();
+    // (Only calls of the bodies matter: a body inlined into another body is called still.)
+    let called: HashSet<u32> = functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL && bodies.contains_key(&i.ops[0])).map(|i| i.ops[0]).collect();
     let gone: HashSet<u32> = bodies.keys().copied().filter(|id| !called.contains(id)).collect();
-    let mut ids: HashSet<u32> = HashSet::default();
+    let size: usize = bodies.values().map(|f| 1 + f.params.len() + f.blocks.iter().map(|b| 1 + b.insts.len()).sum::<usize>()).sum();
+    let mut ids: HashSet<u32> = HashSet::with_capacity_and_hasher(size, Default::default());
     for f in functions.iter().filter(|f| gone.contains(&f.def.id)) {
         ids.extend(f.params.iter().map(|p| p.id).chain(f.blocks.iter().flat_map(|b| b.insts.iter().map(|i| i.id).chain(std::iter::once(b.label)))));
         ids.insert(f.def.id);
