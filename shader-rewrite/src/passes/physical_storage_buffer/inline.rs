@@ -48,7 +48,7 @@ pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>
             Folder::blocks(b, &mut f.blocks);
         }
     }
-    (remove_uncalled(functions, &bodies), inlined)
+    (remove_uncalled(functions, bodies), inlined)
 }
 
 /// Inlines the many-block `helpers` (an atomic's branch around, the array-length waterfall
@@ -126,7 +126,7 @@ pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec
             rejoin_loop_header(f, label);
         }
     }
-    (remove_uncalled(functions, &bodies), inlined)
+    (remove_uncalled(functions, bodies), inlined)
 }
 
 /// Cuts loop header `f.blocks[k]` before instruction `at` (after its phis): the header keeps
@@ -183,13 +183,56 @@ fn repoint_phis(f: &mut Function, succs: &HashSet<u32>, old: u32, new: u32) {
     }
 }
 
-/// The `helpers` called exactly once in `functions` whose body `fits`, cloned, by id.
-fn called_once(functions: &[Function], helpers: &HashSet<u32>, fits: impl Fn(&Function) -> bool) -> HashMap<u32, Function> {
+/// The `helpers` called exactly once in `functions` whose body `fits`, taken out of
+/// `functions`, by id, with the position each had there ([`remove_uncalled`] puts back those
+/// still called).
+fn called_once(functions: &mut Vec<Function>, helpers: &HashSet<u32>, fits: impl Fn(&Function) -> bool) -> Bodies {
     let mut calls: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(helpers.len(), Default::default());
     for i in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL && helpers.contains(&i.ops[0])) {
         *calls.entry(i.ops[0]).or_default() += 1;
     }
-    functions.iter().filter(|f| helpers.contains(&f.def.id) && calls.get(&f.def.id) == Some(&1) && fits(f)).map(|f| (f.def.id, f.clone())).collect()
+    let taken = |f: &Function| helpers.contains(&f.def.id) && calls.get(&f.def.id) == Some(&1) && fits(f);
+    let mut bodies = Bodies::default();
+    if !functions.iter().any(taken) {
+        return bodies;
+    }
+    let mut k = 0;
+    for f in std::mem::take(functions) {
+        if taken(&f) {
+            bodies.at.push((k, f.def.id));
+            bodies.map.insert(f.def.id, f);
+        } else {
+            functions.push(f);
+        }
+        k += 1;
+    }
+    bodies
+}
+
+/// Helpers to inline (see [`called_once`]): by id, and (position in the functions, id).
+#[derive(Default)]
+struct Bodies {
+    map: HashMap<u32, Function>,
+    at: Vec<(usize, u32)>,
+}
+
+impl Bodies {
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+    fn contains_key(&self, id: &u32) -> bool {
+        self.map.contains_key(id)
+    }
+    fn get(&self, id: &u32) -> Option<&Function> {
+        self.map.get(id)
+    }
+}
+
+impl std::ops::Index<&u32> for Bodies {
+    type Output = Function;
+    fn index(&self, id: &u32) -> &Function {
+        &self.map[id]
+    }
 }
 
 /// Fresh ids for the results of helper `h`'s body, in its order, into `map` (NonUniform
@@ -221,19 +264,34 @@ fn renamed(map: &HashMap<u32, u32>, i: &Inst) -> Inst {
     c
 }
 
-/// Removes the inlined `bodies` no call names any more; returns their ids and their bodies'
-/// (whose names and decorations must go).
-fn remove_uncalled(functions: &mut Vec<Function>, bodies: &HashMap<u32, Function>) -> HashSet<u32> {
-    // (Only calls of the bodies matter: a body inlined into another body is called still.)
-    let called: HashSet<u32> = functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL && bodies.contains_key(&i.ops[0])).map(|i| i.ops[0]).collect();
-    let gone: HashSet<u32> = bodies.keys().copied().filter(|id| !called.contains(id)).collect();
-    let size: usize = bodies.values().map(|f| 1 + f.params.len() + f.blocks.iter().map(|b| 1 + b.insts.len()).sum::<usize>()).sum();
+/// Puts back the `bodies` a call still names (a body whose call was in another body), where
+/// each was; returns the ids of the others and their bodies' (whose names and decorations
+/// must go).
+fn remove_uncalled(functions: &mut Vec<Function>, mut bodies: Bodies) -> HashSet<u32> {
+    let calls_in = |f: &Function| f.blocks.iter().flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL).map(|i| i.ops[0]).collect::<Vec<u32>>();
+    let mut called: HashSet<u32> = functions.iter().flat_map(calls_in).filter(|id| bodies.contains_key(id)).collect();
+    // A body kept calls what it calls.
+    let mut todo: Vec<u32> = called.iter().copied().collect();
+    while let Some(id) = todo.pop() {
+        for c in calls_in(&bodies[&id]) {
+            if bodies.contains_key(&c) && called.insert(c) {
+                todo.push(c);
+            }
+        }
+    }
+    let size: usize = bodies.map.values().map(|f| 1 + f.params.len() + f.blocks.iter().map(|b| 1 + b.insts.len()).sum::<usize>()).sum();
     let mut ids: HashSet<u32> = HashSet::with_capacity_and_hasher(size, Default::default());
-    for f in functions.iter().filter(|f| gone.contains(&f.def.id)) {
+    let mut gone_before = 0;
+    for (k, id) in std::mem::take(&mut bodies.at) {
+        let f = bodies.map.remove(&id).expect("a body");
+        if called.contains(&id) {
+            functions.insert(k - gone_before, f);
+            continue;
+        }
+        gone_before += 1;
         ids.extend(f.params.iter().map(|p| p.id).chain(f.blocks.iter().flat_map(|b| b.insts.iter().map(|i| i.id).chain(std::iter::once(b.label)))));
         ids.insert(f.def.id);
     }
     ids.remove(&0);
-    functions.retain(|f| !gone.contains(&f.def.id));
     ids
 }
