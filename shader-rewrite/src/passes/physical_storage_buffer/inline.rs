@@ -196,15 +196,13 @@ fn called_once(functions: &mut Vec<Function>, helpers: &HashSet<u32>, fits: impl
     if !functions.iter().any(taken) {
         return bodies;
     }
-    let mut k = 0;
-    for f in std::mem::take(functions) {
+    for (k, f) in std::mem::take(functions).into_iter().enumerate() {
         if taken(&f) {
             bodies.at.push((k, f.def.id));
             bodies.map.insert(f.def.id, f);
         } else {
             functions.push(f);
         }
-        k += 1;
     }
     bodies
 }
