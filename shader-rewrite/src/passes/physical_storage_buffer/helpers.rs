@@ -339,32 +339,40 @@ fn remove_dead(blocks: &mut [Block]) -> HashSet<u32> {
     };
     // Uses counted once (every operand word, literals too: a literal equal to an id keeps it,
     // as a set of used words would); a dead instruction's removal releases its operands, so
-    // the dead chains go in one pass instead of a recount per round.
-    let n: usize = blocks.iter().map(|b| b.insts.len()).sum();
-    let mut uses: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(2 * n, Default::default());
-    let mut defs: HashMap<u32, (usize, usize)> = HashMap::with_capacity_and_hasher(n, Default::default());
+    // the dead chains go in one pass instead of a recount per round. A helper's results are
+    // fresh ids close together: counts and definitions by id in the range they span.
+    let results = || blocks.iter().flat_map(|b| b.insts.iter()).filter(|i| i.id != 0 && pure(i.op)).map(|i| i.id);
+    let (Some(lo), Some(hi)) = (results().min(), results().max()) else { return HashSet::default() };
+    let span = (hi - lo) as usize + 1;
+    let slot = |id: u32| id.checked_sub(lo).map(|d| d as usize).filter(|&d| d < span);
+    let mut uses = vec![0u32; span];
+    // (block, instruction) + 1 of each pure result.
+    let mut defs = vec![(0usize, 0usize); span];
     for (bi, blk) in blocks.iter().enumerate() {
         for (k, i) in blk.insts.iter().enumerate() {
             for &o in i.ops.iter() {
-                *uses.entry(o).or_default() += 1;
+                if let Some(d) = slot(o) {
+                    uses[d] += 1;
+                }
             }
-            if i.id != 0 && pure(i.op) {
-                defs.insert(i.id, (bi, k));
+            if let Some(d) = slot(i.id).filter(|_| pure(i.op)) {
+                defs[d] = (bi + 1, k);
             }
         }
     }
-    let mut work: Vec<u32> = defs.keys().copied().filter(|id| !uses.contains_key(id)).collect();
+    let mut work: Vec<u32> = (0..span).filter(|&d| defs[d].0 != 0 && uses[d] == 0).map(|d| lo + d as u32).collect();
     let mut dead = HashSet::default();
     while let Some(id) = work.pop() {
         if !dead.insert(id) {
             continue;
         }
-        let (bi, k) = defs[&id];
-        for &o in blocks[bi].insts[k].ops.iter() {
-            let c = uses.get_mut(&o).expect("counted");
-            *c -= 1;
-            if *c == 0 && defs.contains_key(&o) {
-                work.push(o);
+        let (bi, k) = defs[slot(id).expect("a result")];
+        for &o in blocks[bi - 1].insts[k].ops.iter() {
+            if let Some(d) = slot(o) {
+                uses[d] -= 1;
+                if uses[d] == 0 && defs[d].0 != 0 {
+                    work.push(o);
+                }
             }
         }
     }

@@ -239,7 +239,9 @@ fn fresh_results(b: &mut Builder, h: &Function, map: &mut HashMap<u32, u32>) {
     map.reserve(h.blocks.iter().map(|hb| hb.insts.len()).sum());
     for i in h.blocks.iter().flat_map(|hb| hb.insts.iter()).filter(|i| i.id != 0) {
         let fresh = b.id();
-        if b.has_decoration(i.id, deco::NON_UNIFORM) {
+        // (The lowering decorates only the access chains it makes NonUniform, and a helper
+        // holds nothing else.)
+        if matches!(i.op, op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN) && b.has_decoration(i.id, deco::NON_UNIFORM) {
             b.decorate(fresh, deco::NON_UNIFORM, &[]);
         }
         map.insert(i.id, fresh);
