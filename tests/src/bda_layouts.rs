@@ -7,7 +7,8 @@
 //! by the standard storage-buffer rules with random padding, and 1 to 3 random access chains
 //! into it, with constant and dynamic (`gl_GlobalInvocationID.x % n`) indices, each stopping at
 //! a random depth: a whole struct, array or matrix, a column (strided in a row-major matrix),
-//! a vector or one component. Invocation `i` loads each chain's value in `src[i]` and stores
+//! a vector or one component, some written as two chains or with an OpPtrAccessChain from an
+//! element pointer. Invocation `i` loads each chain's value in `src[i]` and stores
 //! it at the same chain in `dst[i]` (the `Aligned` operand: the largest power of two the
 //! address is known to be a multiple of, at most 16). The test runs every case natively and
 //! with the emulation forced, and compares `dst` byte for byte: the copy is exact only if the
@@ -272,6 +273,18 @@ struct Step {
     /// (not a row-major matrix's column: its pointer may not be used as a value,
     /// `VUID-StandaloneSpirv-PhysicalStorageBuffer64-04709`).
     base: Option<Ty>,
+    /// An array's index: the array's stride.
+    array_stride: Option<u32>,
+}
+
+/// How a chain is written: one OpAccessChain, two (the second on the first's pointer, after
+/// step `k`), or one to element 0 of the array indexed at step `k` and an OpPtrAccessChain
+/// whose Element is that step's index (the pointer type decorated with the array's stride).
+#[derive(Clone, Copy, Debug)]
+enum Split {
+    None,
+    After(usize),
+    Element(usize),
 }
 
 /// One generated case.
@@ -280,9 +293,8 @@ pub struct Case {
     /// Int8/Int16/Float16 declared: without them 8/16-bit values move only as scalars and
     /// vectors (SPIR-V's 16-bit storage rules), so chains through them go on to one.
     arith: bool,
-    /// Per chain: the type it reaches, its steps, its Aligned value, and where it is split in
-    /// two OpAccessChains (the second on the first's pointer), if it is.
-    chains: Vec<(Ty, Vec<Step>, u32, Option<usize>)>,
+    /// Per chain: the type it reaches, its steps, its Aligned value, and how it is written.
+    chains: Vec<(Ty, Vec<Step>, u32, Split)>,
 }
 
 impl Case {
@@ -302,7 +314,11 @@ impl Case {
             .iter()
             .map(|(ty, steps, align, split)| {
                 let s: Vec<String> = steps.iter().map(|s| if s.dynamic { format!("[i % n]×{}", s.bytes) } else { format!("+{}", s.bytes) }).collect();
-                let split = split.map_or(String::new(), |k| format!(" (split after {k})"));
+                let split = match split {
+                    Split::None => String::new(),
+                    Split::After(k) => format!(" (split after {k})"),
+                    Split::Element(k) => format!(" (OpPtrAccessChain at {k})"),
+                };
                 format!("{} {}{split} Aligned {align}", ty.describe(None), s.join(" "))
             })
             .collect();
@@ -342,13 +358,18 @@ impl Case {
             let ptr = decl.pointer(ty);
             let ops: Vec<&str> = steps.iter().map(|s| s.operand.as_str()).collect();
             for side in ["src", "dst"] {
-                match split {
-                    Some(at) => {
-                        let mid = decl.pointer(steps[*at - 1].base.as_ref().expect("a split point"));
-                        code += &format!("%{side}{k}a = OpAccessChain {mid} %{side} %c0 %gx {}\n", ops[..*at].join(" "));
-                        code += &format!("%{side}{k} = OpAccessChain {ptr} %{side}{k}a {}\n", ops[*at..].join(" "));
+                match *split {
+                    Split::After(at) => {
+                        let mid = decl.pointer(steps[at - 1].base.as_ref().expect("a split point"));
+                        code += &format!("%{side}{k}a = OpAccessChain {mid} %{side} %c0 %gx {}\n", ops[..at].join(" "));
+                        code += &format!("%{side}{k} = OpAccessChain {ptr} %{side}{k}a {}\n", ops[at..].join(" "));
                     }
-                    None => code += &format!("%{side}{k} = OpAccessChain {ptr} %{side} %c0 %gx {}\n", ops.join(" ")),
+                    Split::Element(at) => {
+                        let elem = decl.strided_pointer(steps[at].base.as_ref().expect("an element"), steps[at].array_stride.expect("an array"));
+                        code += &format!("%{side}{k}a = OpAccessChain {elem} %{side} %c0 %gx {} %c0\n", ops[..at].join(" "));
+                        code += &format!("%{side}{k} = OpPtrAccessChain {ptr} %{side}{k}a {}\n", ops[at..].join(" "));
+                    }
+                    Split::None => code += &format!("%{side}{k} = OpAccessChain {ptr} %{side} %c0 %gx {}\n", ops.join(" ")),
                 }
             }
             code += &format!("%v{k} = OpLoad %{} %src{k} Aligned {align}\n", ty.name());
@@ -363,9 +384,9 @@ impl Case {
     }
 }
 
-/// A random chain into `root`: (the type reached, the steps, Aligned, a split point). Without
-/// `arith`, it stops at no struct or array holding an 8/16-bit scalar.
-fn chain(rng: &mut Rng, root: &Ty, arith: bool) -> (Ty, Vec<Step>, u32, Option<usize>) {
+/// A random chain into `root`: (the type reached, the steps, Aligned, how it is written).
+/// Without `arith`, it stops at no struct or array holding an 8/16-bit scalar.
+fn chain(rng: &mut Rng, root: &Ty, arith: bool) -> (Ty, Vec<Step>, u32, Split) {
     let mut steps: Vec<Step> = vec![];
     let mut ty = root.clone();
     let mut layout: Option<(bool, u32)> = None;
@@ -385,7 +406,7 @@ fn chain(rng: &mut Rng, root: &Ty, arith: bool) -> (Ty, Vec<Step>, u32, Option<u
             Ty::Struct { members, .. } => {
                 let k = rng.below(members.len() as u64) as usize;
                 let m = &members[k];
-                steps.push(Step { operand: format!("%c{k}"), bytes: m.offset, dynamic: false, base: Some(m.ty.clone()) });
+                steps.push(Step { operand: format!("%c{k}"), bytes: m.offset, dynamic: false, base: Some(m.ty.clone()), array_stride: None });
                 layout = m.layout;
                 ty = m.ty.clone();
                 continue;
@@ -402,19 +423,27 @@ fn chain(rng: &mut Rng, root: &Ty, arith: bool) -> (Ty, Vec<Step>, u32, Option<u
         };
         let row_major_column = matches!(ty, Ty::Matrix { .. }) && layout.is_some_and(|l| l.0);
         let base = (!row_major_column).then(|| next.clone());
+        let array_stride = matches!(ty, Ty::Array { .. }).then_some(bytes_per);
         if rng.chance(1, 2) {
             let k = rng.below(len as u64) as u32;
-            steps.push(Step { operand: format!("%c{k}"), bytes: k * bytes_per, dynamic: false, base });
+            steps.push(Step { operand: format!("%c{k}"), bytes: k * bytes_per, dynamic: false, base, array_stride });
         } else {
-            steps.push(Step { operand: format!("%d{len}"), bytes: bytes_per, dynamic: true, base });
+            steps.push(Step { operand: format!("%d{len}"), bytes: bytes_per, dynamic: true, base, array_stride });
         }
         ty = next;
     }
     // The address: element base (a multiple of 16) + the steps; Aligned = the largest power of
     // two dividing every term, at most 16.
     let g = steps.iter().fold(16u32, |g, s| if s.bytes == 0 { g } else { g.min(1 << s.bytes.trailing_zeros()) });
+    let arrays: Vec<usize> = (0..steps.len()).filter(|&k| steps[k].array_stride.is_some()).collect();
     let splits: Vec<usize> = (1..steps.len()).filter(|&k| steps[k - 1].base.is_some()).collect();
-    let split = (!splits.is_empty() && rng.chance(1, 2)).then(|| rng.pick(&splits));
+    let split = if !arrays.is_empty() && rng.chance(1, 3) {
+        Split::Element(rng.pick(&arrays))
+    } else if !splits.is_empty() && rng.chance(1, 2) {
+        Split::After(rng.pick(&splits))
+    } else {
+        Split::None
+    };
     (ty, steps, g, split)
 }
 
@@ -466,6 +495,19 @@ impl Decls {
         name
     }
 
+    /// A PhysicalStorageBuffer pointer type to `ty` decorated ArrayStride `stride`, for the
+    /// base of an OpPtrAccessChain (declared once per stride).
+    fn strided_pointer(&mut self, ty: &Ty, stride: u32) -> String {
+        let name = format!("q_{}_s{stride}", ty.name());
+        if !self.declared.contains(&name) {
+            let pointee = self.ty(ty);
+            self.decorations += &format!("OpDecorate %{name} ArrayStride {stride}\n");
+            self.globals += &format!("%{name} = OpTypePointer PhysicalStorageBuffer %{pointee}\n");
+            self.declared.push(name.clone());
+        }
+        format!("%{name}")
+    }
+
     /// The PhysicalStorageBuffer pointer type to `ty` (declared once).
     fn pointer(&mut self, ty: &Ty) -> String {
         let name = ty.name();
@@ -476,5 +518,31 @@ impl Decls {
             self.declared.push(ptr.clone());
         }
         format!("%{ptr}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default cases (seeds 1 to 24) and a wider sample reach every shape the generator
+    /// writes, so the differential test exercises them.
+    #[test]
+    fn cases_reach_every_shape() {
+        let all: Vec<String> = (1..=200).map(|seed| Case::new(seed).describe()).collect();
+        let first: Vec<&String> = all.iter().take(24).collect();
+        for (what, needle) in [
+            ("a row-major matrix", "(row, stride"),
+            ("a column-major matrix", "(col, stride"),
+            ("a dynamic index", "[i % n]"),
+            ("an OpPtrAccessChain", "OpPtrAccessChain"),
+            ("a chain on a chain", "split after"),
+            ("a 64-bit scalar", "f64"),
+            ("an 8-bit scalar", "u8"),
+            ("a 16-bit scalar", "16"),
+        ] {
+            assert!(first.iter().any(|d| d.contains(needle)), "no case of seeds 1-24 has {what}");
+            assert!(all.iter().filter(|d| d.contains(needle)).count() >= 10, "fewer than 10 of 200 cases have {what}");
+        }
     }
 }
