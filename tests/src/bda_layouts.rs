@@ -15,6 +15,7 @@
 //! lowering found every leaf's offset (member offsets, strides, majorness) as the driver does.
 use crate::bda::{base, compute, push_constants, push_loads};
 use crate::matrix::rng::Rng;
+use spvasm::Module;
 
 /// Bytes per element of the buffers' runtime arrays: a multiple of 16 at least the size of `S`.
 pub fn element_stride(c: &Case) -> u32 {
@@ -290,6 +291,8 @@ enum Split {
 /// One generated case.
 pub struct Case {
     root: Ty,
+    /// Physical pointers (push constants), or storage-buffer descriptors.
+    physical: bool,
     /// Int8/Int16/Float16 declared: without them 8/16-bit values move only as scalars and
     /// vectors (SPIR-V's 16-bit storage rules), so chains through them go on to one.
     arith: bool,
@@ -298,14 +301,35 @@ pub struct Case {
 }
 
 impl Case {
+    /// A case through physical pointers.
     pub fn new(seed: u64) -> Case {
+        Self::generate(seed, true)
+    }
+
+    /// A case through storage-buffer descriptors `src` (binding 0) and `dst` (binding 1) of
+    /// set 0, with 8/16-bit scalars always, for the 8/16-bit storage lowering; its chains move
+    /// those only as scalars and vectors (no Int8/Int16/Float16), never through
+    /// OpPtrAccessChain (not allowed on storage buffers without VariablePointers).
+    pub fn in_storage_buffers(seed: u64) -> Case {
+        Self::generate(seed, false)
+    }
+
+    fn generate(seed: u64, physical: bool) -> Case {
         let mut rng = Rng::new(seed);
-        let (wide, narrow) = (rng.chance(1, 2), rng.chance(1, 2));
+        let (wide, narrow) = (rng.chance(1, 2), !physical || rng.chance(1, 2));
         let mut g = Gen { rng: &mut rng, next_id: 0, wide, narrow };
-        let root = g.structure(0).ty;
-        let arith = !narrow || rng.chance(1, 2);
-        let chains = (0..rng.range(1, 3)).map(|_| chain(&mut rng, &root, arith)).collect();
-        Case { root, arith, chains }
+        let mut root = g.structure(0).ty;
+        // Through descriptors the case is for the 8/16-bit lowering: it must have something to lower.
+        while !physical && !{
+            let mut s = vec![];
+            root.scalars(&mut s);
+            s.iter().any(|s| s.bytes() < 4)
+        } {
+            root = g.structure(0).ty;
+        }
+        let arith = physical && (!narrow || rng.chance(1, 2));
+        let chains = (0..rng.range(1, 3)).map(|_| chain(&mut rng, &root, arith, physical)).collect();
+        Case { root, physical, arith, chains }
     }
 
     pub fn describe(&self) -> String {
@@ -338,21 +362,26 @@ impl Case {
         }
         // spirv-val counts the types the push constants' pointers point to as theirs.
         if scalars.iter().any(|s| s.bytes() == 2) {
-            caps.extend(["StorageBuffer16BitAccess", "StoragePushConstant16"]);
+            caps.extend(["StorageBuffer16BitAccess"].into_iter().chain(self.physical.then_some("StoragePushConstant16")));
         }
         if scalars.contains(&Scalar::U8) {
-            caps.extend(["StorageBuffer8BitAccess", "StoragePushConstant8"]);
+            caps.extend(["StorageBuffer8BitAccess"].into_iter().chain(self.physical.then_some("StoragePushConstant8")));
         }
         if self.arith {
             let narrow = |t: &[Scalar]| scalars.iter().any(|s| t.contains(s));
             caps.extend([(narrow(&[Scalar::U8]), "Int8"), (narrow(&[Scalar::U16, Scalar::I16]), "Int16"), (narrow(&[Scalar::F16]), "Float16")].into_iter().filter(|c| c.0).map(|c| c.1));
         }
-        let mut decl = Decls::default();
+        let mut decl = Decls { class: if self.physical { "PhysicalStorageBuffer" } else { "StorageBuffer" }, ..Default::default() };
         decl.ty(&self.root);
         let stride = element_stride(self);
         decl.decorations += &format!("OpDecorate %rta ArrayStride {stride}\nOpDecorate %BufR Block\nOpMemberDecorate %BufR 0 Offset 0\n");
-        decl.globals += "%rta = OpTypeRuntimeArray %st_root\n%BufR = OpTypeStruct %rta\n%pbufR = OpTypePointer PhysicalStorageBuffer %BufR\n";
-        let mut code = push_loads(0, &[("src", "%pbufR"), ("dst", "%pbufR")]);
+        decl.globals += "%rta = OpTypeRuntimeArray %st_root\n%BufR = OpTypeStruct %rta\n";
+        if self.physical {
+            decl.globals += "%pbufR = OpTypePointer PhysicalStorageBuffer %BufR\n";
+        }
+        // Physical accesses carry Aligned (required there).
+        let aligned = |a: u32| if self.physical { format!(" Aligned {a}") } else { String::new() };
+        let mut code = if self.physical { push_loads(0, &[("src", "%pbufR"), ("dst", "%pbufR")]) } else { String::new() };
         let mut moves = String::new();
         for (k, (ty, steps, align, split)) in self.chains.iter().enumerate() {
             let ptr = decl.pointer(ty);
@@ -372,21 +401,24 @@ impl Case {
                     Split::None => code += &format!("%{side}{k} = OpAccessChain {ptr} %{side} %c0 %gx {}\n", ops.join(" ")),
                 }
             }
-            code += &format!("%v{k} = OpLoad %{} %src{k} Aligned {align}\n", ty.name());
-            moves += &format!("OpStore %dst{k} %v{k} Aligned {align}\n");
+            code += &format!("%v{k} = OpLoad %{} %src{k}{}\n", ty.name(), aligned(*align));
+            moves += &format!("OpStore %dst{k} %v{k}{}\n", aligned(*align));
         }
         let mut dynamic: Vec<u32> = self.chains.iter().flat_map(|(_, steps, _, _)| steps.iter().filter(|s| s.dynamic).filter_map(|s| s.operand.strip_prefix("%d").map(|n| n.parse().unwrap()))).collect();
         dynamic.sort_unstable();
         dynamic.dedup();
         let indices: String = dynamic.iter().map(|n| format!("%d{n} = OpUMod %u32 %gx %c{n}\n")).collect();
-        let m = caps.iter().fold(base(&[]), |m, c| m.cap(c)).decorate(decl.decorations.trim_end()).globals(decl.globals.trim_end());
-        compute(push_constants(m, &["%pbufR", "%pbufR"]), &format!("{indices}{code}{moves}"))
+        let start = if self.physical { base(&[]) } else { Module::compute(64).spirv(5).gid() };
+        let m = caps.iter().fold(start, |m, c| m.cap(c)).decorate(decl.decorations.trim_end()).globals(decl.globals.trim_end());
+        let m = if self.physical { push_constants(m, &["%pbufR", "%pbufR"]) } else { m.buffer("src", "BufR", 0, 0).buffer("dst", "BufR", 0, 1) };
+        compute(m, &format!("{indices}{code}{moves}"))
     }
 }
 
 /// A random chain into `root`: (the type reached, the steps, Aligned, how it is written).
-/// Without `arith`, it stops at no struct or array holding an 8/16-bit scalar.
-fn chain(rng: &mut Rng, root: &Ty, arith: bool) -> (Ty, Vec<Step>, u32, Split) {
+/// Without `arith`, it stops at no struct or array holding an 8/16-bit scalar; without
+/// `element`, it has no OpPtrAccessChain.
+fn chain(rng: &mut Rng, root: &Ty, arith: bool, element: bool) -> (Ty, Vec<Step>, u32, Split) {
     let mut steps: Vec<Step> = vec![];
     let mut ty = root.clone();
     let mut layout: Option<(bool, u32)> = None;
@@ -437,7 +469,7 @@ fn chain(rng: &mut Rng, root: &Ty, arith: bool) -> (Ty, Vec<Step>, u32, Split) {
     let g = steps.iter().fold(16u32, |g, s| if s.bytes == 0 { g } else { g.min(1 << s.bytes.trailing_zeros()) });
     let arrays: Vec<usize> = (0..steps.len()).filter(|&k| steps[k].array_stride.is_some()).collect();
     let splits: Vec<usize> = (1..steps.len()).filter(|&k| steps[k - 1].base.is_some()).collect();
-    let split = if !arrays.is_empty() && rng.chance(1, 3) {
+    let split = if element && !arrays.is_empty() && rng.chance(1, 3) {
         Split::Element(rng.pick(&arrays))
     } else if !splits.is_empty() && rng.chance(1, 2) {
         Split::After(rng.pick(&splits))
@@ -447,9 +479,10 @@ fn chain(rng: &mut Rng, root: &Ty, arith: bool) -> (Ty, Vec<Step>, u32, Split) {
     (ty, steps, g, split)
 }
 
-/// The declarations of a case's types.
+/// The declarations of a case's types; `class`: its pointers' storage class.
 #[derive(Default)]
 struct Decls {
+    class: &'static str,
     decorations: String,
     globals: String,
     declared: Vec<String>,
@@ -514,7 +547,7 @@ impl Decls {
         let ptr = format!("q_{name}");
         if !self.declared.contains(&ptr) {
             let pointee = self.ty(ty);
-            self.globals += &format!("%{ptr} = OpTypePointer PhysicalStorageBuffer %{pointee}\n");
+            self.globals += &format!("%{ptr} = OpTypePointer {} %{pointee}\n", self.class);
             self.declared.push(ptr.clone());
         }
         format!("%{ptr}")

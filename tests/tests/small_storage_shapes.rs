@@ -9,7 +9,11 @@
 //! - width conversions of 8/16-bit values to and from 64 bits, and of constants;
 //! - f64 → f16 conversions where the target lacks shaderFloat16 (the lowering rounds the
 //!   double to odd f32 first, so rounding twice cannot differ from rounding once), against
-//!   the correctly rounded CPU result.
+//!   the correctly rounded CPU result;
+//! - generated cases (`random_layouts_*`, [`polyfill_e2e::bda_layouts`] in storage buffers):
+//!   random nested layouts with 8/16-bit members among 32/64-bit ones, padded strides, both
+//!   matrix majorities, and random chains into them (constant and dynamic indices, chains on
+//!   chains), 8- and 16-bit storage both forced.
 //!
 //! Each shape runs natively on lavapipe (which has 16-bit storage) and through the layer with
 //! the feature forced (on the device's features, and on `debug_target=core`: word views only),
@@ -286,6 +290,47 @@ fn f64_to_f16_bits(x: f64, rtz: bool) -> u16 {
     let r = if !rtz && (frac > 0.5 || (frac == 0.5 && fl % 2.0 == 1.0)) { fl + 1.0 } else { fl };
     // r · q is a binary16 value (or 2^16 / the next binade's first), so this conversion is exact.
     sign | half::f16::from_f64(r * q).to_bits()
+}
+
+/// `BDA_RANDOM_CASES` cases (default 24; 1000 under `POLYFILL_FULL_SWEEP=1`) from seed
+/// `BDA_RANDOM_SEED` (default 1) on: each chain's value copied from `src[i]` to `dst[i]`,
+/// native vs with 8- and 16-bit storage forced on `target`, byte for byte.
+fn random_layouts(target: &str) {
+    use polyfill_e2e::bda_layouts::{element_stride, Case};
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let (first, count) = (env("BDA_RANDOM_SEED", 1), env("BDA_RANDOM_CASES", if polyfill_e2e::sweep::full_sweep() { 1000 } else { 24 }));
+    let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
+    let mut failed = vec![];
+    for seed in first..first + count {
+        let case = Case::in_storage_buffers(seed);
+        eprintln!("seed {seed}: {}", case.describe()); // shown if the shader does not validate
+        let spirv = case.shader();
+        let element = element_stride(&case) as usize;
+        let n = 64 * element;
+        let input: Vec<u8> = (0..n).map(|i| ((i * 37 + 11) % 251) as u8 & 0x3f).collect();
+        let job = ComputeJob { buffers: vec![BufferSpec::storage(0, input), BufferSpec::storage(1, vec![0; n])], ..Default::default() };
+        let want = native.run_compute(&spirv, &job).unwrap_or_else(|e| panic!("seed {seed} native: {e}"));
+        assert!(want[1].iter().any(|b| *b != 0), "seed {seed}: the native shader wrote ({})", case.describe());
+        let o = ContextOptions::with_layer()
+            .setting("storage_buffer_16bit_access", "force")
+            .setting("storage_buffer_8bit_access", "force")
+            .setting("debug_target", target);
+        let (got, _) = rewritten::run_rewritten(&format!("polyfill-small-random-{seed}-{target}"), &spirv, &job, o);
+        if let Some(at) = (0..n).find(|&k| got[1][k] != want[1][k]) {
+            failed.push(format!("seed {seed}: first difference at byte {} of element {}: {}", at % element, at / element, case.describe()));
+        }
+    }
+    assert!(failed.is_empty(), "emulated vs native ({target}):\n{}", failed.join("\n"));
+}
+
+#[test]
+fn random_layouts_device_target() {
+    random_layouts("device");
+}
+
+#[test]
+fn random_layouts_core_target() {
+    random_layouts("core");
 }
 
 #[test]
