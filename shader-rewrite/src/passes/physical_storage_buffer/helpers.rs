@@ -346,7 +346,7 @@ fn remove_dead(blocks: &mut [Block]) -> HashSet<u32> {
     let span = (hi - lo) as usize + 1;
     let slot = |id: u32| id.checked_sub(lo).map(|d| d as usize).filter(|&d| d < span);
     let mut uses = vec![0u32; span];
-    // (block, instruction) + 1 of each pure result.
+    // (block + 1, instruction) of each pure result (block 0: none).
     let mut defs = vec![(0usize, 0usize); span];
     for (bi, blk) in blocks.iter().enumerate() {
         for (k, i) in blk.insts.iter().enumerate() {
