@@ -22,6 +22,20 @@ pub fn element_stride(c: &Case) -> u32 {
     round_up(c.root.size(), 16)
 }
 
+/// The seeds a test runs: `BDA_RANDOM_CASES` (default 24; 1000 under `POLYFILL_FULL_SWEEP=1`)
+/// from `BDA_RANDOM_SEED` (default 1) on.
+pub fn seeds() -> std::ops::Range<u64> {
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let first = env("BDA_RANDOM_SEED", 1);
+    first..first + env("BDA_RANDOM_CASES", if crate::sweep::full_sweep() { 1000 } else { 24 })
+}
+
+/// The `src` buffer of 64 elements: small bytes (no float NaN or infinity whose bits a
+/// conversion might change).
+pub fn input(c: &Case) -> Vec<u8> {
+    (0..64 * element_stride(c) as usize).map(|i| ((i * 37 + 11) % 251) as u8 & 0x3f).collect()
+}
+
 /// Scalars of the generated types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scalar {

@@ -642,17 +642,14 @@ fn chain_shapes(target: &str) {
 /// 1000 under `POLYFILL_FULL_SWEEP=1`) from seed `BDA_RANDOM_SEED` (default 1) on; a failure
 /// names its seed and layout.
 fn random_layouts(target: &str) {
-    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-    let (first, count) = (env("BDA_RANDOM_SEED", 1), env("BDA_RANDOM_CASES", if polyfill_e2e::sweep::full_sweep() { 1000 } else { 24 }));
     let mut failed = vec![];
-    for seed in first..first + count {
+    for seed in bda_layouts::seeds() {
         let case = bda_layouts::Case::new(seed);
         eprintln!("seed {seed}: {}", case.describe()); // shown if the shader does not validate
         let spirv = case.shader();
         let element = bda_layouts::element_stride(&case) as usize;
         let n = 64 * element;
-        let input: Vec<u8> = (0..n).map(|i| ((i * 37 + 11) % 251) as u8 & 0x3f).collect();
-        let job = ComputeJob { buffers: vec![BufferSpec::device_address(0, input), BufferSpec::device_address(8, vec![0; n])], ..Default::default() };
+        let job = ComputeJob { buffers: vec![BufferSpec::device_address(0, bda_layouts::input(&case)), BufferSpec::device_address(8, vec![0; n])], ..Default::default() };
         let (want, got) = native_and_forced(&format!("random-{seed}"), target, &spirv, &job);
         assert!(want[1].iter().any(|b| *b != 0), "seed {seed}: the native shader wrote ({})", case.describe());
         let checked = (seed % 3 == 0).then(|| forced_with(&format!("random-{seed}-checked"), target, &spirv, &job, options("force").pipeline_robustness(true)));

@@ -296,19 +296,16 @@ fn f64_to_f16_bits(x: f64, rtz: bool) -> u16 {
 /// `BDA_RANDOM_SEED` (default 1) on: each chain's value copied from `src[i]` to `dst[i]`,
 /// native vs with 8- and 16-bit storage forced on `target`, byte for byte.
 fn random_layouts(target: &str) {
-    use polyfill_e2e::bda_layouts::{element_stride, Case};
-    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-    let (first, count) = (env("BDA_RANDOM_SEED", 1), env("BDA_RANDOM_CASES", if polyfill_e2e::sweep::full_sweep() { 1000 } else { 24 }));
+    use polyfill_e2e::bda_layouts::{element_stride, input, seeds, Case};
     let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
     let mut failed = vec![];
-    for seed in first..first + count {
+    for seed in seeds() {
         let case = Case::in_storage_buffers(seed);
         eprintln!("seed {seed}: {}", case.describe()); // shown if the shader does not validate
         let spirv = case.shader();
         let element = element_stride(&case) as usize;
         let n = 64 * element;
-        let input: Vec<u8> = (0..n).map(|i| ((i * 37 + 11) % 251) as u8 & 0x3f).collect();
-        let job = ComputeJob { buffers: vec![BufferSpec::storage(0, input), BufferSpec::storage(1, vec![0; n])], ..Default::default() };
+        let job = ComputeJob { buffers: vec![BufferSpec::storage(0, input(&case)), BufferSpec::storage(1, vec![0; n])], ..Default::default() };
         let want = native.run_compute(&spirv, &job).unwrap_or_else(|e| panic!("seed {seed} native: {e}"));
         assert!(want[1].iter().any(|b| *b != 0), "seed {seed}: the native shader wrote ({})", case.describe());
         let o = ContextOptions::with_layer()
