@@ -144,7 +144,10 @@ fn lower(
         .collect();
     let mut b = Builder::new(m);
     let mut backend = Backend::new(options.target, options.oob_poison, vulkan_mm);
-    let mut types: HashMap<u32, u32> = HashMap::default();
+    // Sized once: an entry per result of every function (rehashing as it grew was a good part
+    // of a large module's lowering).
+    let results: usize = functions.iter().map(|f| f.params.len() + f.blocks.iter().map(|b| b.insts.len()).sum::<usize>()).sum();
+    let mut types: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(results, Default::default());
     for f in functions.iter() {
         for i in f.params.iter().chain(f.blocks.iter().flat_map(|blk| blk.insts.iter())) {
             if i.id != 0 {
@@ -178,10 +181,11 @@ fn lower(
         old_select,
         int64_target: options.target.int64,
         roots: Roots::default(),
-        deltas: HashMap::default(),
-        shapes: HashMap::default(),
+        // (Pointers are a part of the results: room for a quarter of them.)
+        deltas: HashMap::with_capacity_and_hasher(results / 4, Default::default()),
+        shapes: HashMap::with_capacity_and_hasher(results / 4, Default::default()),
         records: HashMap::default(),
-        elided: HashSet::default(),
+        elided: HashSet::with_capacity_and_hasher(results / 4, Default::default()),
     };
     for f in functions.iter_mut() {
         cx.waterfall = checked && options.target.nonuniform_array_length_broken && !without_subgroups.contains(&f.def.id);

@@ -104,6 +104,11 @@ impl Places {
     }
 }
 
+/// An empty map with room for `n` entries.
+fn sized<K, V>(n: usize) -> HashMap<K, V> {
+    HashMap::with_capacity_and_hasher(n, Default::default())
+}
+
 /// Function-local definitions by id: (block, instruction).
 type Defs<'a> = Vec<Option<(usize, &'a Inst)>>;
 
@@ -140,8 +145,11 @@ impl Cx<'_, '_> {
     /// Roots, classes and placements of `f` (before it is lowered).
     pub(super) fn analyze(&self, f: &Function) -> Roots {
         let cfg = Cfg::new(f);
-        let mut root_of: HashMap<u32, u32> = HashMap::default();
-        let mut needs_value: HashSet<u32> = HashSet::default();
+        // Maps sized once for the function (grown an insert at a time, their rehashing was a
+        // tenth of a large module's lowering): a pointer per few instructions at most.
+        let n: usize = f.params.len() + f.blocks.iter().map(|b| b.insts.len()).sum::<usize>();
+        let mut root_of: HashMap<u32, u32> = sized(n / 2);
+        let mut needs_value: HashSet<u32> = HashSet::with_capacity_and_hasher(n / 4, Default::default());
         for p in f.params.iter().filter(|p| self.ptrs.contains_key(&p.ty)) {
             root_of.insert(p.id, p.id);
         }
@@ -150,8 +158,8 @@ impl Cx<'_, '_> {
         let mut defs: Defs = vec![None; self.b.m.header[3] as usize];
         let mut accesses: Vec<(usize, usize, u32)> = vec![]; // (block, index, pointer)
         // Where each pointer points: its root's key and the steps from it.
-        let mut interned = Places::default();
-        let mut places: HashMap<u32, u32> = HashMap::default();
+        let mut interned = Places { keys: HashMap::default(), ids: sized(n / 2) };
+        let mut places: HashMap<u32, u32> = sized(n / 2);
         for p in f.params.iter().filter(|p| self.ptrs.contains_key(&p.ty)) {
             places.insert(p.id, interned.root(Key::Value(p.id)));
         }
