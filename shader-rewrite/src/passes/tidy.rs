@@ -292,20 +292,23 @@ impl Cx {
         }
         // (One block: nothing to dominate, no graph to build.)
         let cfg = (f.blocks.len() > 1).then(|| Cfg::new(f));
-        let mut replaced: Vec<u32> = vec![];
-        // The lowering's pure results.
-        let mut removable: Vec<u32> = vec![];
-        // Equal instructions seen.
+        // Lists and maps sized once for the function (grown a push at a time they were a good
+        // part of this pass on large functions).
         let n: usize = f.blocks.iter().map(|b| b.insts.len()).sum();
+        let mut replaced: Vec<u32> = Vec::with_capacity(n / 4);
+        // The lowering's pure results.
+        let mut removable: Vec<u32> = Vec::with_capacity(n / 2);
+        // Equal instructions seen.
         let mut avail: HashMap<Key, Seen> = HashMap::with_capacity_and_hasher(n / 2, Default::default());
         let mut avail_long: HashMap<Long, Seen> = HashMap::default();
-        let mut constructs: HashMap<u32, Ops> = HashMap::default();
+        let sized = |d: usize| HashMap::with_capacity_and_hasher(n / d, Default::default());
+        let mut constructs: HashMap<u32, Ops> = sized(8);
         // OpAccessChains seen (not InBounds, not decorated but NonUniform): their operands.
-        let mut chains: HashMap<u32, Ops> = HashMap::default();
-        let mut bitcasts: HashMap<u32, u32> = HashMap::default();
+        let mut chains: HashMap<u32, Ops> = sized(8);
+        let mut bitcasts: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(n / 8, Default::default());
         // UnpackHalf2x16 results, and their first components: the bits unpacked.
         let (mut unpacked, mut low_halves): (HashMap<u32, u32>, HashMap<u32, u32>) = Default::default();
-        let mut own: Vec<u32> = vec![];
+        let mut own: Vec<u32> = Vec::with_capacity(n / 2);
         for (k, blk) in f.blocks.iter_mut().enumerate() {
             let reachable = cfg.as_ref().is_none_or(|c| c.reachable(k));
             for (n, inst) in blk.insts.iter_mut().enumerate() {
@@ -466,7 +469,7 @@ impl Cx {
             }
         }
         let mut work: Vec<u32> = removable.iter().chain(replaced.iter()).copied().filter(|&id| s[id as usize].uses == 0).collect();
-        let mut dead: Vec<u32> = vec![];
+        let mut dead: Vec<u32> = Vec::with_capacity(work.len());
         while let Some(id) = work.pop() {
             let (k, n) = s[id as usize].def_at;
             if k == 0 {

@@ -58,7 +58,8 @@ impl Folder {
 
     /// Folds a function's blocks in place (OpPhi operands naming later results included).
     pub fn blocks(b: &mut Builder, blocks: &mut [Block]) {
-        let mut f = Folder::default();
+        // (A helper's few offsets: room for them at once.)
+        let mut f = Folder { known: HashMap::with_capacity_and_hasher(8, Default::default()), alias: HashMap::with_capacity_and_hasher(8, Default::default()) };
         for blk in blocks.iter_mut() {
             blk.insts = std::mem::take(&mut blk.insts).into_iter().filter_map(|i| f.visit(b, i)).collect();
         }
