@@ -32,7 +32,7 @@ impl Cx<'_, '_> {
             let ty = self.type_of(idx);
             cur = cur.step(&mut scratch, self.b, self.layouts, idx, ty, inst)?;
         }
-        let delta = fold_constants(self.b, e, scratch.take_insts(), cur.off);
+        let delta = Folder::emit(self.b, e, scratch.take_insts(), cur.off);
         self.deltas.insert(inst.id, delta);
         let shape = (cur.mat, cur.comp_stride);
         if shape != Shape::default() {
@@ -76,16 +76,4 @@ impl Cx<'_, '_> {
             None => self.b.c_u32(0),
         }
     }
-}
-
-/// Emits `insts` (integer offset arithmetic on u32 values) into `e`, folded; returns what
-/// `result` became.
-fn fold_constants(b: &mut Builder, e: &mut Emitter, insts: Vec<Inst>, result: u32) -> u32 {
-    let mut f = Folder::default();
-    for inst in insts {
-        if let Some(inst) = f.visit(b, inst) {
-            e.push(inst);
-        }
-    }
-    f.resolve(b, result)
 }

@@ -4,7 +4,7 @@
 //! (`passes::tidy`); this folds as the lowering emits, before the function is whole.
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::builder::Builder;
+use crate::builder::{Builder, Emitter};
 use crate::module::{leading_id_operands, op, Block, Inst};
 use crate::passes::fold_int::{fold_int, Folded};
 
@@ -54,6 +54,18 @@ impl Folder {
         for o in inst.ops[..n].iter_mut() {
             *o = self.resolve(b, *o);
         }
+    }
+
+    /// Emits `insts` (integer offset arithmetic on u32 values, and what uses it) into `e`,
+    /// folded; returns what `result` became.
+    pub fn emit(b: &mut Builder, e: &mut Emitter, insts: Vec<Inst>, result: u32) -> u32 {
+        let mut f = Folder::default();
+        for inst in insts {
+            if let Some(inst) = f.visit(b, inst) {
+                e.push(inst);
+            }
+        }
+        f.resolve(b, result)
     }
 
     /// Folds a function's blocks in place (OpPhi operands naming later results included).

@@ -9,6 +9,7 @@ use crate::passes::layout::contains_width;
 use crate::passes::leaves::{moves_as_twin, Cursor, Leaf};
 use crate::passes::util::{split_memory_operands, without_aligned};
 use crate::target::Target;
+use fold::Folder;
 use table::Located;
 
 /// What every leaf of one access shares: the buffer, the memory operands for the emitted
@@ -204,7 +205,45 @@ impl Access {
     }
 }
 
+/// A composite access's helper, but for the record and offset: (store, value type,
+/// Aligned, the other memory operands).
+pub(super) type CompositeKey = (bool, u32, u32, Vec<u32>);
+
 impl Cx<'_, '_> {
+    /// The key of a `store` (or load) of what physical pointer `ptr` points to, if that is a
+    /// composite.
+    fn composite_key(&self, ptr: u32, store: bool, mem: &[u32]) -> Option<CompositeKey> {
+        let p = self.phys(ptr)?;
+        self.b.scalar_vec(p.pointee).is_none().then(|| (store, p.pointee, access_alignment(mem), without_aligned(mem)))
+    }
+
+    /// Counts every function's composite loads and stores through physical pointers by
+    /// [`CompositeKey`] (loads the lowering then reuses included: at worst a helper is made
+    /// for one access, and inlined).
+    pub(super) fn count_composites(&mut self, functions: &[Function]) {
+        for i in functions.iter().flat_map(|f| f.blocks.iter().flat_map(|b| b.insts.iter())) {
+            let keys = match i.op {
+                op::LOAD => [self.composite_key(i.ops[0], false, &i.ops[1..]), None],
+                op::STORE if i.ops.len() >= 2 => [self.composite_key(i.ops[0], true, &i.ops[2..]), None],
+                op::COPY_MEMORY if i.ops.len() >= 2 => {
+                    let (dst_mem, src_mem) = copy_memory_operands(&i.ops[2..]);
+                    [self.composite_key(i.ops[0], true, dst_mem), self.composite_key(i.ops[1], false, src_mem)]
+                }
+                _ => continue,
+            };
+            for k in keys.into_iter().flatten() {
+                *self.composites.entry(k).or_default() += 1;
+            }
+        }
+    }
+
+    /// Is `a` the module's only access of its composite kind? Then its leaves are called from
+    /// here: a helper of its own would be called once and inlined again (the same code, made
+    /// twice).
+    fn only_access(&self, a: &Access, store: bool) -> bool {
+        self.b.scalar_vec(a.cur.ty).is_none() && self.composites.get(&(store, a.cur.ty, a.cur.align, a.mem.clone())).is_some_and(|&n| n == 1)
+    }
+
     /// Where an access through pointer `ptr` starts: its record and byte offset, the pointee at
     /// that offset, aligned as the memory operands' Aligned says (required on physical
     /// pointers; 1 without it).
@@ -223,12 +262,14 @@ impl Cx<'_, '_> {
         self.stats.physical_loads += 1;
         let ty = a.cur.ty;
         let result = if result == 0 { self.b.id() } else { result };
-        if !a.split_in_caller(self.b) {
+        if !a.split_in_caller(self.b) && !self.only_access(&a, false) {
             return self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, None, Some(result), inst);
         }
         let (h, rec) = (&mut self.h, a.rec);
         let mut err = None;
-        let v = self.splitter.load(e, self.b, &a.cur, inst, &mut |e, b, leaf| match h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, None, None, inst) {
+        // The leaves' offsets folded where they are constants (a helper's body is, Folder::blocks).
+        let mut split = Emitter::new(e.label());
+        let v = self.splitter.load(&mut split, self.b, &a.cur, inst, &mut |e, b, leaf| match h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, None, None, inst) {
             Ok(r) => r,
             Err(x) => {
                 err.get_or_insert(x);
@@ -238,6 +279,7 @@ impl Cx<'_, '_> {
         if let Some(x) = err {
             return Err(x);
         }
+        let v = Folder::emit(self.b, e, split.take_insts(), v);
         e.push(Inst::new(op::COPY_OBJECT, ty, result, ops![v]));
         Ok(result)
     }
@@ -246,17 +288,19 @@ impl Cx<'_, '_> {
         let a = self.access(e, ptr, mem)?;
         self.stats.physical_stores += 1;
         let ty = a.cur.ty;
-        if !a.split_in_caller(self.b) {
+        if !a.split_in_caller(self.b) && !self.only_access(&a, true) {
             self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, Some(value), None, inst)?;
             return Ok(());
         }
         let (h, rec) = (&mut self.h, a.rec);
         let mut err = None;
-        self.splitter.store(e, self.b, &a.cur, value, inst, &mut |e, b, leaf, v| {
+        let mut split = Emitter::new(e.label());
+        self.splitter.store(&mut split, self.b, &a.cur, value, inst, &mut |e, b, leaf, v| {
             if let Err(x) = h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, Some(v), None, inst) {
                 err.get_or_insert(x);
             }
         })?;
+        Folder::emit(self.b, e, split.take_insts(), 0);
         err.map_or(Ok(()), Err)
     }
 

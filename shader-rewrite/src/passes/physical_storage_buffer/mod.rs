@@ -186,7 +186,9 @@ fn lower(
         shapes: HashMap::with_capacity_and_hasher(results / 4, Default::default()),
         records: HashMap::default(),
         elided: HashSet::with_capacity_and_hasher(results / 4, Default::default()),
+        composites: HashMap::default(),
     };
+    cx.count_composites(functions);
     for f in functions.iter_mut() {
         cx.waterfall = checked && options.target.nonuniform_array_length_broken && !without_subgroups.contains(&f.def.id);
         cx.lower_blocks(f)?;
@@ -308,6 +310,9 @@ struct Cx<'a, 'm> {
     records: HashMap<usize, u32>,
     /// Derived pointers whose address was never needed as a value (left undefined).
     elided: HashSet<u32>,
+    /// Composite accesses of the module by what their helper would be (store, type,
+    /// alignment, memory operands) → how many ([`memory::CompositeKey`]).
+    composites: HashMap<memory::CompositeKey, u32>,
 }
 
 /// Atomic opcodes (OpAtomicLoad..OpAtomicXor, flag ops, min/max/float add).
