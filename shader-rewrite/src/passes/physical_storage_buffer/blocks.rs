@@ -10,6 +10,7 @@ impl Cx<'_, '_> {
     /// Lowers `f`'s blocks.
     pub(super) fn lower_blocks(&mut self, f: &mut Function) -> Result<(), RewriteError> {
         self.roots = self.analyze(f);
+        self.h.current = f.def.id;
         self.deltas.clear();
         self.shapes.clear();
         self.records.clear();
@@ -65,8 +66,11 @@ impl Cx<'_, '_> {
         self.call_locate(e, a, uniform)
     }
 
-    /// `locate(a)`: the record of address `a`.
+    /// `locate(a)`: the record of address `a` (decoded in place where the driver checks bounds).
     fn call_locate(&mut self, e: &mut Emitter, a: u32, uniform: bool) -> Result<u32, RewriteError> {
+        if !self.h.checked {
+            return Ok(self.h.locate_here(e, self.b, a));
+        }
         let length = match (uniform || !self.h.checked, self.waterfall) {
             (true, _) => table::Length::Uniform,
             (false, true) => table::Length::Waterfall,

@@ -66,11 +66,17 @@ pub(super) struct Helpers<'l> {
     pub functions: Vec<Function>,
     /// Ids the helpers' bodies made and dropped unused (their decorations must go).
     pub dead: HashSet<u32>,
+    /// The function code is emitted into (the one being lowered, or the helper being built):
+    /// where the table's variables an access emitted in place uses are counted as used.
+    pub current: u32,
+    /// Records decoded in place ([`Helpers::locate_here`]) → their (slot, offset): accesses
+    /// through them take those, not the record's members.
+    parts: HashMap<u32, (u32, u32)>,
 }
 
 impl<'l> Helpers<'l> {
     pub fn new(backend: Backend, table: Table, addr: Addr, layouts: &'l Layouts, old_select: bool, checked: bool) -> Self {
-        Helpers { backend, table, addr, layouts, old_select, checked, made: HashMap::default(), by_bits: HashMap::default(), functions: vec![], dead: HashSet::default() }
+        Helpers { backend, table, addr, layouts, old_select, checked, made: HashMap::default(), by_bits: HashMap::default(), functions: vec![], dead: HashSet::default(), current: 0, parts: HashMap::default() }
     }
 
     /// The record type: uvec3(slot, offset, length), or uvec2(slot, offset) where the driver
@@ -106,6 +112,24 @@ impl<'l> Helpers<'l> {
             return Err(RewriteError::unsupported(what, format!("a {}-bit component at an alignment of {align} byte(s): the explicit layout (Offset, ArrayStride, MatrixStride) breaks Vulkan's offset rules", sv.width)));
         }
         let store = value.is_some();
+        if let Some(sv) = b.scalar_vec(ty).filter(|_| !self.checked) {
+            // Where the driver checks bounds a leaf's access is a few instructions: emitted
+            // here, not called (see `inline`: a call costs the drivers more than its body).
+            let (d, len) = self.unpack(e, b, rec, off);
+            let mut at = self.table.at(&d, len);
+            let mut access = LeafAccess::new(&mut at, mem, self.backend.target, self.old_select, self.backend.oob_poison, self.checked);
+            let leaf = Leaf { ty, sv, off: b.c_u32(0), align: align_for(sv.n * sv.width / 8, align) };
+            let v = access.emit(&mut self.backend, e, b, &leaf, value);
+            self.table.used(self.current, &at);
+            return Ok(match (value, result) {
+                (Some(_), _) => 0,
+                (None, Some(r)) => {
+                    e.push(Inst::new(op::COPY_OBJECT, Self::boundary_ty(b, ty, false), r, ops![v]));
+                    r
+                }
+                (None, None) => v,
+            });
+        }
         let hty = match b.scalar_vec(ty) {
             Some(sv) if sv.width >= 32 => *self.by_bits.entry((store, sv.width, sv.n, align_for(sv.n * sv.width / 8, align), mem.to_vec())).or_insert(ty),
             _ => ty,
@@ -147,6 +171,13 @@ impl<'l> Helpers<'l> {
 
     fn build(&mut self, b: &mut Builder, kind: &Kind, inst: &Inst) -> Result<u32, RewriteError> {
         let id = b.id();
+        let caller = std::mem::replace(&mut self.current, id);
+        let built = self.build_as(b, kind, inst, id);
+        self.current = caller;
+        built
+    }
+
+    fn build_as(&mut self, b: &mut Builder, kind: &Kind, inst: &Inst, id: u32) -> Result<u32, RewriteError> {
         let label = b.id();
         let mut e = Emitter::new(label);
         let rec_ty = self.record_ty(b);
@@ -244,14 +275,27 @@ impl<'l> Helpers<'l> {
         err.map_or(Ok(r), Err)
     }
 
+    /// The record of address `a` where the driver checks bounds: `uvec2(slot, offset)`, decoded
+    /// here (a few instructions: not a call of `locate`).
+    pub fn locate_here(&mut self, e: &mut Emitter, b: &mut Builder, a: u32) -> u32 {
+        debug_assert!(!self.checked);
+        let rec_ty = self.record_ty(b);
+        let d = self.addr.decode(e, b, a, self.table.count());
+        let rec = e.op(b, op::COMPOSITE_CONSTRUCT, rec_ty, ops![d.slot, d.offset]);
+        self.parts.insert(rec, (d.slot, d.offset));
+        rec
+    }
+
     /// The record's slot (decorated NonUniform by [`Table::at`]), its offset plus `delta`, and its
     /// length (0 where the record has none: the driver checks bounds).
     fn unpack(&self, e: &mut Emitter, b: &mut Builder, rec: u32, delta: u32) -> (Decoded, u32) {
         let u32t = b.t_u32();
-        let slot = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 0]);
-        let base = e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 1]);
+        let (slot, base) = match self.parts.get(&rec) {
+            Some(&parts) => parts,
+            None => (e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 0]), e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 1])),
+        };
         let len = if self.checked { e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 2]) } else { b.c_u32(0) };
-        let offset = e.op(b, op::I_ADD, u32t, ops![base, delta]);
+        let offset = if b.const_value(delta) == Some(0) { base } else { e.op(b, op::I_ADD, u32t, ops![base, delta]) };
         (Decoded { slot, offset, in_table: 0 }, len)
     }
 

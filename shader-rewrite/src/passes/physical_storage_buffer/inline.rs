@@ -1,5 +1,16 @@
-//! The only call of a helper whose body is one block, replaced by the body (fresh ids,
-//! decorations copied): a function and a call cost words and driver work for nothing there.
+//! Calls of helpers replaced by their bodies (fresh ids, decorations copied): the only call of
+//! a helper (a function and a call cost words and driver work for nothing there), and every
+//! call of a helper whose body is a few instructions in one block ([`SMALL_BODY`]).
+//!
+//! Why the small ones everywhere: the drivers inline every call anyway (Mesa's NIR does,
+//! before it optimizes), and a call costs them more than the instructions it saves. Measured on
+//! lavapipe (`corpus_pipelines`, 31 rounds, 2026-12-02), every small helper inlined against
+//! only those called once: pipeline creation mixed 0.59×, linked-list 0.87×, pointer-chain-3
+//! 0.81×, for 675 / 394 / 3 048 words against 676 / 416 / 2 124 (the record's members, the
+//! bitcasts between a load and a store of the same bits and a store's access chain merge with
+//! the load's once they meet in one function, `passes::tidy`). A helper that checks bounds
+//! itself (11–13 instructions, no robustBufferAccess2) stays a function: inlined everywhere it
+//! grows mixed to 1 059 words (814) and pointer-chain-3 to 5 063 (2 413).
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::builder::{deco, Builder};
@@ -8,11 +19,17 @@ use crate::ops;
 
 use super::fold::Folder;
 
-/// Inlines the one-block `helpers` called once in `functions`; returns the ids of the removed
-/// helpers (theirs and their bodies') and, per caller, the helpers it inlined.
+/// Instructions (but the return) a one-block helper may hold and be inlined at every call: the
+/// loads and stores of one leaf, and `locate`, where the driver checks bounds (7 each).
+const SMALL_BODY: usize = 8;
+
+/// Inlines the one-block `helpers` called once in `functions`, and every call of the small
+/// ones; returns the ids of the removed helpers (theirs and their bodies') and, per caller, the
+/// helpers it inlined. (A body inlined into another body keeps its calls: the next round
+/// inlines them.)
 pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>, helpers: &HashSet<u32>) -> (HashSet<u32>, Vec<(u32, u32)>) {
     let mut inlined = vec![];
-    let bodies = called_once(functions, helpers, |f| f.blocks.len() == 1);
+    let bodies = to_inline(functions, helpers, |f, calls| f.blocks.len() == 1 && (calls == 1 || f.blocks[0].insts.len() <= SMALL_BODY + 1));
     if bodies.is_empty() {
         return (HashSet::default(), inlined);
     }
@@ -30,22 +47,21 @@ pub(super) fn inline_single_calls(b: &mut Builder, functions: &mut Vec<Function>
                 inlined.push((f.def.id, inst.ops[0]));
                 let mut map: HashMap<u32, u32> = h.params.iter().map(|p| p.id).zip(inst.ops[1..].iter().copied()).collect();
                 fresh_results(b, h, &mut map);
+                // Constant arguments fold into the inlined offset arithmetic (its results are
+                // named only in the body and by the call's result).
+                let mut folder = Folder::default();
                 for body in &h.blocks[0].insts {
                     if matches!(body.op, op::RETURN | op::RETURN_VALUE) {
                         if body.op == op::RETURN_VALUE {
                             let v = map.get(&body.ops[0]).copied().unwrap_or(body.ops[0]);
-                            out.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![v]));
+                            out.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![folder.resolve(b, v)]));
                         }
                         continue;
                     }
-                    out.push(renamed(&map, body));
+                    out.extend(folder.visit(b, renamed(&map, body)));
                 }
             }
             blk.insts = out;
-        }
-        if inlined.last().is_some_and(|&(caller, _)| caller == f.def.id) {
-            // Constant arguments fold into the inlined offset arithmetic.
-            Folder::blocks(b, &mut f.blocks);
         }
     }
     (remove_uncalled(functions, bodies), inlined)
@@ -62,7 +78,7 @@ pub(super) fn inline_branching_single_calls(b: &mut Builder, functions: &mut Vec
     let mut inlined = vec![];
     let returns = |blk: &Block| blk.insts.last().is_some_and(|t| matches!(t.op, op::RETURN | op::RETURN_VALUE));
     // One return, in the last block.
-    let bodies = called_once(functions, helpers, |f| f.blocks.len() > 1 && f.blocks.iter().filter(|blk| returns(blk)).count() == 1 && f.blocks.last().is_some_and(returns));
+    let bodies = to_inline(functions, helpers, |f, calls| calls == 1 && f.blocks.len() > 1 && f.blocks.iter().filter(|blk| returns(blk)).count() == 1 && f.blocks.last().is_some_and(returns));
     if bodies.is_empty() {
         return (HashSet::default(), inlined);
     }
@@ -183,15 +199,15 @@ fn repoint_phis(f: &mut Function, succs: &HashSet<u32>, old: u32, new: u32) {
     }
 }
 
-/// The `helpers` called exactly once in `functions` whose body `fits`, taken out of
-/// `functions`, by id, with the position each had there ([`remove_uncalled`] puts back those
-/// still called).
-fn called_once(functions: &mut Vec<Function>, helpers: &HashSet<u32>, fits: impl Fn(&Function) -> bool) -> Bodies {
+/// The `helpers` called in `functions` whose body `fits` (given how many calls name it), taken
+/// out of `functions`, by id, with the position each had there ([`remove_uncalled`] puts back
+/// those still called).
+fn to_inline(functions: &mut Vec<Function>, helpers: &HashSet<u32>, fits: impl Fn(&Function, u32) -> bool) -> Bodies {
     let mut calls: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(helpers.len(), Default::default());
     for i in functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter()).filter(|i| i.op == op::FUNCTION_CALL && helpers.contains(&i.ops[0])) {
         *calls.entry(i.ops[0]).or_default() += 1;
     }
-    let taken = |f: &Function| helpers.contains(&f.def.id) && calls.get(&f.def.id) == Some(&1) && fits(f);
+    let taken = |f: &Function| helpers.contains(&f.def.id) && calls.get(&f.def.id).is_some_and(|&n| fits(f, n));
     let mut bodies = Bodies::default();
     if !functions.iter().any(taken) {
         return bodies;
@@ -207,7 +223,7 @@ fn called_once(functions: &mut Vec<Function>, helpers: &HashSet<u32>, fits: impl
     bodies
 }
 
-/// Helpers to inline (see [`called_once`]): by id, and (position in the functions, id).
+/// Helpers to inline (see [`to_inline`]): by id, and (position in the functions, id).
 #[derive(Default)]
 struct Bodies {
     map: HashMap<u32, Function>,

@@ -198,8 +198,20 @@ fn lower(
     let helper_ids: HashSet<u32> = cx.h.functions.iter().map(|f| f.def.id).collect();
     functions.append(&mut cx.h.functions);
     {
-        // A helper called once costs a function for nothing: its body replaces the call.
+        // A helper called once costs a function for nothing, a small one more driver work
+        // than its body (`inline`): their bodies replace the calls. (Rounds: a helper inlined
+        // into another's body is inlined from there by the next; the deepest nesting is a
+        // composite's helper calling its leaves'.)
         let (mut gone, mut inlined) = inline::inline_single_calls(cx.b, functions, &helper_ids);
+        for _ in 0..3 {
+            let (g, i) = inline::inline_single_calls(cx.b, functions, &helper_ids);
+            let done = i.is_empty();
+            gone.extend(g);
+            inlined.extend(i);
+            if done {
+                break;
+            }
+        }
         let (gone_too, inlined_too) = inline::inline_branching_single_calls(cx.b, functions, &helper_ids);
         gone.extend(gone_too);
         inlined.extend(inlined_too);
