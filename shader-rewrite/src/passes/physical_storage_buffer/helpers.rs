@@ -1,6 +1,9 @@
 //! The code behind every access, as functions the rewritten module calls: one per kind of
 //! access (shared by all accesses of that kind in the module), so a pointer access costs a call
-//! in the caller, not an inlined bounds-checked access.
+//! in the caller, not an inlined bounds-checked access. Where the driver checks bounds
+//! (`checked` false) the leaves' accesses and `locate` are emitted in place instead
+//! ([`Helpers::call_access`], [`Helpers::locate_here`]): unchecked, each is a few
+//! instructions, fewer than a call costs the drivers (`super::inline`).
 //!
 //! - `locate(address) -> uvec3(slot, offset, length)`: the address decoded (slot clamped to 0
 //!   outside the table, length 0 there) and its buffer's byte length (a plain OpArrayLength for

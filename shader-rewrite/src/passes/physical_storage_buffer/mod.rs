@@ -26,9 +26,12 @@
 //! 5. `helpers`, `memory` and `atomics`: loads, stores, OpCopyMemory and 32/64-bit integer and
 //!    float atomics are calls of helper functions shared by all accesses of a kind (value
 //!    type, alignment, memory operands; atomics: opcode and constant operands) with the
-//!    record and the offset; composites call one helper per scalar/vector leaf; a helper
-//!    called once is inlined (`inline`), constant offsets folded (`fold`). Accesses never
-//!    branch: no block is split.
+//!    record and the offset; composites call one helper per scalar/vector leaf (a composite
+//!    accessed once in the module is split where it is accessed); a helper called once is
+//!    inlined (`inline`), constant offsets folded (`fold`). Where the driver checks bounds
+//!    (below), a leaf's access and `locate` are a few instructions, emitted in place, and the
+//!    other small helpers are inlined at every call: a call costs the drivers more than such a
+//!    body (measured, `inline`). Accesses never branch: no block is split.
 //! 6. `tidy`: copies of same-typed values, members of just-constructed values and pure
 //!    instructions an equal dominating one computed already (a record's members, a re-loaded
 //!    push constant) go, and pure instructions nothing uses.
