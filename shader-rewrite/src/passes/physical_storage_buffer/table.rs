@@ -15,6 +15,9 @@ use crate::ops;
 use super::address::Decoded;
 use crate::passes::raw_access_chains::control_flow::waterfall_length;
 
+/// One entry per view of the table ([`AliasKind::ALL`] at most).
+type Views<T> = smallvec::SmallVec<[T; 5]>;
+
 /// A buffer of the table, found from an address. Pointers to its views are made as accesses
 /// need them: a view no access uses is never declared (nor its 8/16-bit capability).
 #[derive(Clone)]
@@ -24,11 +27,13 @@ pub(super) struct Located {
     /// Byte length of the buffer; 0 when the address is outside the table.
     pub len: u32,
     slot: u32,
-    kinds: Vec<AliasKind>,
-    vars: Vec<u32>,
-    struct_ptrs: Vec<u32>,
+    // (The table's few views, inline: a Located is made per access where accesses are emitted
+    // in place, and four heap lists each were a good part of that.)
+    kinds: Views<AliasKind>,
+    vars: Views<u32>,
+    struct_ptrs: Views<u32>,
     /// Pointer to each view's struct, in the views' order; 0 until needed.
-    view_ptrs: Vec<u32>,
+    view_ptrs: Views<u32>,
     /// The typed view's struct (64-bit and float atomics).
     pub typed: Option<u32>,
     /// Table variables used.
@@ -43,7 +48,7 @@ impl Located {
 
     /// The same buffer table at another slot (no view pointers made yet, nothing used).
     pub fn at_slot(&self, slot: u32) -> Located {
-        Located { slot, view_ptrs: vec![0; self.vars.len()], typed: None, used: BTreeSet::new(), ..self.clone() }
+        Located { slot, view_ptrs: smallvec::smallvec![0; self.vars.len()], typed: None, used: BTreeSet::new(), ..self.clone() }
     }
 
     /// Pointers to the views' structs, in the views' order, made for `need` (others stay 0).
@@ -151,10 +156,10 @@ impl Table {
             offset: d.offset,
             len,
             slot: d.slot,
-            kinds: self.kinds.clone(),
-            vars: self.vars.clone(),
-            struct_ptrs: self.struct_ptrs.clone(),
-            view_ptrs: vec![0; self.vars.len()],
+            kinds: Views::from_slice(&self.kinds),
+            vars: Views::from_slice(&self.vars),
+            struct_ptrs: Views::from_slice(&self.struct_ptrs),
+            view_ptrs: smallvec::smallvec![0; self.vars.len()],
             typed: None,
             used: BTreeSet::new(),
         }
