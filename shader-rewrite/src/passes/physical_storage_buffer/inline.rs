@@ -4,8 +4,9 @@
 //!
 //! Why the small ones everywhere: the drivers inline every call anyway (Mesa's NIR does,
 //! before it optimizes), and a call costs them more than the instructions it saves. Measured on
-//! lavapipe (`corpus_pipelines`, 31 rounds, 2026-12-02), every small helper inlined against
-//! only those called once: pipeline creation mixed 0.59×, linked-list 0.87×, pointer-chain-3
+//! lavapipe (`corpus_pipelines`, 31 rounds, 2026-12-02), the unchecked leaf and `locate`
+//! helpers inlined at every call against only where called once (the code the lowering now
+//! emits in place): pipeline creation mixed 0.59×, linked-list 0.87×, pointer-chain-3
 //! 0.81×, for 675 / 394 / 3 048 words against 676 / 416 / 2 124 (the record's members, the
 //! bitcasts between a load and a store of the same bits and a store's access chain merge with
 //! the load's once they meet in one function, `passes::tidy`). A helper that checks bounds
@@ -19,8 +20,10 @@ use crate::ops;
 
 use super::fold::Folder;
 
-/// Instructions (but the return) a one-block helper may hold and be inlined at every call: the
-/// loads and stores of one leaf, and `locate`, where the driver checks bounds (7 each).
+/// Instructions (but the return) a one-block helper may hold and be inlined at every call: an
+/// atomic's where the driver checks bounds (the leaf accesses and `locate`, 7 instructions
+/// each, are emitted in place there already, `Helpers::call_access`); not one that checks
+/// bounds itself (11 and more).
 const SMALL_BODY: usize = 8;
 
 /// Inlines the one-block `helpers` called once in `functions`, and every call of the small
