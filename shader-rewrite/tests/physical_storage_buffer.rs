@@ -326,6 +326,53 @@ fn robust_buffer_access2_leaves_bounds_to_the_driver() {
     assert!(dis.contains("OpAtomicIAdd") && !dis.contains("OpBranchConditional") && !dis.contains("OpArrayLength"), "{dis}");
 }
 
+/// Where accesses go: with robustBufferAccess2 (the driver checks bounds) every leaf access and
+/// address decode is emitted where it is used, no function of the layer's is left (a call
+/// costs the drivers more than such a body); where the lowering checks bounds itself, leaves
+/// of a kind used more than once share a helper function. A struct accessed once in the module
+/// is split where it is accessed (no helper of its own, made only to be inlined again).
+#[test]
+fn accesses_in_place_where_the_driver_checks_bounds() {
+    let decorations = "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 1 Offset 4\nOpMemberDecorate %S 2 Offset 16";
+    let types = "%v4 = OpTypeVector %float 4\n%S = OpTypeStruct %uint %float %v4\n%pS = OpTypePointer PhysicalStorageBuffer %S\n\
+         %pu = OpTypePointer PhysicalStorageBuffer %uint\n%u16 = OpConstant %uint 16\n";
+    // Four uint loads and stores through one pointer and a struct copied once.
+    let once = format!(
+        "{types}{MAIN_X}%p = OpConvertUToPtr %pS %x\n%q = OpPtrAccessChain %pS %p %i1\n\
+         %s = OpLoad %S %p Aligned 16\nOpStore %q %s Aligned 16\n\
+         %a0 = OpAccessChain %pu %p %i0\n%v0 = OpLoad %uint %a0 Aligned 16\n%a1 = OpAccessChain %pu %q %i0\n%v1 = OpLoad %uint %a1 Aligned 16\n\
+         %w = OpIAdd %uint %v0 %v1\nOpStore %a0 %w Aligned 16\nOpStore %a1 %w Aligned 16\nOpReturn\nOpFunctionEnd\n"
+    );
+    let text = module(&[], &format!("{decorations}\nOpDecorate %pS ArrayStride 32"), &once);
+    let calls = |text: &str, o: &Options| {
+        let out = rewrite(&assemble(text, ENV), o).unwrap_or_else(|e| panic!("{e}"));
+        let dis = disassemble(&out.words);
+        (dis.matches("OpFunctionCall").count(), dis.matches("= OpFunction ").count(), dis)
+    };
+    lower(&text);
+    // Helpers returning the struct (its load's) in the checked lowering's output.
+    let struct_helpers = |dis: &str| {
+        let structs: Vec<&str> = dis.lines().filter(|l| l.contains("= OpTypeStruct ")).filter_map(|l| l.split_whitespace().next()).collect();
+        dis.lines().filter(|l| l.contains("= OpFunction ") && l.split_whitespace().nth(3).is_some_and(|t| structs.contains(&t))).count()
+    };
+    for int64 in [true, false] {
+        let (n, functions, dis) = calls(&text, &robust_options(int64));
+        assert_eq!((n, functions), (0, 1), "robustBufferAccess2: calls left:\n{dis}");
+        // Checked: the word load and store helpers (the uint and float leaves, 4 calls each),
+        // the vec4 leaves' and locate inlined (called once).
+        let (n, functions, dis) = calls(&text, &options(int64));
+        assert_eq!((n, functions), (8, 3), "{dis}");
+        assert_eq!(struct_helpers(&dis), 0, "a helper for the struct accessed once:\n{dis}");
+    }
+    // The struct loaded twice: no call either with robustBufferAccess2 (where bounds are
+    // checked, its helpers are small enough to be inlined at both calls: `inline::SMALL_BODY`).
+    let twice = once.replace("%s = OpLoad %S %p Aligned 16\nOpStore %q %s Aligned 16\n", "%s = OpLoad %S %p Aligned 16\n%t = OpLoad %S %q Aligned 16\nOpStore %q %s Aligned 16\nOpStore %p %t Aligned 16\n");
+    let text = module(&[], &format!("{decorations}\nOpDecorate %pS ArrayStride 32"), &twice);
+    lower(&text);
+    let (n, functions, dis) = calls(&text, &robust_options(true));
+    assert_eq!((n, functions), (0, 1), "{dis}");
+}
+
 /// Target::nonuniform_access_per_lane (lavapipe): a loop holding lowered accesses is marked
 /// DontUnroll (an unrolled loop of per-lane accesses multiplies the driver's code); a loop
 /// whose control asks for something keeps it; without the quirk nothing changes.

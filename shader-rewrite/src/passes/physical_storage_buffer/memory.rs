@@ -237,11 +237,12 @@ impl Cx<'_, '_> {
         }
     }
 
-    /// Is `a` the module's only access of its composite kind? Then its leaves are called from
-    /// here: a helper of its own would be called once and inlined again (the same code, made
-    /// twice).
-    fn only_access(&self, a: &Access, store: bool) -> bool {
-        self.b.scalar_vec(a.cur.ty).is_none() && self.composites.get(&(store, a.cur.ty, a.cur.align, a.mem.clone())).is_some_and(|&n| n == 1)
+    /// Is `a` a composite access split here (its leaves called or emitted from here)? Where the
+    /// driver checks bounds, always (the leaves are emitted in place: nothing is called); else
+    /// when it is the module's only access of its kind (a helper of its own would be called
+    /// once and inlined again: the same code, made twice).
+    fn split_here(&self, a: &Access, store: bool) -> bool {
+        self.b.scalar_vec(a.cur.ty).is_none() && (!self.h.checked || self.composites.get(&(store, a.cur.ty, a.cur.align, a.mem.clone())).is_some_and(|&n| n == 1))
     }
 
     /// Where an access through pointer `ptr` starts: its record and byte offset, the pointee at
@@ -262,7 +263,7 @@ impl Cx<'_, '_> {
         self.stats.physical_loads += 1;
         let ty = a.cur.ty;
         let result = if result == 0 { self.b.id() } else { result };
-        if !a.split_in_caller(self.b) && !self.only_access(&a, false) {
+        if !a.split_in_caller(self.b) && !self.split_here(&a, false) {
             return self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, None, Some(result), inst);
         }
         let (h, rec) = (&mut self.h, a.rec);
@@ -288,7 +289,7 @@ impl Cx<'_, '_> {
         let a = self.access(e, ptr, mem)?;
         self.stats.physical_stores += 1;
         let ty = a.cur.ty;
-        if !a.split_in_caller(self.b) && !self.only_access(&a, true) {
+        if !a.split_in_caller(self.b) && !self.split_here(&a, true) {
             self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, Some(value), None, inst)?;
             return Ok(());
         }

@@ -27,7 +27,8 @@
 //!    float atomics are calls of helper functions shared by all accesses of a kind (value
 //!    type, alignment, memory operands; atomics: opcode and constant operands) with the
 //!    record and the offset; composites call one helper per scalar/vector leaf (a composite
-//!    accessed once in the module is split where it is accessed); a helper called once is
+//!    accessed once in the module, or any where the driver checks bounds, is split where it is
+//!    accessed); a helper called once is
 //!    inlined (`inline`), constant offsets folded (`fold`). Where the driver checks bounds
 //!    (below), a leaf's access and `locate` are a few instructions, emitted in place, and the
 //!    other small helpers are inlined at every call: a call costs the drivers more than such a
@@ -191,7 +192,10 @@ fn lower(
         elided: HashSet::with_capacity_and_hasher(results / 4, Default::default()),
         composites: HashMap::default(),
     };
-    cx.count_composites(functions);
+    if checked {
+        // (Unchecked, every composite is split where it is accessed: no count needed.)
+        cx.count_composites(functions);
+    }
     for f in functions.iter_mut() {
         cx.waterfall = checked && options.target.nonuniform_array_length_broken && !without_subgroups.contains(&f.def.id);
         cx.lower_blocks(f)?;
