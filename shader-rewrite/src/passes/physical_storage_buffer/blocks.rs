@@ -71,7 +71,7 @@ impl Cx<'_, '_> {
         if !self.h.checked {
             return Ok(self.h.locate_here(e, self.b, a));
         }
-        let length = match (uniform || !self.h.checked, self.waterfall) {
+        let length = match (uniform, self.waterfall) {
             (true, _) => table::Length::Uniform,
             (false, true) => table::Length::Waterfall,
             (false, false) => table::Length::NonUniform,

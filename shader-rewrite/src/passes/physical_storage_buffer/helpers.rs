@@ -192,16 +192,16 @@ impl<'l> Helpers<'l> {
         };
         let u32t = b.t_u32();
         let (ret_ty, ret) = match kind {
+            // (Only where the lowering checks bounds: elsewhere the decode is in place,
+            // `locate_here`.)
             Kind::Locate { length } => {
+                debug_assert!(self.checked);
                 let a = param(b, self.addr.ty);
                 let d = self.addr.decode(&mut e, b, a, self.table.count());
-                let mut parts = ops![d.slot, d.offset];
-                if self.checked {
-                    let mut at = self.table.at(&d, 0);
-                    parts.push(self.table.length(&mut e, b, &self.backend, &d, *length, &mut at.used));
-                    self.table.used(id, &at);
-                }
-                (rec_ty, Some(e.op(b, op::COMPOSITE_CONSTRUCT, rec_ty, parts)))
+                let mut at = self.table.at(&d, 0);
+                let len = self.table.length(&mut e, b, &self.backend, &d, *length, &mut at.used);
+                self.table.used(id, &at);
+                (rec_ty, Some(e.op(b, op::COMPOSITE_CONSTRUCT, rec_ty, ops![d.slot, d.offset, len])))
             }
             Kind::Access { store, ty, align, mem } => {
                 let (rec, delta) = (param(b, rec_ty), param(b, u32t));

@@ -22,8 +22,8 @@ use super::fold::Folder;
 
 /// Instructions (but the return) a one-block helper may hold and be inlined at every call: an
 /// atomic's where the driver checks bounds (the leaf accesses and `locate`, 7 instructions
-/// each, are emitted in place there already, `Helpers::call_access`); not one that checks
-/// bounds itself (11 and more).
+/// each, are emitted in place there already, `Helpers::call_access`), a composite's of a few
+/// leaves (their calls); not a leaf's that checks bounds itself (11 and more).
 const SMALL_BODY: usize = 8;
 
 /// Inlines the one-block `helpers` called once in `functions`, and every call of the small
