@@ -50,6 +50,9 @@ pub struct Stats {
     /// accesses, and physical loads that reused an earlier load's value.
     pub physical_located: u32,
     pub physical_reused_loads: u32,
+    /// Loads of neighbouring values through one pointer read as one wider unit (where the
+    /// driver checks bounds per component).
+    pub physical_combined_loads: u32,
     /// Loops holding such accesses marked DontUnroll (Target::nonuniform_access_per_lane).
     pub physical_rolled_loops: u32,
 }
@@ -102,6 +105,9 @@ impl fmt::Display for Stats {
                 "; physical storage buffer: {} loads, {} stores, {} atomics, {} access chains, {} pointers located, {} loads reused",
                 self.physical_loads, self.physical_stores, self.physical_atomics, self.physical_chains, self.physical_located, self.physical_reused_loads
             )?;
+            if self.physical_combined_loads > 0 {
+                write!(f, ", {} loads combined into wider ones", self.physical_combined_loads)?;
+            }
             if self.physical_rolled_loops > 0 {
                 write!(f, ", {} loops kept rolled", self.physical_rolled_loops)?;
             }

@@ -373,6 +373,42 @@ fn accesses_in_place_where_the_driver_checks_bounds() {
     assert_eq!((n, functions), (0, 1), "{dis}");
 }
 
+/// Neighbouring loads through one place in one block, read as one unit where the driver checks
+/// bounds per component (robustBufferAccess2 and `robust_vector_components`): `a`, `b` (8
+/// bytes from an `Aligned 8` start) are combined, the same with a store between, a 12-byte span,
+/// a start aligned below the unit, or the lowering's own checks are not.
+#[test]
+fn neighbouring_loads_read_as_one_unit() {
+    let decorations = "OpMemberDecorate %S 0 Offset 0\nOpMemberDecorate %S 1 Offset 4\nOpMemberDecorate %S 2 Offset 8";
+    let types = "%S = OpTypeStruct %uint %float %uint\n%pS = OpTypePointer PhysicalStorageBuffer %S\n\
+         %pu = OpTypePointer PhysicalStorageBuffer %uint\n%pf = OpTypePointer PhysicalStorageBuffer %float\n";
+    let body = |first_align: u32, between: &str, third: bool| {
+        let third = if third { "%pcc = OpAccessChain %pu %p %i2\n%c = OpLoad %uint %pcc Aligned 4\n%s2 = OpIAdd %uint %s %c\n" } else { "%s2 = OpCopyObject %uint %s\n" };
+        format!(
+            "{types}{MAIN_X}%p = OpConvertUToPtr %pS %x\n%pa = OpAccessChain %pu %p %i0\n%va = OpLoad %uint %pa Aligned {first_align}\n{between}\
+             %pb = OpAccessChain %pf %p %i1\n%vb = OpLoad %float %pb Aligned 4\n%bu = OpBitcast %uint %vb\n%s = OpIAdd %uint %va %bu\n{third}\
+             OpStore %pa %s2 Aligned 4\nOpReturn\nOpFunctionEnd\n"
+        )
+    };
+    let mut lavapipe = robust_options(true);
+    lavapipe.target.robust_vector_components = true;
+    let combined = |text: &str, o: &Options| {
+        let (_, stats) = lower_with(&module(&[], decorations, text), ENV, &[*o]);
+        stats.physical_combined_loads
+    };
+    assert_eq!(combined(&body(8, "", false), &lavapipe), 2, "a and b: one 8-byte unit");
+    let (dis, _) = lower_with(&module(&[], decorations, &body(8, "", false)), ENV, &[lavapipe]);
+    // The push constant's load and the unit's: one load of the table for the two.
+    assert_eq!(dis.matches("OpLoad").count(), 2, "{dis}");
+    assert_eq!(combined(&body(8, "OpStore %pa %va Aligned 4\n", false), &lavapipe), 0, "a store between");
+    assert_eq!(combined(&body(8, "", true), &lavapipe), 0, "a, b and c span 12 bytes");
+    assert_eq!(combined(&body(4, "", false), &lavapipe), 0, "a only 4-aligned");
+    let mut per_vector = lavapipe;
+    per_vector.target.robust_vector_components = false;
+    assert_eq!(combined(&body(8, "", false), &per_vector), 0, "the driver checks vectors as a whole");
+    assert_eq!(combined(&body(8, "", false), &options(true)), 0, "the lowering's own checks");
+}
+
 /// Target::nonuniform_access_per_lane (lavapipe): a loop holding lowered accesses is marked
 /// DontUnroll (an unrolled loop of per-lane accesses multiplies the driver's code); a loop
 /// whose control asks for something keeps it; without the quirk nothing changes.

@@ -234,6 +234,53 @@ OpStore %op %s Aligned 4
     )
 }
 
+/// Neighbouring members of one record loaded in one block, as shaders read a struct member by
+/// member: `%Rec = { uint a; float b; uint c; uint d; vec3 e; uint f; }` (32 bytes, ArrayStride
+/// 32) at `recs[gx]` (push constant 0, `%precs`); `a` to `d` (16 bytes from an `Aligned 16`
+/// start), then `e` and `f` (16 more), then, after a store, `a` and `c` again (12 bytes: no
+/// unit of their own) and `b` from a pointer chained from the element. Invocation `gx` writes
+/// its 11 words `a b c d e.x e.y e.z f a c b` to `out[11 gx ..]` (push constant 1): the layer
+/// reads each group as one unit where the driver checks vector accesses per component
+/// (`physical_storage_buffer::combine`), and the words must be the native ones.
+pub fn neighbour_loads() -> Vec<u32> {
+    let m = base(&[])
+        .decorate(
+            "OpMemberDecorate %Rec 0 Offset 0\nOpMemberDecorate %Rec 1 Offset 4\nOpMemberDecorate %Rec 2 Offset 8\nOpMemberDecorate %Rec 3 Offset 12\n\
+             OpMemberDecorate %Rec 4 Offset 16\nOpMemberDecorate %Rec 5 Offset 28\nOpDecorate %recarr ArrayStride 32\n\
+             OpDecorate %Recs Block\nOpMemberDecorate %Recs 0 Offset 0",
+        )
+        .globals(
+            "%v3f_ = OpTypeVector %f32 3\n%Rec = OpTypeStruct %u32 %f32 %u32 %u32 %v3f_ %u32\n%recarr = OpTypeRuntimeArray %Rec\n\
+             %Recs = OpTypeStruct %recarr\n%precs = OpTypePointer PhysicalStorageBuffer %Recs\n%prec = OpTypePointer PhysicalStorageBuffer %Rec\n\
+             %pg_v3f_ = OpTypePointer PhysicalStorageBuffer %v3f_",
+        );
+    let mut code = push_loads(0, &[("recs", "%precs"), ("out", "%pbuf")]);
+    code += "%r = OpAccessChain %prec %recs %c0 %gx\n\
+             %pa = OpAccessChain %pg_u32 %r %c0\n%a = OpLoad %u32 %pa Aligned 16\n\
+             %pb = OpAccessChain %pg_f32 %r %c1\n%b = OpLoad %f32 %pb Aligned 4\n\
+             %pc_ = OpAccessChain %pg_u32 %r %c2\n%c = OpLoad %u32 %pc_ Aligned 8\n\
+             %pd = OpAccessChain %pg_u32 %r %c3\n%d = OpLoad %u32 %pd Aligned 4\n\
+             %pe = OpAccessChain %pg_v3f_ %r %c4\n%e = OpLoad %v3f_ %pe Aligned 16\n\
+             %pf = OpAccessChain %pg_u32 %r %c5\n%f = OpLoad %u32 %pf Aligned 4\n\
+             %base = OpIMul %u32 %gx %c11\n";
+    let mut k = 0;
+    let mut put = |code: &mut String, v: &str| {
+        *code += &format!("%o{k} = OpIAdd %u32 %base %c{k}\n%po{k} = OpAccessChain %pg_u32 %out %c0 %o{k}\nOpStore %po{k} {v} Aligned 4\n");
+        k += 1;
+    };
+    code += "%bw = OpBitcast %u32 %b\n%ex = OpCompositeExtract %f32 %e 0\n%ey = OpCompositeExtract %f32 %e 1\n%ez = OpCompositeExtract %f32 %e 2\n\
+             %exw = OpBitcast %u32 %ex\n%eyw = OpBitcast %u32 %ey\n%ezw = OpBitcast %u32 %ez\n";
+    for v in ["%a", "%bw", "%c", "%d", "%exw", "%eyw", "%ezw", "%f"] {
+        put(&mut code, v);
+    }
+    // After the stores: a and c again (a 12-byte span), b through a chain from the element.
+    code += "%a2 = OpLoad %u32 %pa Aligned 16\n%c2_ = OpLoad %u32 %pc_ Aligned 8\n%pb2 = OpAccessChain %pg_f32 %recs %c0 %gx %c1\n%b2 = OpLoad %f32 %pb2 Aligned 4\n%b2w = OpBitcast %u32 %b2\n";
+    for v in ["%a2", "%c2_", "%b2w"] {
+        put(&mut code, v);
+    }
+    compute(push_constants(m, &["%precs", "%pbuf"]), &code)
+}
+
 /// What [`window_sum`] writes for `input`, words past its end reading `past`.
 pub fn window_sum_reference(input: &[u32], past: u32) -> Vec<u32> {
     (0..64)

@@ -592,4 +592,19 @@ mod tests {
             assert!(all.iter().filter(|d| d.contains(needle)).count() >= 10, "fewer than 10 of 200 cases have {what}");
         }
     }
+
+    /// Some of the physical cases load neighbouring values through one place before storing
+    /// them, so the lowering on lavapipe's options reads those as one unit
+    /// (`physical_storage_buffer::combine`) and the differential test checks that too.
+    #[test]
+    fn cases_reach_combined_loads() {
+        let options = shader_rewrite::Options {
+            target: shader_rewrite::Target::lavapipe(),
+            bda: Some(shader_rewrite::BdaTable { set: 7, binding: 3, count: 65536 }),
+            ..Default::default()
+        };
+        let combined = |seed: u64| shader_rewrite::rewrite(&Case::new(seed).shader(), &options).map_or(0, |r| r.stats.physical_combined_loads);
+        let hits = (1..=200).filter(|&seed| combined(seed) > 0).count();
+        assert!(hits >= 5, "{hits} of 200 random cases combine loads");
+    }
 }

@@ -12,7 +12,7 @@ use polyfill_e2e::bytes;
 use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
-    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, chase_ring, graphics_fs, reloaded_pointers, graphics_vs, linked_list, matrix_chains, matrix_chains_element, chain_paths, pointer_flows, pointer_flows_spirv13, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
+    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, chase_ring, graphics_fs, reloaded_pointers, graphics_vs, linked_list, matrix_chains, neighbour_loads, matrix_chains_element, chain_paths, pointer_flows, pointer_flows_spirv13, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
 };
 use polyfill_e2e::tools::has_opcode;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
@@ -535,6 +535,7 @@ both_targets! {
     matrices_through_chains => matrices_device_target, matrices_core_target;
     chain_shapes => chain_shapes_device_target, chain_shapes_core_target;
     pointer_chasing_in_loops => chasing_device_target, chasing_core_target;
+    neighbouring_loads => neighbours_device_target, neighbours_core_target;
     random_layouts => random_layouts_device_target, random_layouts_core_target;
 }
 
@@ -584,6 +585,38 @@ fn pointer_chasing_in_loops(target: &str) {
     let sums: Vec<u32> = (0..64u32).map(|i| (20 + i) + 100 * (20 + i) + 10000 * (10 + i)).collect();
     assert_eq!(bytes::to_u32s(&want[1]), sums, "native");
     assert_eq!(got[1], want[1], "reloaded pointers: emulated vs native");
+}
+
+/// Neighbouring members of one record loaded in one block ([`neighbour_loads`]), native vs
+/// forced byte for byte: where lavapipe checks bounds per component (the device target) the
+/// layer reads `a` to `d` and `e`, `f` as one 16-byte unit each — 8 loads in the module it hands
+/// the driver (the push constants, gl_GlobalInvocationID, the two units, `a` and `c` again
+/// after the stores, `b` through a dynamic chain) instead of 12 — and every word must still be
+/// the native one; with the lowering's own checks (core) nothing is combined.
+fn neighbouring_loads(target: &str) {
+    let n = 64;
+    let recs: Vec<u8> = (0..n * 32).map(|i| (i * 29 + 7) as u8).collect();
+    let job = ComputeJob { buffers: vec![BufferSpec::device_address(0, recs), BufferSpec::device_address(8, vec![0; n * 11 * 4])], ..Default::default() };
+    let native = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}"));
+    let want = native.run_compute(&neighbour_loads(), &job).unwrap_or_else(|e| panic!("native: {e}"));
+    drop(native);
+    let (got, module) = forced_rewritten("neighbours", target, &neighbour_loads(), &job, options("force"));
+    assert_eq!(got[1], want[1], "{target}: emulated vs native");
+    let loads = count_opcode(&module, 61);
+    if target == "device" {
+        assert_eq!(loads, 8, "loads in the rewritten module (the groups not combined?)");
+    }
+}
+
+/// How many instructions of `opcode` `words` (a module) holds.
+fn count_opcode(words: &[u32], opcode: u32) -> usize {
+    let mut at = 5;
+    let mut n = 0;
+    while at < words.len() {
+        n += (words[at] & 0xffff == opcode) as usize;
+        at += ((words[at] >> 16) as usize).max(1);
+    }
+    n
 }
 
 /// Matrices, their columns and their components through access chains into the struct that

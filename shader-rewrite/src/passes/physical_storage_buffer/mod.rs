@@ -4,6 +4,9 @@
 //! The layer gives every device-address buffer a slot in the table and fake addresses
 //! `0xD3 << 56 | slot << 32 | offset` ([`crate::bda`]). The lowering:
 //!
+//! 0. `combine`: where the driver checks bounds, and vector accesses component by component,
+//!    neighbouring loads through one place in one block become one load of an 8- or 16-byte
+//!    unit and its parts (one descriptor-indexed access instead of several).
 //! 1. `types`: PhysicalStorageBuffer pointers become addresses, 64-bit integers (u64 with
 //!    Int64, uvec2 without), wherever they are: values, struct members, arrays, variables,
 //!    function parameters and results. Both are 8 bytes, as the pointers were in explicit
@@ -88,6 +91,7 @@ mod blocks;
 pub(crate) mod cfg;
 mod chains;
 mod cleanup;
+mod combine;
 mod fold;
 mod helpers;
 mod inline;
@@ -108,6 +112,9 @@ const EXECUTION_MODEL_FRAGMENT: u32 = 4;
 const EXECUTION_MODEL_GL_COMPUTE: u32 = 5;
 
 pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
+    if options.bda_bounds_by_driver() && options.target.robust_vector_components {
+        stats.physical_combined_loads += combine::adjacent_loads(m, &Layouts::read(m));
+    }
     let (addr_ty, u32t) = types::address_type(m, options.target.int64);
     let addr = Addr { ty: addr_ty, int64: options.target.int64 };
     let retyped = types::retype_globals(m, addr_ty, u32t)?;
