@@ -235,24 +235,27 @@ OpStore %op %s Aligned 4
 }
 
 /// Neighbouring members of one record loaded in one block, as shaders read a struct member by
-/// member: `%Rec = { uint a; float b; uint c; uint d; vec3 e; uint f; }` (32 bytes, ArrayStride
-/// 32) at `recs[gx]` (push constant 0, `%precs`); `a` to `d` (16 bytes from an `Aligned 16`
-/// start), then `e` and `f` (16 more), then, after a store, `a` and `c` again (12 bytes: no
-/// unit of their own) and `b` from a pointer chained from the element. Invocation `gx` writes
-/// its 11 words `a b c d e.x e.y e.z f a c b` to `out[11 gx ..]` (push constant 1): the layer
+/// member: `%Rec = { uint a; float b; uint c; uint d; vec3 e; uint f; Rec* n; uint g; uint h; }`
+/// (48 bytes, ArrayStride 48) at `recs[gx]` (push constant 0, `%precs`); `a` to `d` (16 bytes
+/// from an `Aligned 16` start), `e` and `f` (16 more), `n`, `g`, `h` (16 more, a pointer among
+/// them), then, after a store, `a` and `c` again (12 bytes: no unit of their own) and `b` from
+/// a pointer chained from the element. Invocation `gx` writes its 15 words
+/// `a b c d e.x e.y e.z f n.lo n.hi g h a c b` to `out[15 gx ..]` (push constant 1): the layer
 /// reads each group as one unit where the driver checks vector accesses per component
 /// (`physical_storage_buffer::combine`), and the words must be the native ones.
 pub fn neighbour_loads() -> Vec<u32> {
     let m = base(&[])
         .decorate(
             "OpMemberDecorate %Rec 0 Offset 0\nOpMemberDecorate %Rec 1 Offset 4\nOpMemberDecorate %Rec 2 Offset 8\nOpMemberDecorate %Rec 3 Offset 12\n\
-             OpMemberDecorate %Rec 4 Offset 16\nOpMemberDecorate %Rec 5 Offset 28\nOpDecorate %recarr ArrayStride 32\n\
+             OpMemberDecorate %Rec 4 Offset 16\nOpMemberDecorate %Rec 5 Offset 28\nOpMemberDecorate %Rec 6 Offset 32\n\
+             OpMemberDecorate %Rec 7 Offset 40\nOpMemberDecorate %Rec 8 Offset 44\nOpDecorate %recarr ArrayStride 48\n\
              OpDecorate %Recs Block\nOpMemberDecorate %Recs 0 Offset 0",
         )
         .globals(
-            "%v3f_ = OpTypeVector %f32 3\n%Rec = OpTypeStruct %u32 %f32 %u32 %u32 %v3f_ %u32\n%recarr = OpTypeRuntimeArray %Rec\n\
-             %Recs = OpTypeStruct %recarr\n%precs = OpTypePointer PhysicalStorageBuffer %Recs\n%prec = OpTypePointer PhysicalStorageBuffer %Rec\n\
-             %pg_v3f_ = OpTypePointer PhysicalStorageBuffer %v3f_",
+            "OpTypeForwardPointer %prec PhysicalStorageBuffer\n%v3f_ = OpTypeVector %f32 3\n\
+             %Rec = OpTypeStruct %u32 %f32 %u32 %u32 %v3f_ %u32 %prec %u32 %u32\n%prec = OpTypePointer PhysicalStorageBuffer %Rec\n\
+             %recarr = OpTypeRuntimeArray %Rec\n%Recs = OpTypeStruct %recarr\n%precs = OpTypePointer PhysicalStorageBuffer %Recs\n\
+             %pg_v3f_ = OpTypePointer PhysicalStorageBuffer %v3f_\n%pg_prec = OpTypePointer PhysicalStorageBuffer %prec",
         );
     let mut code = push_loads(0, &[("recs", "%precs"), ("out", "%pbuf")]);
     code += "%r = OpAccessChain %prec %recs %c0 %gx\n\
@@ -262,15 +265,19 @@ pub fn neighbour_loads() -> Vec<u32> {
              %pd = OpAccessChain %pg_u32 %r %c3\n%d = OpLoad %u32 %pd Aligned 4\n\
              %pe = OpAccessChain %pg_v3f_ %r %c4\n%e = OpLoad %v3f_ %pe Aligned 16\n\
              %pf = OpAccessChain %pg_u32 %r %c5\n%f = OpLoad %u32 %pf Aligned 4\n\
-             %base = OpIMul %u32 %gx %c11\n";
+             %pn = OpAccessChain %pg_prec %r %c6\n%n = OpLoad %prec %pn Aligned 16\n\
+             %pgg = OpAccessChain %pg_u32 %r %c7\n%g = OpLoad %u32 %pgg Aligned 8\n\
+             %ph = OpAccessChain %pg_u32 %r %c8\n%h = OpLoad %u32 %ph Aligned 4\n\
+             %base = OpIMul %u32 %gx %c15\n";
     let mut k = 0;
     let mut put = |code: &mut String, v: &str| {
         *code += &format!("%o{k} = OpIAdd %u32 %base %c{k}\n%po{k} = OpAccessChain %pg_u32 %out %c0 %o{k}\nOpStore %po{k} {v} Aligned 4\n");
         k += 1;
     };
     code += "%bw = OpBitcast %u32 %b\n%ex = OpCompositeExtract %f32 %e 0\n%ey = OpCompositeExtract %f32 %e 1\n%ez = OpCompositeExtract %f32 %e 2\n\
-             %exw = OpBitcast %u32 %ex\n%eyw = OpBitcast %u32 %ey\n%ezw = OpBitcast %u32 %ez\n";
-    for v in ["%a", "%bw", "%c", "%d", "%exw", "%eyw", "%ezw", "%f"] {
+             %exw = OpBitcast %u32 %ex\n%eyw = OpBitcast %u32 %ey\n%ezw = OpBitcast %u32 %ez\n\
+             %nw = OpBitcast %v2u %n\n%nlo = OpCompositeExtract %u32 %nw 0\n%nhi = OpCompositeExtract %u32 %nw 1\n";
+    for v in ["%a", "%bw", "%c", "%d", "%exw", "%eyw", "%ezw", "%f", "%nlo", "%nhi", "%g", "%h"] {
         put(&mut code, v);
     }
     // After the stores: a and c again (a 12-byte span), b through a chain from the element.
