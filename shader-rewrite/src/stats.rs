@@ -50,8 +50,8 @@ pub struct Stats {
     /// accesses, and physical loads that reused an earlier load's value.
     pub physical_located: u32,
     pub physical_reused_loads: u32,
-    /// Loads of neighbouring values through one pointer read as one wider unit (where the
-    /// driver checks bounds per component).
+    /// Loads of neighbouring values through one pointer, and leaves of one composite load,
+    /// read as one wider unit (where the driver checks bounds per component).
     pub physical_combined_loads: u32,
     /// Loops holding such accesses marked DontUnroll (Target::nonuniform_access_per_lane).
     pub physical_rolled_loops: u32,

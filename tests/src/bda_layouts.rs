@@ -594,8 +594,9 @@ mod tests {
     }
 
     /// Some of the physical cases load neighbouring values through one place before storing
-    /// them, so the lowering on lavapipe's options reads those as one unit
-    /// (`physical_storage_buffer::combine`) and the differential test checks that too.
+    /// them, or whole composites whose leaves lie side by side, so the lowering on lavapipe's
+    /// options reads those as one unit (`physical_storage_buffer::combine`, `units`; 36 of the
+    /// 200 on 2026-12-02) and the differential test checks that too.
     #[test]
     fn cases_reach_combined_loads() {
         let options = shader_rewrite::Options {
@@ -605,6 +606,6 @@ mod tests {
         };
         let combined = |seed: u64| shader_rewrite::rewrite(&Case::new(seed).shader(), &options).map_or(0, |r| r.stats.physical_combined_loads);
         let hits = (1..=200).filter(|&seed| combined(seed) > 0).count();
-        assert!(hits >= 5, "{hits} of 200 random cases combine loads");
+        assert!(hits >= 20, "{hits} of 200 random cases combine loads");
     }
 }

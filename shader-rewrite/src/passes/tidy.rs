@@ -306,6 +306,8 @@ impl Cx {
         // OpAccessChains seen (not InBounds, not decorated but NonUniform): their operands.
         let mut chains: HashMap<u32, Ops> = sized(8);
         let mut bitcasts: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(n / 8, Default::default());
+        // Single-index OpCompositeExtracts seen: (composite, index).
+        let mut extracts: HashMap<u32, (u32, u32)> = HashMap::with_capacity_and_hasher(n / 8, Default::default());
         // UnpackHalf2x16 results, and their first components: the bits unpacked.
         let (mut unpacked, mut low_halves): (HashMap<u32, u32>, HashMap<u32, u32>) = Default::default();
         let mut own: Vec<u32> = Vec::with_capacity(n / 2);
@@ -387,6 +389,22 @@ impl Cx {
                         Some(Folded::Same(same)) if self.ty(same) == inst.ty => *inst = Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![same]),
                         _ => {}
                     }
+                }
+                // A vector made of its own components in order is that vector (leaves moved as
+                // one unit and stored as one again, `physical_storage_buffer::units`).
+                if inst.op == op::COMPOSITE_CONSTRUCT && inst.ops.len() >= 2 {
+                    let from = extracts.get(&inst.ops[0]).filter(|&&(_, i)| i == 0).map(|&(x, _)| x);
+                    let whole = from.filter(|&x| {
+                        self.ty(x) == inst.ty
+                            && self.ids.get(inst.ty as usize).is_some_and(|t| t.vector_len as usize == inst.ops.len())
+                            && inst.ops.iter().enumerate().all(|(k, o)| extracts.get(o) == Some(&(x, k as u32)))
+                    });
+                    if let Some(x) = whole {
+                        *inst = Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![x]);
+                    }
+                }
+                if inst.op == op::COMPOSITE_EXTRACT && inst.ops.len() == 2 {
+                    extracts.insert(inst.id, (inst.ops[0], inst.ops[1]));
                 }
                 // A copy of a value of the same type is that value. (Replaced instructions stay
                 // until no operand names them: a use the substitution does not reach keeps them

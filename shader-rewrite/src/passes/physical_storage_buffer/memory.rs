@@ -245,6 +245,12 @@ impl Cx<'_, '_> {
         self.b.scalar_vec(a.cur.ty).is_none() && (!self.h.checked || self.composites.get(&(store, a.cur.ty, a.cur.align, a.mem.clone())).is_some_and(|&n| n == 1))
     }
 
+    /// May the leaves of a composite split here move as 8/16-byte units ([`units`])? Where the
+    /// driver checks bounds and vector accesses per component, as for [`super::combine`].
+    fn units_here(&self) -> bool {
+        !self.h.checked && self.h.backend.target.robust_vector_components
+    }
+
     /// Where an access through pointer `ptr` starts: its record and byte offset, the pointee at
     /// that offset, aligned as the memory operands' Aligned says (required on physical
     /// pointers; 1 without it).
@@ -266,16 +272,37 @@ impl Cx<'_, '_> {
         if !a.split_in_caller(self.b) && !self.split_here(&a, false) {
             return self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, None, Some(result), inst);
         }
+        let plan = if self.units_here() { units::plan(&mut self.splitter, self.b, &a.cur, inst, false) } else { None };
+        self.stats.physical_combined_loads += plan.as_ref().map_or(0, |(units, _)| units.iter().map(|u| u.leaves as u32).sum());
         let (h, rec) = (&mut self.h, a.rec);
         let mut err = None;
         // The leaves' offsets folded where they are constants (a helper's body is, Folder::blocks).
         let mut split = Emitter::new(e.label());
-        let v = self.splitter.load(&mut split, self.b, &a.cur, inst, &mut |e, b, leaf| match h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, None, None, inst) {
-            Ok(r) => r,
-            Err(x) => {
+        let (mut index, mut wide) = (0, vec![0u32; plan.as_ref().map_or(0, |p| p.0.len())]);
+        let v = self.splitter.load(&mut split, self.b, &a.cur, inst, &mut |e, b, leaf| {
+            let k = index;
+            index += 1;
+            let unit = plan.as_ref().and_then(|(units, member)| member[k].map(|(u, byte)| (u, byte, units[u].size)));
+            let got = match unit {
+                // A leaf of a unit: the unit loaded once (where its first leaf in split order
+                // is), this leaf its part.
+                Some((u, byte, size)) => {
+                    if wide[u] == 0 {
+                        let u32t = b.t_u32();
+                        let (ty, start) = (b.t_vec(u32t, size / 4), if byte == 0 { leaf.off } else { let c = b.c_u32(byte); e.op(b, op::I_SUB, u32t, ops![leaf.off, c]) });
+                        wide[u] = h.call_access(e, b, ty, size, &a.mem, rec, start, None, None, inst).unwrap_or_else(|x| {
+                            err.get_or_insert(x);
+                            0
+                        });
+                    }
+                    Ok(units::part(e, b, wide[u], size / 4, leaf, byte))
+                }
+                None => h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, None, None, inst),
+            };
+            got.unwrap_or_else(|x| {
                 err.get_or_insert(x);
                 0
-            }
+            })
         })?;
         if let Some(x) = err {
             return Err(x);
@@ -293,11 +320,37 @@ impl Cx<'_, '_> {
             self.h.call_access(e, self.b, ty, a.cur.align, &a.mem, a.rec, a.delta, Some(value), None, inst)?;
             return Ok(());
         }
+        let plan = if self.units_here() { units::plan(&mut self.splitter, self.b, &a.cur, inst, true) } else { None };
         let (h, rec) = (&mut self.h, a.rec);
         let mut err = None;
         let mut split = Emitter::new(e.label());
+        // Per unit, its leaves' (byte, value, type, words) and the offset of its start, until all
+        // have come; then the unit is stored at once.
+        let mut gathered: Vec<units::Gathered> = plan.as_ref().map_or(vec![], |p| p.0.iter().map(|_| (vec![], 0)).collect());
+        let mut index = 0;
         self.splitter.store(&mut split, self.b, &a.cur, value, inst, &mut |e, b, leaf, v| {
-            if let Err(x) = h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, Some(v), None, inst) {
+            let k = index;
+            index += 1;
+            let stored = match plan.as_ref().and_then(|(units, member)| member[k].map(|(u, byte)| (u, byte, units[u]))) {
+                Some((u, byte, unit)) => {
+                    let (leaves, start) = &mut gathered[u];
+                    leaves.push((byte, v, leaf.ty, leaf.sv.n * leaf.sv.width / 32));
+                    if byte == 0 {
+                        *start = leaf.off;
+                    }
+                    if leaves.len() < unit.leaves {
+                        return;
+                    }
+                    leaves.sort_by_key(|l| l.0);
+                    let parts: Vec<(u32, u32, u32)> = leaves.iter().map(|&(_, v, ty, n)| (v, ty, n)).collect();
+                    let whole = units::whole(e, b, unit.size / 4, &parts);
+                    let u32t = b.t_u32();
+                    let ty = b.t_vec(u32t, unit.size / 4);
+                    h.call_access(e, b, ty, unit.size, &a.mem, rec, *start, Some(whole), None, inst)
+                }
+                None => h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, Some(v), None, inst),
+            };
+            if let Err(x) = stored {
                 err.get_or_insert(x);
             }
         })?;

@@ -31,7 +31,8 @@
 //!    type, alignment, memory operands; atomics: opcode and constant operands) with the
 //!    record and the offset; composites call one helper per scalar/vector leaf (a composite
 //!    accessed once in the module, or any where the driver checks bounds, is split where it is
-//!    accessed); a helper called once is
+//!    accessed, its leaves side by side moved as 8/16-byte units, `units`, where `combine`
+//!    applies); a helper called once is
 //!    inlined (`inline`), constant offsets folded (`fold`). Where the driver checks bounds
 //!    (below), a leaf's access and `locate` are a few instructions, emitted in place, and the
 //!    other small helpers are inlined at every call: a call costs the drivers more than such a
@@ -100,6 +101,7 @@ mod memory;
 mod roots;
 mod table;
 mod types;
+mod units;
 mod values;
 
 use address::Addr;
