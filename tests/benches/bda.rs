@@ -100,11 +100,12 @@ fn creation_modules() -> Vec<(String, Vec<u32>)> {
 }
 
 /// The module the layer hands lavapipe for `words` under `force` (its options there: every
-/// feature, robustBufferAccess2 included, the array-length quirk, the table at set maxBoundDescriptorSets - 1 = 7 with 65536
-/// slots), checked with spirv-val.
+/// feature, robustBufferAccess2 included, the array-length and per-lane quirks, vectors checked
+/// per component (Mesa 25), the table at set maxBoundDescriptorSets - 1 = 7 with 65536 slots),
+/// checked with spirv-val.
 fn emulated_words(name: &str, words: &[u32]) -> Vec<u32> {
     let options = Options {
-        target: Target { nonuniform_array_length_broken: true, nonuniform_access_per_lane: true, ..Target::all() },
+        target: Target { nonuniform_array_length_broken: true, nonuniform_access_per_lane: true, robust_vector_components: true, ..Target::all() },
         bda: Some(BdaTable { set: 7, binding: 3, count: 65536 }),
         ..Options::default()
     };
