@@ -15,15 +15,14 @@
 //! its type: floats, 64-bit scalars, pointers are the same bits).
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::builder::{sc, Builder};
+use crate::builder::{sc, Builder, Emitter};
 use crate::module::{op, Inst, Module};
 use crate::ops;
 use crate::passes::layout::Layouts;
 use crate::passes::util::split_memory_operands;
 
-use super::is_atomic;
+use super::{is_atomic, units};
 
-const OP_VECTOR_SHUFFLE: u32 = 79;
 const OP_COPY_MEMORY_SIZED: u32 = 64;
 const OP_CONTROL_BARRIER: u32 = 224;
 const OP_MEMORY_BARRIER: u32 = 225;
@@ -102,7 +101,7 @@ pub(super) fn adjacent_loads(m: &mut Module, layouts: &Layouts) -> u32 {
                     continue;
                 }
                 combined += groups.iter().map(|(g, _)| g.members.len() as u32).sum::<u32>();
-                blk.insts = rewrite_block(&mut b, std::mem::take(&mut blk.insts), &groups);
+                blk.insts = rewrite_block(&mut b, blk.label, std::mem::take(&mut blk.insts), &groups);
             }
         }
     }
@@ -193,9 +192,9 @@ impl Chains<'_, '_> {
     }
 }
 
-/// `insts` with each group's loads replaced by parts of one load of its unit, made where its
-/// first load was.
-fn rewrite_block(b: &mut Builder, insts: Vec<Inst>, groups: &[(Group, u32)]) -> Vec<Inst> {
+/// `insts` (of block `label`) with each group's loads replaced by parts of one load of its
+/// unit, made where its first load was.
+fn rewrite_block(b: &mut Builder, label: u32, insts: Vec<Inst>, groups: &[(Group, u32)]) -> Vec<Inst> {
     // Instruction index → (group, member) for the loads to replace.
     let mut at: HashMap<usize, (usize, usize)> = HashMap::default();
     for (g, (group, _)) in groups.iter().enumerate() {
@@ -205,43 +204,24 @@ fn rewrite_block(b: &mut Builder, insts: Vec<Inst>, groups: &[(Group, u32)]) -> 
     }
     let u32t = b.t_u32();
     let mut wide = vec![0; groups.len()];
-    let mut out = Vec::with_capacity(insts.len() + 4 * groups.len());
+    let mut e = Emitter::with_capacity(label, insts.len() + 4 * groups.len());
     for (n, inst) in insts.into_iter().enumerate() {
         let Some(&(g, k)) = at.get(&n) else {
-            out.push(inst);
+            e.push(inst);
             continue;
         };
         let (group, unit) = (&groups[g].0, groups[g].1);
         let words = unit / 4;
-        let unit_ty = b.t_vec(u32t, words);
         if k == 0 {
             // The group's first load: the unit's, through its pointer (the same address).
+            let unit_ty = b.t_vec(u32t, words);
             let ptr_ty = b.t_ptr(sc::PHYSICAL_STORAGE_BUFFER, unit_ty);
-            let (p, w) = (b.id(), b.id());
-            out.push(Inst::new(op::BITCAST, ptr_ty, p, ops![group.ptr]));
-            out.push(Inst::new(op::LOAD, unit_ty, w, ops![p, 0x2, unit]));
-            wide[g] = w;
+            let p = e.op(b, op::BITCAST, ptr_ty, ops![group.ptr]);
+            wide[g] = e.op(b, op::LOAD, unit_ty, ops![p, 0x2, unit]);
         }
         let m = &group.members[k];
-        let (first, n_words) = ((m.off - group.start()) / 4, m.size / 4);
-        let part_ty = b.t_vec(u32t, n_words);
-        let part = match n_words {
-            _ if n_words == words => wide[g],
-            1 => {
-                let e = b.id();
-                out.push(Inst::new(op::COMPOSITE_EXTRACT, u32t, e, ops![wide[g], first]));
-                e
-            }
-            _ => {
-                let s = b.id();
-                let mut o = ops![wide[g], wide[g]];
-                o.extend(first..first + n_words);
-                out.push(Inst::new(OP_VECTOR_SHUFFLE, part_ty, s, o));
-                s
-            }
-        };
-        let how = if m.ty == part_ty { op::COPY_OBJECT } else { op::BITCAST };
-        out.push(Inst::new(how, m.ty, m.id, ops![part]));
+        let v = units::part(&mut e, b, wide[g], words, m.ty, m.size / 4, m.off - group.start());
+        e.push(Inst::new(op::COPY_OBJECT, m.ty, m.id, ops![v]));
     }
-    out
+    e.take_insts()
 }

@@ -295,7 +295,7 @@ impl Cx<'_, '_> {
                             0
                         });
                     }
-                    Ok(units::part(e, b, wide[u], size / 4, leaf, byte))
+                    Ok(units::part(e, b, wide[u], size / 4, leaf.ty, leaf.sv.n * leaf.sv.width / 32, byte))
                 }
                 None => h.call_access(e, b, leaf.ty, leaf.align, &a.mem, rec, leaf.off, None, None, inst),
             };

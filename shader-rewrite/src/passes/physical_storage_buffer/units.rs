@@ -8,7 +8,7 @@
 use crate::builder::{Builder, Emitter};
 use crate::module::op;
 use crate::ops;
-use crate::passes::leaves::{Cursor, Leaf, Splitter};
+use crate::passes::leaves::{Cursor, Splitter};
 
 use super::fold::Folder;
 
@@ -92,10 +92,12 @@ pub(super) fn plan(splitter: &mut Splitter, b: &mut Builder, cur: &Cursor, inst:
     (!units.is_empty()).then_some((units, member))
 }
 
-/// The part of unit value `wide` (of `words` u32 words) a leaf of type `ty` at `byte` reads.
-pub(super) fn part(e: &mut Emitter, b: &mut Builder, wide: u32, words: u32, leaf: &Leaf, byte: u32) -> u32 {
+/// The part of unit value `wide` (of `words` u32 words) that a value of type `ty`, `n` words
+/// at byte `byte` of the unit, is (a component or a shuffle, bitcast to `ty`). Shared with
+/// [`super::combine`].
+pub(super) fn part(e: &mut Emitter, b: &mut Builder, wide: u32, words: u32, ty: u32, n: u32, byte: u32) -> u32 {
     let u32t = b.t_u32();
-    let (first, n) = (byte / 4, leaf.sv.n * leaf.sv.width / 32);
+    let first = byte / 4;
     let part_ty = b.t_vec(u32t, n);
     let part = if n == words {
         wide
@@ -106,10 +108,10 @@ pub(super) fn part(e: &mut Emitter, b: &mut Builder, wide: u32, words: u32, leaf
         o.extend(first..first + n);
         e.op(b, OP_VECTOR_SHUFFLE, part_ty, o)
     };
-    if part_ty == leaf.ty {
+    if part_ty == ty {
         part
     } else {
-        e.op(b, op::BITCAST, leaf.ty, ops![part])
+        e.op(b, op::BITCAST, ty, ops![part])
     }
 }
 
