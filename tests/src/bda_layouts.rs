@@ -605,7 +605,9 @@ mod tests {
             ..Default::default()
         };
         let combined = |seed: u64| shader_rewrite::rewrite(&Case::new(seed).shader(), &options).map_or(0, |r| r.stats.physical_combined_loads);
-        let hits = (1..=200).filter(|&seed| combined(seed) > 0).count();
-        assert!(hits >= 20, "{hits} of 200 random cases combine loads");
+        let hits: Vec<u64> = (1..=200).filter(|&seed| combined(seed) > 0).collect();
+        assert!(hits.len() >= 20, "{} of 200 random cases combine loads", hits.len());
+        // (Seeds 1 to 24 are the default run's: 3 of them on 2026-12-02.)
+        assert!(hits.iter().any(|&seed| seed <= 24), "no case of seeds 1-24 combines loads");
     }
 }
