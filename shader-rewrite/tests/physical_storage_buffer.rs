@@ -428,6 +428,24 @@ fn loops_of_accesses_stay_rolled_where_accesses_are_per_lane() {
     }
 }
 
+/// Where the driver checks bounds, accesses at a dynamically uniform slot (a pointer from the
+/// push constants) are not NonUniform, and a module with none declares no non-uniform
+/// capability; a pointer loaded from memory through it keeps NonUniform on its accesses.
+#[test]
+fn uniform_slots_are_not_non_uniform() {
+    let types = "%pu = OpTypePointer PhysicalStorageBuffer %uint\n%pp = OpTypePointer PhysicalStorageBuffer %pu\n";
+    let direct = format!("{types}{MAIN_X}%p = OpConvertUToPtr %pu %x\n%v = OpLoad %uint %p Aligned 4\n%w = OpIAdd %uint %v %u1\nOpStore %p %w Aligned 4\nOpReturn\nOpFunctionEnd\n");
+    let chased = format!("{types}{MAIN_X}%p = OpConvertUToPtr %pp %x\n%q = OpLoad %pu %p Aligned 8\n%v = OpLoad %uint %q Aligned 4\nOpStore %q %v Aligned 4\nOpReturn\nOpFunctionEnd\n");
+    let non_uniform = |dis: &str| (dis.lines().filter(|l| l.contains(" NonUniform")).count(), dis.contains("OpCapability ShaderNonUniform"));
+    for int64 in [true, false] {
+        let (dis, _) = lower_with(&module(&[], "", &direct), ENV, &[robust_options(int64)]);
+        assert_eq!(non_uniform(&dis), (0, false), "a push-constant pointer's accesses:\n{dis}");
+        let (dis, _) = lower_with(&module(&[], "", &chased), ENV, &[robust_options(int64)]);
+        // The load of the pointer is not NonUniform; the chain its load and store share is.
+        assert_eq!(non_uniform(&dis), (1, true), "a loaded pointer's accesses:\n{dis}");
+    }
+}
+
 /// Pointers through function parameters and results, OpSelect and OpPhi.
 #[test]
 fn pointers_through_calls_selects_and_phis() {

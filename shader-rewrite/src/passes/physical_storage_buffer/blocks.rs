@@ -69,7 +69,7 @@ impl Cx<'_, '_> {
     /// `locate(a)`: the record of address `a` (decoded in place where the driver checks bounds).
     fn call_locate(&mut self, e: &mut Emitter, a: u32, uniform: bool) -> Result<u32, RewriteError> {
         if !self.h.checked {
-            return Ok(self.h.locate_here(e, self.b, a));
+            return Ok(self.h.locate_here(e, self.b, a, uniform));
         }
         let length = match (uniform, self.waterfall) {
             (true, _) => table::Length::Uniform,

@@ -2,7 +2,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::builder::{cap, model};
+use crate::builder::{cap, deco, model};
 use crate::byte_address::AliasKind;
 use crate::passes::util::{add_to_interfaces, forget_ids, sweep_dead_globals};
 use crate::scan::CAP_PHYSICAL_STORAGE_BUFFER_ADDRESSES;
@@ -51,10 +51,14 @@ pub(super) fn finish(m: &mut Module, mut table: Table, addr_values: &HashSet<u32
     if used.is_empty() {
         return;
     }
-    m.add_capability(cap::SHADER_NON_UNIFORM);
-    m.add_capability(CAP_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING);
-    if m.version() < (1, 5) {
-        m.add_extension("SPV_EXT_descriptor_indexing");
+    // Chains into the table at a dynamically uniform slot are not NonUniform (`Table::uniform_slots`):
+    // where none is, the table needs only dynamic indexing (core SPIR-V, a Vulkan feature).
+    if m.annotations.iter().any(|a| a.op == op::DECORATE && a.ops.get(1) == Some(&deco::NON_UNIFORM)) {
+        m.add_capability(cap::SHADER_NON_UNIFORM);
+        m.add_capability(CAP_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING);
+        if m.version() < (1, 5) {
+            m.add_extension("SPV_EXT_descriptor_indexing");
+        }
     }
     if m.version() < (1, 3) {
         m.add_extension("SPV_KHR_storage_buffer_storage_class");

@@ -280,10 +280,13 @@ impl<'l> Helpers<'l> {
 
     /// The record of address `a` where the driver checks bounds: `uvec2(slot, offset)`, decoded
     /// here (a few instructions: not a call of `locate`).
-    pub fn locate_here(&mut self, e: &mut Emitter, b: &mut Builder, a: u32) -> u32 {
+    pub fn locate_here(&mut self, e: &mut Emitter, b: &mut Builder, a: u32, uniform: bool) -> u32 {
         debug_assert!(!self.checked);
         let rec_ty = self.record_ty(b);
         let d = self.addr.decode(e, b, a, self.table.count());
+        if uniform {
+            self.table.uniform_slots.insert(d.slot);
+        }
         let rec = e.op(b, op::COMPOSITE_CONSTRUCT, rec_ty, ops![d.slot, d.offset]);
         self.parts.insert(rec, (d.slot, d.offset));
         rec

@@ -111,7 +111,7 @@ impl<'l> LeafAccess<'l> {
             align: leaf.align,
             robustness: Robustness::None,
             mem_ops: self.mem.to_vec(),
-            nonuniform: true,
+            nonuniform: !self.at.uniform(),
             wide: moves_as_twin(b, leaf.sv, store),
         }
     }

@@ -27,6 +27,8 @@ pub(super) struct Located {
     /// Byte length of the buffer; 0 when the address is outside the table.
     pub len: u32,
     slot: u32,
+    /// The slot is dynamically uniform ([`Table::uniform_slots`]): its chains need no NonUniform.
+    uniform: bool,
     // (The table's few views, inline: a Located is made per access where accesses are emitted
     // in place, and four heap lists each were a good part of that.)
     kinds: Views<AliasKind>,
@@ -46,9 +48,14 @@ impl Located {
         self.slot
     }
 
+    /// Whether the slot is dynamically uniform (no NonUniform on accesses through it).
+    pub fn uniform(&self) -> bool {
+        self.uniform
+    }
+
     /// The same buffer table at another slot (no view pointers made yet, nothing used).
     pub fn at_slot(&self, slot: u32) -> Located {
-        Located { slot, view_ptrs: smallvec::smallvec![0; self.vars.len()], typed: None, used: BTreeSet::new(), ..self.clone() }
+        Located { slot, uniform: false, view_ptrs: smallvec::smallvec![0; self.vars.len()], typed: None, used: BTreeSet::new(), ..self.clone() }
     }
 
     /// Pointers to the views' structs, in the views' order, made for `need` (others stay 0).
@@ -56,7 +63,7 @@ impl Located {
         for k in need {
             let n = self.kinds.iter().position(|x| x == k).expect("views come from the target's");
             if self.view_ptrs[n] == 0 {
-                self.view_ptrs[n] = chain(e, b, self.struct_ptrs[n], self.vars[n], self.slot);
+                self.view_ptrs[n] = chain(e, b, self.struct_ptrs[n], self.vars[n], self.slot, self.uniform);
                 self.used.insert(self.vars[n]);
             }
         }
@@ -92,6 +99,11 @@ pub(super) struct Table {
     /// The 8/16-byte view every access is one unit of (`one_unit` in the module): lengths are
     /// taken through it, in whole units, and the word view is not needed for them.
     pub length_unit: Option<AliasKind>,
+    /// Slots decoded from a dynamically uniform address (a push-constant or global class,
+    /// `super::roots`): their chains are not NonUniform (SPIR-V spec 2.19, "Uniformity": the
+    /// decoration is for indices that may differ within the invocation group), so a driver
+    /// that expands non-uniform descriptor indexing per lane (lavapipe) does not for them.
+    pub uniform_slots: HashSet<u32>,
 }
 
 impl Table {
@@ -105,7 +117,7 @@ impl Table {
         let vars = views.struct_ty.clone().into_iter().map(|st| declare(b, &cfg, st)).collect();
         let struct_ptrs = views.struct_ptr.clone();
         backend.views.insert(sc::STORAGE_BUFFER, views);
-        Table { cfg, vars, kinds, struct_ptrs, first_id, typed: BTreeMap::new(), used_by: BTreeMap::new(), length_unit: None }
+        Table { cfg, vars, kinds, struct_ptrs, first_id, typed: BTreeMap::new(), used_by: BTreeMap::new(), length_unit: None, uniform_slots: HashSet::default() }
     }
 
     /// The declarations of the views no access used: each view's variable and the types only it
@@ -156,6 +168,7 @@ impl Table {
             offset: d.offset,
             len,
             slot: d.slot,
+            uniform: self.uniform_slots.contains(&d.slot),
             kinds: Views::from_slice(&self.kinds),
             vars: Views::from_slice(&self.vars),
             struct_ptrs: Views::from_slice(&self.struct_ptrs),
@@ -199,7 +212,7 @@ impl Table {
     pub fn typed_view(&mut self, e: &mut Emitter, b: &mut Builder, elem: u32, slot: u32, used: &mut BTreeSet<u32>) -> u32 {
         let (ptr, var) = *self.typed.entry(elem).or_insert_with(|| typed_view(b, &self.cfg, elem));
         used.insert(var);
-        chain(e, b, ptr, var, slot)
+        chain(e, b, ptr, var, slot, self.uniform_slots.contains(&slot))
     }
 
     /// Records that `function` used the variables of `at`.
@@ -208,10 +221,12 @@ impl Table {
     }
 }
 
-/// `&var[slot]`, NonUniform.
-fn chain(e: &mut Emitter, b: &mut Builder, ptr: u32, var: u32, slot: u32) -> u32 {
+/// `&var[slot]`, NonUniform unless the slot is dynamically uniform.
+fn chain(e: &mut Emitter, b: &mut Builder, ptr: u32, var: u32, slot: u32, uniform: bool) -> u32 {
     let p = e.op(b, op::ACCESS_CHAIN, ptr, ops![var, slot]);
-    b.decorate(p, deco::NON_UNIFORM, &[]);
+    if !uniform {
+        b.decorate(p, deco::NON_UNIFORM, &[]);
+    }
     p
 }
 
