@@ -241,8 +241,8 @@ fn lower(
     if options.target.nonuniform_access_per_lane {
         let vars = cx.h.table.variables();
         let accesses = |i: &Inst| match i.op {
-            // (Only non-uniform ones are expanded per lane.)
-            op::ACCESS_CHAIN => i.ops.first().is_some_and(|v| vars.contains(v)) && cx.b.has_decoration(i.id, crate::builder::deco::NON_UNIFORM),
+            // (A uniform slot too: gallivm loops over the lanes for any per-lane offset.)
+            op::ACCESS_CHAIN => i.ops.first().is_some_and(|v| vars.contains(v)),
             op::FUNCTION_CALL => i.ops.first().is_some_and(|f| helper_ids.contains(f)),
             _ => false,
         };
