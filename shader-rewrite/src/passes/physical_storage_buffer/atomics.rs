@@ -1,8 +1,10 @@
-//! Atomics through addresses: a call of the helper for the opcode, its type and its constant
-//! scope and semantics operands ([`super::helpers`]), which does the same atomic on the buffer's
-//! u32 view (32-bit integers) or on a view of the value's type (64-bit integers as u64, 32/64-bit
-//! floats) when the whole value lies inside the buffer; otherwise nothing happens and the result
-//! is 0.
+//! Atomics through addresses: where the lowering checks bounds, a call of the helper for the
+//! opcode, its type and its constant scope and semantics operands ([`super::helpers`]), which
+//! does the same atomic on the buffer's u32 view (32-bit integers) or on a view of the value's
+//! type (64-bit integers as u64, 32/64-bit floats) when the whole value lies inside the buffer;
+//! otherwise nothing happens and the result is 0. Where the driver checks bounds
+//! (robustBufferAccess2: an atomic outside the descriptor's range modifies nothing) that atomic
+//! is emitted in place.
 use super::*;
 use crate::ops;
 use helpers::Kind;
@@ -41,6 +43,19 @@ impl Cx<'_, '_> {
         args.extend([rec, delta]);
         for &v in &inst.ops[first_value..] {
             args.push(if sv.signed { e.op(self.b, op::BITCAST, uty, ops![v]) } else { v });
+        }
+        if !self.h.checked {
+            let has_result = inst.op != op::ATOMIC_STORE;
+            let r = self.h.atomic_here(e, self.b, rec, delta, inst.op, uty, &inst.ops[1..first_value], &args[3..], has_result);
+            if let Some(r) = r {
+                if uty != inst.ty {
+                    e.push(Inst::new(op::BITCAST, inst.ty, inst.id, ops![r]));
+                } else if !e.rename_last(r, inst.id) {
+                    e.push(Inst::new(op::COPY_OBJECT, inst.ty, inst.id, ops![r]));
+                }
+            }
+            self.stats.physical_atomics += 1;
+            return Ok(());
         }
         let (result_ty, value_ty) = if sv.signed { (if inst.op == op::ATOMIC_STORE { self.b.t_void() } else { uty }, uty) } else { (if inst.op == op::ATOMIC_STORE { self.b.t_void() } else { inst.ty }, value_ty) };
         let kind = Kind::Atomic { opcode: inst.op, result_ty, uty, value_ty, constants: inst.ops[1..first_value].to_vec(), values: inst.ops.len() - first_value };

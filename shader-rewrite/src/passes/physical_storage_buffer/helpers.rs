@@ -305,6 +305,16 @@ impl<'l> Helpers<'l> {
         (Decoded { slot, offset, in_table: 0 }, len)
     }
 
+    /// The atomic `opcode` through record `rec` plus `delta`, emitted here where the driver
+    /// checks bounds (one access chain and the atomic: building a helper to inline it again
+    /// cost more than the body); its result (of type `uty`), if it has one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn atomic_here(&mut self, e: &mut Emitter, b: &mut Builder, rec: u32, delta: u32, opcode: u32, uty: u32, constants: &[u32], vals: &[u32], has_result: bool) -> Option<u32> {
+        debug_assert!(!self.checked);
+        let (d, len) = self.unpack(e, b, rec, delta);
+        self.atomic(e, b, self.current, &d, len, opcode, uty, constants, vals, has_result)
+    }
+
     /// An atomic on the buffer's u32 view (32-bit integers) or on a view of its (unsigned)
     /// type, when the whole value lies inside the buffer; else nothing happens and the result
     /// is 0.
@@ -328,10 +338,12 @@ impl<'l> Helpers<'l> {
                     let ptr_ty = b.t_ptr(sc::STORAGE_BUFFER, uty);
                     let c0 = b.c_u32(0);
                     let ptr = e.op(b, op::ACCESS_CHAIN, ptr_ty, ops![view, c0, index]);
-                    b.decorate(ptr, deco::NON_UNIFORM, &[]);
+                    if !at.uniform() {
+                        b.decorate(ptr, deco::NON_UNIFORM, &[]);
+                    }
                     ptr
                 }
-                None => backend.word_pointer(e, b, sc::STORAGE_BUFFER, &view_ptrs, at.offset, true),
+                None => backend.word_pointer(e, b, sc::STORAGE_BUFFER, &view_ptrs, at.offset, !at.uniform()),
             };
             let mut ops = ops![ptr];
             ops.extend_from_slice(constants);
