@@ -38,6 +38,7 @@ const STATS: &[(&CStr, Reader)] = &[
     (c"physical_rolled_loops", |s| s.physical_rolled_loops),
     (c"raw_chain_bounds_by_driver", |s| s.raw_chain_bounds_by_driver),
     (c"physical_combined_loads", |s| s.physical_combined_loads),
+    (c"physical_inlined_functions", |s| s.physical_inlined_functions),
 ];
 
 /// The reader of the statistic called `name`.
@@ -90,8 +91,9 @@ mod tests {
             physical_rolled_loops: 25,
             raw_chain_bounds_by_driver: 26,
             physical_combined_loads: 27,
+            physical_inlined_functions: 28,
         };
         let read: Vec<u32> = super::STATS.iter().map(|(_, f)| f(&s)).collect();
-        assert_eq!(read, (1..=27).map(|v| if v == 9 { 1 } else { v }).collect::<Vec<_>>());
+        assert_eq!(read, (1..=28).map(|v| if v == 9 { 1 } else { v }).collect::<Vec<_>>());
     }
 }

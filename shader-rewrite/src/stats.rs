@@ -55,6 +55,9 @@ pub struct Stats {
     pub physical_combined_loads: u32,
     /// Loops holding such accesses marked DontUnroll (Target::nonuniform_access_per_lane).
     pub physical_rolled_loops: u32,
+    /// The application's functions taking or returning physical pointers inlined at their one
+    /// call before the lowering.
+    pub physical_inlined_functions: u32,
 }
 
 impl Stats {
@@ -110,6 +113,9 @@ impl fmt::Display for Stats {
             }
             if self.physical_rolled_loops > 0 {
                 write!(f, ", {} loops kept rolled", self.physical_rolled_loops)?;
+            }
+            if self.physical_inlined_functions > 0 {
+                write!(f, ", {} functions inlined at their only call", self.physical_inlined_functions)?;
             }
         }
         Ok(())

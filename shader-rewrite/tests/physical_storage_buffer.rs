@@ -563,7 +563,8 @@ fn matrices_and_arrays() {
 /// A matrix's layout (MatrixStride, RowMajor) decorates the struct member that holds it, so
 /// the lowering follows it along access chains; where no chain from a struct leads to the
 /// matrix (a pointer to the matrix made from an integer) or a chained pointer into a matrix
-/// leaves as a value (here through a function call) it refuses, rather than guess a stride.
+/// leaves as a value (here through a function called twice: one called once is inlined, and
+/// its chains then start at the caller's root) it refuses, rather than guess a stride.
 /// (That the accesses along chains use the member's layout is run and compared with the
 /// driver's in the e2e test `buffer_device_address::matrices_through_chains`.)
 #[test]
@@ -580,11 +581,51 @@ fn matrices_without_a_known_layout_are_an_error() {
         &format!(
             "{types}%fm = OpTypeFunction %void %pm4\n\
              %use = OpFunction %void None %fm\n%q = OpFunctionParameter %pm4\n%ul = OpLabel\n%w = OpLoad %m4 %q Aligned 16\nOpReturn\nOpFunctionEnd\n\
-             {MAIN_X}%p = OpConvertUToPtr %pS %x\n%m = OpAccessChain %pm4 %p %i0\n%r = OpFunctionCall %void %use %m\nOpReturn\nOpFunctionEnd\n"
+             {MAIN_X}%p = OpConvertUToPtr %pS %x\n%m = OpAccessChain %pm4 %p %i0\n%r = OpFunctionCall %void %use %m\n\
+             %r2 = OpFunctionCall %void %use %m\nOpReturn\nOpFunctionEnd\n"
         ),
     );
     let e = error(&through_a_call);
     assert!(matches!(&e, RewriteError::Unsupported { reason, .. } if reason.contains("MatrixStride")), "{e}");
+}
+
+/// A function of one block that takes or returns physical pointers and is called once is
+/// inlined before the lowering, its variables moved to the caller's entry block; a select of two
+/// pointers of one root and a pointer made again from a pointer's 64 bits are that root plus an
+/// offset: one address decode (one slot range check) serves every access. A function called
+/// twice stays a function (its parameter decoded in it).
+#[test]
+fn pointers_through_functions_selects_and_bits_share_one_decode() {
+    let types = "%pu = OpTypePointer PhysicalStorageBuffer %uint\n%v2 = OpTypeVector %uint 2\n%fvar = OpTypePointer Function %uint\n\
+                 %fstep = OpTypeFunction %pu %pu %uint\n%fput = OpTypeFunction %void %pu\n";
+    let step = "%step = OpFunction %pu None %fstep\n%sp = OpFunctionParameter %pu\n%si = OpFunctionParameter %uint\n%sl = OpLabel\n\
+                %tmp = OpVariable %fvar Function\nOpStore %tmp %si\n%sj = OpLoad %uint %tmp\n%sq = OpPtrAccessChain %pu %sp %sj\n\
+                OpReturnValue %sq\nOpFunctionEnd\n";
+    let put = "%put = OpFunction %void None %fput\n%pp = OpFunctionParameter %pu\n%pl = OpLabel\nOpStore %pp %u1 Aligned 4\nOpReturn\nOpFunctionEnd\n";
+    let main = |second_put: &str| {
+        format!(
+            "{MAIN_X}%p = OpConvertUToPtr %pu %x\n%n = OpLoad %uint %p Aligned 4\n%q = OpFunctionCall %pu %step %p %n\n\
+             %c = OpINotEqual %bool %n %u0\n%s = OpSelect %pu %c %p %q\n%old = OpAtomicIAdd %uint %s %u1 %u0 %u1\n\
+             %bits = OpBitcast %v2 %p\n%back = OpBitcast %pu %bits\nOpStore %back %old Aligned 4\n%r = OpFunctionCall %void %put %q\n\
+             {second_put}OpReturn\nOpFunctionEnd\n"
+        )
+    };
+    let decorations = "OpDecorate %pu ArrayStride 4";
+    let once = module(&[], decorations, &format!("{types}{step}{put}{}", main("")));
+    for o in [options(true), robust_options(true), robust_options(false)] {
+        let (dis, stats) = lower_with(&once, ENV, &[o.clone()]);
+        assert_eq!(stats.physical_inlined_functions, 2, "{dis}");
+        if o.target.robust_buffer_access2 {
+            // (Where the lowering checks bounds, `locate` and the atomic are helpers.)
+            assert!(!dis.contains("OpFunctionCall"), "not inlined:\n{dis}");
+            // The decode's `high word - tag`: the only subtraction there.
+            assert_eq!(dis.matches("OpISub").count(), 1, "one address decode:\n{dis}");
+        }
+    }
+    let twice = module(&[], decorations, &format!("{types}{step}{put}{}", main("%r2 = OpFunctionCall %void %put %p\n")));
+    let (dis, stats) = lower_with(&twice, ENV, &[robust_options(true)]);
+    assert_eq!(stats.physical_inlined_functions, 1, "{dis}");
+    assert_eq!(dis.matches("OpFunctionCall").count(), 2, "{dis}");
 }
 
 /// A 16-bit float loaded through a pointer in a module with Float16 is made from the loaded bits

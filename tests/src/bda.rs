@@ -764,6 +764,21 @@ const POINTER_FLOWS: &[(&str, &str)] = &[
     ),
     ("struct pointers passed to a function", "%r = OpFunctionCall %void %copy_rm %sa %da"),
     (
+        "pointer returned by a function called once",
+        "%sp = OpFunctionCall %pg_v3f %member_v %src %gx\n%v = OpLoad %v3f %sp Aligned 16\n%dp = OpAccessChain %pg_v3f %da %c1\n\
+         OpStore %dp %v Aligned 16",
+    ),
+    (
+        "select of a pointer and an element after it",
+        "%sx = OpAccessChain %pg_f32 %sa %c4 %c0\n%sk = OpPtrAccessChain %pg_f32 %sx %d4\n%odd = OpIEqual %bool %d2 %c1\n\
+         %sel = OpSelect %pg_f32 %odd %sk %sx\n%x = OpLoad %f32 %sel Aligned 4\n%dx = OpAccessChain %pg_f32 %da %c4 %d4\nOpStore %dx %x Aligned 4",
+    ),
+    (
+        "pointer made again from its bits",
+        "%su = OpConvertPtrToU %u64 %sa\n%sb = OpConvertUToPtr %pS %su\n%sx = OpAccessChain %pg_f32 %sb %c4 %d4\n%x = OpLoad %f32 %sx Aligned 4\n\
+         %dv = OpBitcast %v2u %da\n%db = OpBitcast %pS %dv\n%dx = OpAccessChain %pg_f32 %db %c4 %d4\nOpStore %dx %x Aligned 4",
+    ),
+    (
         "select between two pointers",
         "%other = OpBitwiseXor %u32 %gx %c1\n%so = OpAccessChain %pS %src %c0 %other\n%odd = OpIEqual %bool %d2 %c1\n\
          %sel = OpSelect %pS %odd %so %sa\n%sx = OpAccessChain %pg_f32 %sel %c4 %d4\n%x = OpLoad %f32 %sx Aligned 4\n\

@@ -33,8 +33,35 @@ impl Cx<'_, '_> {
             cur = cur.step(&mut scratch, self.b, self.layouts, idx, ty, inst)?;
         }
         let delta = Folder::emit(self.b, e, scratch.take_insts(), cur.off);
+        self.derive(e, inst, base, delta, (cur.mat, cur.comp_stride))?;
+        if !matches!(inst.op, op::COPY_OBJECT | op::BITCAST) {
+            self.stats.physical_chains += 1;
+        }
+        Ok(())
+    }
+
+    /// OpSelect of two pointers of one root (`roots::Derived::Select`): that root plus the
+    /// selected offset.
+    pub(super) fn select_offset(&mut self, e: &mut Emitter, inst: &Inst) -> Result<(), RewriteError> {
+        let (cond, a, b) = (inst.ops[0], inst.ops[1], inst.ops[2]);
+        if self.shape(a) != self.shape(b) {
+            return Err(RewriteError::unsupported(describe(inst), "a select of pointers into matrices of different layouts"));
+        }
+        let (da, db) = (self.delta(a), self.delta(b));
+        let delta = if da == db {
+            da
+        } else {
+            let id = self.b.id();
+            e.push(Inst::new(op::SELECT, self.b.t_u32(), id, ops![cond, da, db]));
+            id
+        };
+        self.derive(e, inst, a, delta, self.shape(a))
+    }
+
+    /// Pointer `inst` is `base`'s root plus `delta` into a place of layout `shape`: recorded for
+    /// its accesses, and its address made if it is used as a value.
+    fn derive(&mut self, e: &mut Emitter, inst: &Inst, base: u32, delta: u32, shape: Shape) -> Result<(), RewriteError> {
         self.deltas.insert(inst.id, delta);
-        let shape = (cur.mat, cur.comp_stride);
         if shape != Shape::default() {
             // Only this chain knows the layout (SPIR-V puts MatrixStride and RowMajor on the
             // struct member, not on the pointer type): a pointer that leaves it as a value (a
@@ -56,9 +83,6 @@ impl Cx<'_, '_> {
             }
         } else {
             self.elided.insert(inst.id);
-        }
-        if !matches!(inst.op, op::COPY_OBJECT | op::BITCAST) {
-            self.stats.physical_chains += 1;
         }
         Ok(())
     }

@@ -84,11 +84,12 @@ use crate::target::Options;
 
 use super::layout::{contains_width, Layouts, MatrixLayout};
 use super::leaves::{describe, Splitter};
-use super::util::call_tree;
+use super::util::{call_tree, forget_ids};
 
 mod address;
 mod atomics;
 mod blocks;
+mod calls;
 pub(crate) mod cfg;
 mod chains;
 mod cleanup;
@@ -114,6 +115,9 @@ const EXECUTION_MODEL_FRAGMENT: u32 = 4;
 const EXECUTION_MODEL_GL_COMPUTE: u32 = 5;
 
 pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats) -> Result<(), RewriteError> {
+    let inlined = calls::inline_pointer_functions(m);
+    stats.physical_inlined_functions += (inlined.len() / 2) as u32;
+    forget_ids(m, &inlined);
     if options.bda_bounds_by_driver() && options.target.robust_vector_components {
         stats.physical_combined_loads += combine::adjacent_loads(m, &Layouts::read(m));
     }
@@ -387,6 +391,12 @@ impl Cx<'_, '_> {
             op::ACCESS_CHAIN | op::IN_BOUNDS_ACCESS_CHAIN | op::PTR_ACCESS_CHAIN | op::IN_BOUNDS_PTR_ACCESS_CHAIN if first_is_ptr => self.chain(e, &inst)?,
             // A pointer-to-pointer copy or bitcast is the same address.
             op::COPY_OBJECT | op::BITCAST if result_is_ptr && first_is_ptr => self.chain(e, &inst)?,
+            // The address made again from its bits (`roots::Derived::Bits`): a copy of it.
+            op::CONVERT_U_TO_PTR | op::BITCAST if self.roots.bits_of.contains_key(&inst.id) => {
+                let p = self.roots.bits_of[&inst.id];
+                self.chain(e, &Inst::new(op::COPY_OBJECT, inst.ty, inst.id, crate::ops![p]))?
+            }
+            op::SELECT if result_is_ptr && self.roots.root_of.get(&inst.id).is_some_and(|&r| r != inst.id) => self.select_offset(e, &inst)?,
             op::CONVERT_U_TO_PTR | op::BITCAST if result_is_ptr => {
                 let ty = self.type_of(first);
                 self.addr().value_to_address(e, self.b, first, ty, inst.id);

@@ -2,7 +2,9 @@
 //!
 //! Every physical pointer of a function is a *root* (a value the lowering cannot see through: a
 //! phi, a parameter, a pointer loaded from memory, a converted integer, a call's result) plus a
-//! byte offset (access chains, copies and pointer-to-pointer bitcasts of a root). Roots fall
+//! byte offset (access chains, copies and pointer-to-pointer bitcasts of a root; a select of
+//! two pointers of one root, its offset selected; a pointer made again from the 64 bits of
+//! one, [`Derived`]). Roots fall
 //! into *classes* of equal values: a pointer (or a converted integer) loaded from the same
 //! push-constant member with constant indices is the same value wherever it is loaded (push
 //! constants are read-only and dynamically uniform), so are uses of one global null/undef; every
@@ -65,6 +67,22 @@ pub(super) struct Roots {
     pub needs_value: HashSet<u32>,
     /// Loads that read what an earlier load (the value) read: they become copies of it.
     pub reused: HashMap<u32, u32>,
+    /// Pointers made from the bits of another (an integer round trip) → that pointer.
+    pub bits_of: HashMap<u32, u32>,
+}
+
+/// How a physical pointer is another one plus an offset.
+#[derive(Clone, Copy)]
+enum Derived {
+    /// An access chain, a copy or a pointer-to-pointer bitcast of `ops[0]`.
+    Chain,
+    /// OpSelect of two pointers of one root: the root plus the selected offset (the pointers'
+    /// addresses differ only in the offset word then, both being that root's address plus
+    /// their offset).
+    Select,
+    /// OpConvertUToPtr or OpBitcast of the 64 bits OpConvertPtrToU or OpBitcast made of this
+    /// pointer: the same address.
+    Bits(u32),
 }
 
 /// Where pointers point, interned: a place is a root class and the access-chain steps from it
@@ -166,13 +184,14 @@ impl Cx<'_, '_> {
         // Loads of physical memory each block ends with, still valid (no write since).
         let mut exits: Vec<Option<Available>> = vec![None; f.blocks.len()];
         let mut reused: HashMap<u32, u32> = HashMap::default();
+        let mut bits_of: HashMap<u32, u32> = HashMap::default();
         for (k, blk) in f.blocks.iter().enumerate() {
             let mut avail = self.available_at(&cfg, k, &exits);
             for (n, inst) in blk.insts.iter().enumerate() {
                 if let Some(d) = defs.get_mut(inst.id as usize).filter(|_| inst.id != 0) {
                     *d = Some((k, inst));
                 }
-                let derived = derives(inst.op) && self.ptrs.contains_key(&inst.ty) && inst.ops.first().is_some_and(|&b| self.phys(b).is_some());
+                let derived = self.derived(inst, &root_of, &defs);
                 let mut access = true;
                 if inst.op == op::LOAD && self.phys(inst.ops[0]).is_some() && reusable(&inst.ops[1..]) {
                     // A load of what an earlier load of the same place read, with no write in
@@ -193,9 +212,22 @@ impl Cx<'_, '_> {
                 if self.ptrs.contains_key(&inst.ty) {
                     let (root, place) = if let Some(&earlier) = reused.get(&inst.id) {
                         (self.root(&root_of, earlier), places.get(&earlier).copied())
-                    } else if derived {
-                        let base = inst.ops[0];
-                        (self.root(&root_of, base), places.get(&base).map(|&p| interned.then(self, p, inst)))
+                    } else if let Some(how) = derived {
+                        let base = match how {
+                            Derived::Chain => inst.ops[0],
+                            Derived::Select => inst.ops[1],
+                            Derived::Bits(p) => {
+                                bits_of.insert(inst.id, p);
+                                p
+                            }
+                        };
+                        let place = places.get(&base).map(|&p| match how {
+                            Derived::Chain => interned.then(self, p, inst),
+                            // (A place of its own: which arm it is is not known here.)
+                            Derived::Select => interned.intern(Step::Index { from: p, element: false, index: Err(inst.id) }),
+                            Derived::Bits(_) => p,
+                        });
+                        (self.root(&root_of, base), place)
                     } else {
                         (inst.id, Some(interned.root(self.key(inst.id, &defs))))
                     };
@@ -212,7 +244,7 @@ impl Cx<'_, '_> {
                         if access {
                             accesses.push((k, n, id));
                         }
-                    } else if !(pos == 0 && derived) {
+                    } else if !matches!((derived, pos), (Some(Derived::Chain), 0) | (Some(Derived::Select), 1 | 2)) {
                         needs_value.insert(id);
                     }
                 }
@@ -279,7 +311,26 @@ impl Cx<'_, '_> {
             place.entry((cfg.labels[blk], at)).or_default().push(c);
         }
         let unreachable = (0..cfg.labels.len()).filter(|&k| !cfg.reachable(k)).map(|k| cfg.labels[k]).collect();
-        Roots { unreachable, root_of, class_of, classes, place, needs_value, reused }
+        Roots { unreachable, root_of, class_of, classes, place, needs_value, reused, bits_of }
+    }
+
+    /// How the result of `inst` is another physical pointer plus an offset, if it is one
+    /// (`root_of`: the roots of the pointers before it).
+    fn derived(&self, inst: &Inst, root_of: &HashMap<u32, u32>, defs: &Defs) -> Option<Derived> {
+        if !self.ptrs.contains_key(&inst.ty) {
+            return None;
+        }
+        let phys = |k: usize| inst.ops.get(k).is_some_and(|&p| self.phys(p).is_some());
+        match inst.op {
+            opcode if derives(opcode) && phys(0) => Some(Derived::Chain),
+            op::SELECT if phys(1) && phys(2) && self.root(root_of, inst.ops[1]) == self.root(root_of, inst.ops[2]) => Some(Derived::Select),
+            op::CONVERT_U_TO_PTR | op::BITCAST => {
+                let bits = def(defs, inst.ops[0]).filter(|d| matches!(d.op, op::CONVERT_PTR_TO_U | op::BITCAST))?;
+                let whole = self.b.scalar_vec(bits.ty).is_some_and(|sv| sv.n * sv.width == 64);
+                (whole && self.phys(bits.ops[0]).is_some()).then_some(Derived::Bits(bits.ops[0]))
+            }
+            _ => None,
+        }
     }
 
     /// The loads still valid on entry to block `k`: those valid at the end of every predecessor
