@@ -613,7 +613,7 @@ fn pointers_through_functions_selects_and_bits_share_one_decode() {
     let decorations = "OpDecorate %pu ArrayStride 4";
     let once = module(&[], decorations, &format!("{types}{step}{put}{}", main("")));
     for o in [options(true), robust_options(true), robust_options(false)] {
-        let (dis, stats) = lower_with(&once, ENV, &[o.clone()]);
+        let (dis, stats) = lower_with(&once, ENV, &[o]);
         assert_eq!(stats.physical_inlined_functions, 2, "{dis}");
         if o.target.robust_buffer_access2 {
             // (Where the lowering checks bounds, `locate` and the atomic are helpers.)
