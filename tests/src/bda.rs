@@ -799,6 +799,12 @@ const POINTER_FLOWS: &[(&str, &str)] = &[
     ("OpCopyMemory of a whole element", "OpCopyMemory %da %sa Aligned 16 Aligned 16"),
     ("OpLoad and OpStore of a whole element", "%all = OpLoad %Chains %sa Aligned 16\nOpStore %da %all Aligned 16"),
     (
+        "an element stored back where it was loaded, changed between",
+        "%all = OpLoad %Chains %sa Aligned 16\nOpStore %sa %all Aligned 16\n%sx = OpAccessChain %pg_u32 %sa %c0\nOpStore %sx %c9 Aligned 4\n\
+         %x9 = OpLoad %u32 %sx Aligned 4\nOpStore %sa %all Aligned 16\n%x = OpLoad %u32 %sx Aligned 4\n%xs = OpIAdd %u32 %x %x9\n\
+         %dx = OpAccessChain %pg_u32 %da %c0\nOpStore %dx %xs Aligned 4",
+    ),
+    (
         "pointer from integer arithmetic",
         "%su = OpConvertPtrToU %u64 %sa\n%off = OpUConvert %u64 %c128\n%su2 = OpIAdd %u64 %su %off\n%arr = OpConvertUToPtr %parr4 %su2\n\
          %sx = OpAccessChain %pg_f32 %arr %d4\n%x = OpLoad %f32 %sx Aligned 4\n%dx = OpAccessChain %pg_f32 %da %c4 %d4\nOpStore %dx %x Aligned 4",
