@@ -782,6 +782,22 @@ fn corpus() {
     }
 }
 
+/// Issues 24/25's size target on the target the layer finds on lavapipe (robustBufferAccess2:
+/// the driver checks bounds): no corpus module's rewrite is more than twice its input's words.
+/// (The Vulkan 1.0 core profile, which checks bounds itself, is above it: README, "Where it
+/// stands".)
+#[test]
+fn corpus_output_at_most_twice_the_input_on_lavapipe() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/physical-storage-buffer");
+    let options = Options { target: Target::lavapipe(), bda: Some(TABLE), ..Options::default() };
+    for path in std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "spvasm")) {
+        let input = assemble(&std::fs::read_to_string(&path).unwrap(), "vulkan1.1");
+        let out = rewrite(&input, &options).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        validate(&out.words, "vulkan1.1").unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(out.words.len() <= 2 * input.len(), "{}: {} -> {} words", path.display(), input.len(), out.words.len());
+    }
+}
+
 /// Drivers that take one OpArrayLength per subgroup for a non-uniform descriptor index
 /// (Target::nonuniform_array_length_broken, lavapipe): the buffer length comes from a
 /// waterfall loop over the subgroup's slots, in the stages where that driver has subgroups.

@@ -4,29 +4,35 @@
 //! The layer gives every device-address buffer a slot in the table and fake addresses
 //! `0xD3 << 56 | slot << 32 | offset` ([`crate::bda`]). The lowering:
 //!
-//! 0. `combine`: where the driver checks bounds, and vector accesses component by component,
+//! 0. `calls`: the application's one-block functions called once whose signature holds a
+//!    physical pointer are inlined at their call (parameters become copies of the arguments),
+//!    so a pointer passed in or returned is the caller's pointer, located once with the
+//!    caller's others, not a record decoded again in the callee.
+//! 1. `combine`: where the driver checks bounds, and vector accesses component by component,
 //!    neighbouring loads through one place in one block become one load of an 8- or 16-byte
 //!    unit and its parts (one descriptor-indexed access instead of several).
-//! 1. `types`: PhysicalStorageBuffer pointers become addresses, 64-bit integers (u64 with
+//! 2. `types`: PhysicalStorageBuffer pointers become addresses, 64-bit integers (u64 with
 //!    Int64, uvec2 without), wherever they are: values, struct members, arrays, variables,
 //!    function parameters and results. Both are 8 bytes, as the pointers were in explicit
 //!    layouts.
-//! 2. `address` and `values`: OpConvertUToPtr, OpConvertPtrToU and OpBitcast to and from
+//! 3. `address` and `values`: OpConvertUToPtr, OpConvertPtrToU and OpBitcast to and from
 //!    pointers move the value; OpPtrEqual, OpPtrNotEqual and OpPtrDiff compare integers; OpPhi,
 //!    OpSelect and calls carry addresses as they carried pointers.
-//! 3. `chains`: OpAccessChain, OpPtrAccessChain (Element × the pointer type's ArrayStride) and
+//! 4. `chains`: OpAccessChain, OpPtrAccessChain (Element × the pointer type's ArrayStride) and
 //!    their InBounds forms are a byte offset from the pointer's root (explicit layout, constants
 //!    folded); the address itself (that offset added to the offset word, wrapping in 32 bits)
 //!    is made only where the pointer is used as a value.
-//! 4. `roots`: every pointer is a root (phi, parameter, loaded or converted pointer) plus a byte
-//!    offset; roots loaded from the same push-constant member are one class (read-only,
+//! 5. `roots`: every pointer is a root (phi, parameter, loaded or converted pointer) plus a byte
+//!    offset (an OpSelect of two pointers of one root is that root plus a select of their
+//!    offsets; a pointer made again from the 64 bits of another is that one); roots loaded
+//!    from the same push-constant member are one class (read-only,
 //!    dynamically uniform), and a load of what an earlier load of the same place read, with
 //!    no write, call, atomic or barrier on any path between, reuses its value (so glslang's
 //!    reload of a pointer chain at every use is one class). Each accessed class is *located*
 //!    once (`cfg`: at the nearest common dominator of its accesses, hoisted out of the loops
 //!    its value does not change in): its address decoded into a record
 //!    `uvec3(slot, offset, length)`.
-//! 5. `helpers`, `memory` and `atomics`: loads, stores, OpCopyMemory and 32/64-bit integer and
+//! 6. `helpers`, `memory` and `atomics`: loads, stores, OpCopyMemory and 32/64-bit integer and
 //!    float atomics are calls of helper functions shared by all accesses of a kind (value
 //!    type, alignment, memory operands; atomics: opcode and constant operands) with the
 //!    record and the offset; composites call one helper per scalar/vector leaf (a composite
@@ -37,10 +43,10 @@
 //!    (below), a leaf's access and `locate` are a few instructions, emitted in place, and the
 //!    other small helpers are inlined at every call: a call costs the drivers more than such a
 //!    body (measured, `inline`). Accesses never branch: no block is split.
-//! 6. `tidy`: copies of same-typed values, members of just-constructed values and pure
+//! 7. `tidy`: copies of same-typed values, members of just-constructed values and pure
 //!    instructions an equal dominating one computed already (a record's members, a re-loaded
 //!    push constant) go, and pure instructions nothing uses.
-//! 7. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
+//! 8. `cleanup`: the capability, the extension and the PhysicalStorageBuffer64 addressing model
 //!    go (Logical); the capabilities the table needs come in (descriptor indexing, Int64 for u64
 //!    addresses, 8/16-bit storage for the byte views the target has and the accesses need).
 //!
