@@ -316,12 +316,18 @@ fn physical_access_with_an_alignment_that_is_not_a_power_of_two() {
         %pv4 = OpTypePointer PhysicalStorageBuffer %v4\n%pc = OpVariable %ppc PushConstant\n\
         %main = OpFunction %void None %fn\n%l = OpLabel\n%a = OpAccessChain %pcu %pc %i0\n%x = OpLoad %ulong %a\n\
         %p = OpConvertUToPtr %pv4 %x\n%v = OpLoad %v4 %p Aligned 255\nOpStore %p %v Aligned 16\nOpReturn\nOpFunctionEnd\n";
-    let input = common::assemble(text, "vulkan1.2");
-    for (k, o) in common::fuzz_options::option_sets().iter().enumerate().filter(|(_, o)| o.bda.is_some()) {
-        let out = std::panic::catch_unwind(|| rewrite(&input, o)).unwrap_or_else(|_| panic!("option set {k}: rewrite panicked"));
-        match out {
-            Err(RewriteError::Unsupported { reason, .. }) => assert!(reason.contains("32-bit component at an alignment of 1"), "option set {k}: {reason}"),
-            other => panic!("option set {k}: {:?}", other.map(|o| o.stats)),
+    // The same load after a valid one of the same place (which a later load may reuse: not
+    // lowered, it must not hide the error), and the invalid one first.
+    let after_valid = text.replace("%v = OpLoad %v4 %p Aligned 255", "%w = OpLoad %v4 %p Aligned 16\n%v = OpLoad %v4 %p Aligned 255");
+    let before_valid = text.replace("%v = OpLoad %v4 %p Aligned 255", "%w = OpLoad %v4 %p Aligned 255\n%v = OpLoad %v4 %p Aligned 16");
+    for text in [text, after_valid.as_str(), before_valid.as_str()] {
+        let input = common::assemble(text, "vulkan1.2");
+        for (k, o) in common::fuzz_options::option_sets().iter().enumerate().filter(|(_, o)| o.bda.is_some()) {
+            let out = std::panic::catch_unwind(|| rewrite(&input, o)).unwrap_or_else(|_| panic!("option set {k}: rewrite panicked"));
+            match out {
+                Err(RewriteError::Unsupported { reason, .. }) => assert!(reason.contains("32-bit component at an alignment of 1"), "option set {k}: {reason}"),
+                other => panic!("option set {k}: {:?}\n{text}", other.map(|o| o.stats)),
+            }
         }
     }
     // A mutated seed with `MatrixStride 275` on a row-major matrix member: the same error.

@@ -139,7 +139,7 @@ type Available = HashMap<(u32, u32), u32>;
 
 /// Memory operands a load may carry and still be reused: none, Aligned, Nontemporal (not
 /// Volatile, not the availability/visibility ones).
-fn reusable(mem: &[u32]) -> bool {
+fn plain_memory_operands(mem: &[u32]) -> bool {
     mem.first().is_none_or(|&mask| mask & !0x6 == 0)
 }
 
@@ -193,7 +193,7 @@ impl Cx<'_, '_> {
                 }
                 let derived = self.derived(inst, &root_of, &defs);
                 let mut access = true;
-                if inst.op == op::LOAD && self.phys(inst.ops[0]).is_some() && reusable(&inst.ops[1..]) {
+                if inst.op == op::LOAD && self.phys(inst.ops[0]).is_some() && self.reusable(inst.ty, &inst.ops[1..]) {
                     // A load of what an earlier load of the same place read, with no write in
                     // between on any path: the same value (a concurrent write would race).
                     let key = places.get(&inst.ops[0]).map(|&p| (p, inst.ty));
@@ -312,6 +312,15 @@ impl Cx<'_, '_> {
         }
         let unreachable = (0..cfg.labels.len()).filter(|&k| !cfg.reachable(k)).map(|k| cfg.labels[k]).collect();
         Roots { unreachable, root_of, class_of, classes, place, needs_value, reused, bits_of }
+    }
+
+    /// May a load of a `ty` value with memory operands `mem` be reused (or reuse another)?
+    /// Plain memory operands, and an alignment the lowering accepts: a 32/64-bit component
+    /// below 4 bytes (a missing or non-power-of-two `Aligned` counts as 1) is invalid SPIR-V
+    /// (VUID-StandaloneSpirv-PhysicalStorageBuffer64-06314) that the lowering reports
+    /// (`helpers::call_access`); a reused load is not lowered, and must not hide it.
+    fn reusable(&self, ty: u32, mem: &[u32]) -> bool {
+        plain_memory_operands(mem) && (super::memory::access_alignment(mem) >= 4 || self.b.scalar_vec(ty).is_some_and(|sv| sv.width < 32))
     }
 
     /// How the result of `inst` is another physical pointer plus an offset, if it is one
