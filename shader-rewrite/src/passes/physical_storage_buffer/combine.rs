@@ -143,8 +143,12 @@ impl Chains<'_, '_> {
                 _ => return None,
             },
         };
+        // An alignment the lowering refuses for these (not a power of two, or below 4 bytes:
+        // VUID-StandaloneSpirv-PhysicalStorageBuffer64-06314) leaves the load alone, to be
+        // reported there rather than hidden in a unit.
+        let align = align.filter(|a| a.is_power_of_two() && *a >= 4)?;
         let (root, off) = self.root_offset(inst.ops[0])?;
-        Some((root, off, size, align.unwrap_or(1)))
+        Some((root, off, size, align))
     }
 
     /// The place physical pointer `ptr` derives from by access chains through structs, arrays
