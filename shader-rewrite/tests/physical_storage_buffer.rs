@@ -626,6 +626,23 @@ fn pointers_through_functions_selects_and_bits_share_one_decode() {
     let (dis, stats) = lower_with(&twice, ENV, &[robust_options(true)]);
     assert_eq!(stats.physical_inlined_functions, 1, "{dis}");
     assert_eq!(dis.matches("OpFunctionCall").count(), 2, "{dis}");
+    // Debug info naming `step` (NonSemantic.Shader.DebugInfo.100's DebugFunctionDefinition in
+    // its body, as glslang -gVS and DXC emit it): `step` stays a function, so that operand
+    // still names one (inlined, the output did not validate); `put` is inlined.
+    let debug = "%u100 = OpConstant %uint 100
+%u5 = OpConstant %uint 5
+%u2 = OpConstant %uint 2
+                 %dsrc = OpExtInst %void %dbg DebugSource %file
+%dcu = OpExtInst %void %dbg DebugCompilationUnit %u100 %u5 %dsrc %u2
+                 %dtf = OpExtInst %void %dbg DebugTypeFunction %u0 %void
+                 %dfn = OpExtInst %void %dbg DebugFunction %file %dtf %dsrc %u1 %u1 %dcu %file %u0 %u1
+";
+    let named = module(&[], decorations, &format!("{types}{debug}{}{put}{}", step.replace("%tmp = OpVariable %fvar Function\n", "%tmp = OpVariable %fvar Function\n%ddef = OpExtInst %void %dbg DebugFunctionDefinition %dfn %step\n"), main("")))
+        .replace("OpMemoryModel", "OpExtension \"SPV_KHR_non_semantic_info\"\n%dbg = OpExtInstImport \"NonSemantic.Shader.DebugInfo.100\"\nOpMemoryModel")
+        .replace("OpDecorate %PC Block", "%file = OpString \"a.comp\"\nOpDecorate %PC Block");
+    let (dis, stats) = lower_with(&named, ENV, &[robust_options(true)]);
+    assert_eq!(stats.physical_inlined_functions, 1, "{dis}");
+    assert!(dis.contains("DebugFunctionDefinition") && dis.matches("OpFunction ").count() == 2, "{dis}");
 }
 
 /// A 16-bit float loaded through a pointer in a module with Float16 is made from the loaded bits

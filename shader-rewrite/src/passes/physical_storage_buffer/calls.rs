@@ -13,7 +13,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::builder::sc;
-use crate::module::{op, Function, Inst, Module};
+use crate::module::{leading_id_operands, op, Function, Inst, Module};
 use crate::ops;
 
 /// Inlines the functions described above; returns the ids that are gone (each function's own
@@ -45,6 +45,26 @@ pub(super) fn inline_pointer_functions(m: &mut Module) -> HashSet<u32> {
     // Rounds: a body holding a call to another candidate waits until that one is inlined into
     // it (so nothing is inlined twice); a call cycle is invalid SPIR-V (spec 2.16.1).
     let mut candidates: HashSet<u32> = m.functions.iter().filter(|f| fits(f)).map(|f| f.def.id).collect();
+    // A function named by anything but its call stays (debug info's DebugFunctionDefinition in
+    // its body, NonSemantic.Shader.DebugInfo.100; OpenCL.DebugInfo.100's DebugFunction among the
+    // globals): that operand would name an id no longer defined. The operands looked at: an
+    // extended instruction's after its set and number (every one, a literal too: it only keeps
+    // a function), a call's arguments, the leading ids of the rest (their literals, a
+    // constant's value, would keep functions for nothing).
+    if !candidates.is_empty() {
+        let bodies = m.functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter());
+        for i in m.globals.iter().chain(bodies) {
+            let ops = match i.op {
+                op::EXT_INST => i.ops.get(2..).unwrap_or_default(),
+                op::FUNCTION_CALL => &i.ops[1..],
+                op::PHI => &i.ops[..],
+                opcode => &i.ops[..leading_id_operands(opcode).min(i.ops.len())],
+            };
+            for w in ops {
+                candidates.remove(w);
+            }
+        }
+    }
     while !candidates.is_empty() {
         let calls_candidate = |f: &Function| f.blocks[0].insts.iter().any(|i| i.op == op::FUNCTION_CALL && candidates.contains(&i.ops[0]));
         let ready: HashSet<u32> = m.functions.iter().filter(|f| candidates.contains(&f.def.id) && !calls_candidate(f)).map(|f| f.def.id).collect();
