@@ -629,20 +629,21 @@ fn pointers_through_functions_selects_and_bits_share_one_decode() {
     // Debug info naming `step` (NonSemantic.Shader.DebugInfo.100's DebugFunctionDefinition in
     // its body, as glslang -gVS and DXC emit it): `step` stays a function, so that operand
     // still names one (inlined, the output did not validate); `put` is inlined.
-    let debug = "%u100 = OpConstant %uint 100
-%u5 = OpConstant %uint 5
-%u2 = OpConstant %uint 2
-                 %dsrc = OpExtInst %void %dbg DebugSource %file
-%dcu = OpExtInst %void %dbg DebugCompilationUnit %u100 %u5 %dsrc %u2
-                 %dtf = OpExtInst %void %dbg DebugTypeFunction %u0 %void
-                 %dfn = OpExtInst %void %dbg DebugFunction %file %dtf %dsrc %u1 %u1 %dcu %file %u0 %u1
-";
+    let debug = "%u100 = OpConstant %uint 100\n%u5 = OpConstant %uint 5\n%u2 = OpConstant %uint 2\n\
+                 %dsrc = OpExtInst %void %dbg DebugSource %file\n%dcu = OpExtInst %void %dbg DebugCompilationUnit %u100 %u5 %dsrc %u2\n\
+                 %dtf = OpExtInst %void %dbg DebugTypeFunction %u0 %void\n\
+                 %dfn = OpExtInst %void %dbg DebugFunction %file %dtf %dsrc %u1 %u1 %dcu %file %u0 %u1\n\
+                 %dtb = OpExtInst %void %dbg DebugTypeBasic %file %u100 %u2 %u0\n\
+                 %dlv = OpExtInst %void %dbg DebugLocalVariable %file %dtb %dsrc %u1 %u1 %dcu %u0\n%dexpr = OpExtInst %void %dbg DebugExpression\n";
     let named = module(&[], decorations, &format!("{types}{debug}{}{put}{}", step.replace("%tmp = OpVariable %fvar Function\n", "%tmp = OpVariable %fvar Function\n%ddef = OpExtInst %void %dbg DebugFunctionDefinition %dfn %step\n"), main("")))
         .replace("OpMemoryModel", "OpExtension \"SPV_KHR_non_semantic_info\"\n%dbg = OpExtInstImport \"NonSemantic.Shader.DebugInfo.100\"\nOpMemoryModel")
         .replace("OpDecorate %PC Block", "%file = OpString \"a.comp\"\nOpDecorate %PC Block");
-    let (dis, stats) = lower_with(&named, ENV, &[robust_options(true)]);
+    // (And a DebugValue of a pointer the lowering makes an offset of a root: its address is
+    // made for it.)
+    let named = named.replace("%s = OpSelect %pu %c %p %q\n", "%s = OpSelect %pu %c %p %q\n%dv = OpExtInst %void %dbg DebugValue %dlv %s %dexpr\n");
+    let (dis, stats) = lower_with(&named, ENV, &[robust_options(true), options(false)]);
     assert_eq!(stats.physical_inlined_functions, 1, "{dis}");
-    assert!(dis.contains("DebugFunctionDefinition") && dis.matches("OpFunction ").count() == 2, "{dis}");
+    assert!(dis.contains("DebugFunctionDefinition") && dis.contains("DebugValue") && dis.matches("OpFunction ").count() == 2, "{dis}");
 }
 
 /// A 16-bit float loaded through a pointer in a module with Float16 is made from the loaded bits
