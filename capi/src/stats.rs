@@ -39,6 +39,7 @@ const STATS: &[(&CStr, Reader)] = &[
     (c"raw_chain_bounds_by_driver", |s| s.raw_chain_bounds_by_driver),
     (c"physical_combined_loads", |s| s.physical_combined_loads),
     (c"physical_inlined_functions", |s| s.physical_inlined_functions),
+    (c"non_semantic_dropped", |s| s.non_semantic_dropped),
 ];
 
 /// The reader of the statistic called `name`.
@@ -92,8 +93,9 @@ mod tests {
             raw_chain_bounds_by_driver: 26,
             physical_combined_loads: 27,
             physical_inlined_functions: 28,
+            non_semantic_dropped: 29,
         };
         let read: Vec<u32> = super::STATS.iter().map(|(_, f)| f(&s)).collect();
-        assert_eq!(read, (1..=28).map(|v| if v == 9 { 1 } else { v }).collect::<Vec<_>>());
+        assert_eq!(read, (1..=29).map(|v| if v == 9 { 1 } else { v }).collect::<Vec<_>>());
     }
 }

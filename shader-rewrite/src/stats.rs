@@ -58,6 +58,9 @@ pub struct Stats {
     /// The application's functions taking or returning physical pointers inlined at their one
     /// call before the lowering.
     pub physical_inlined_functions: u32,
+    /// Non-semantic instructions (debug info) dropped because they named what a lowering took
+    /// away (`passes::non_semantic`).
+    pub non_semantic_dropped: u32,
 }
 
 impl Stats {
@@ -117,6 +120,9 @@ impl fmt::Display for Stats {
             if self.physical_inlined_functions > 0 {
                 write!(f, ", {} functions inlined at their only call", self.physical_inlined_functions)?;
             }
+        }
+        if self.non_semantic_dropped > 0 {
+            write!(f, "; {} debug-info instructions dropped (they named what was lowered away)", self.non_semantic_dropped)?;
         }
         Ok(())
     }
