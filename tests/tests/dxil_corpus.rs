@@ -152,6 +152,37 @@ fn corpus_executes_through_layer() {
     assert_no_failures(&failures, runs, "corpus runs");
 }
 
+#[path = "../../shader-rewrite/tests/common/debug_info.rs"]
+mod debug_info;
+
+/// The corpus with debug info (NonSemantic.Shader.DebugInfo.100, a DebugValue of each
+/// module's first raw chain, which the lowering takes away): the layer drops what names the
+/// chain, and the module runs on lavapipe with the results the model predicts for the module
+/// without debug info. (Before that, every rewrite named an undefined id.)
+#[test]
+fn corpus_with_debug_info_executes_through_layer() {
+    let mods = corpus::modules().unwrap();
+    let ctx = polyfill_e2e::Context::new(&polyfill_e2e::matrix::run::context_options(false))
+        .unwrap_or_else(|e| panic!("cannot create the Vulkan context with the layer: {e}"));
+    let config = Config::ALL[0];
+    let mut failures = Vec::new();
+    for (mi, (p, text)) in mods.iter().enumerate() {
+        let debug = debug_info::with_debug_info(text, "= OpRawAccessChainNV");
+        let words = tools::spirv_as(&debug, "vulkan1.1").unwrap_or_else(|e| panic!("{}: {e}", name(p)));
+        let plan = corpus::plan(text, config, 0xD0_0000 + mi as u64).unwrap_or_else(|e| panic!("{}: model: {e}", name(p)));
+        match ctx.run_compute(&words, &plan.job()) {
+            Err(e) => failures.push(format!("{} [{config:?}]: execution failed: {e}", name(p))),
+            Ok(got) => {
+                let problems = plan.compare(&got);
+                if !problems.is_empty() {
+                    failures.push(format!("{} [{config:?}]:\n    {}", name(p), problems.join("\n    ")));
+                }
+            }
+        }
+    }
+    assert_no_failures(&failures, mods.len(), "corpus runs with debug info");
+}
+
 /// Prints every failure; fails the test where there is any.
 fn assert_no_failures(failures: &[String], total: usize, what: &str) {
     for f in failures {

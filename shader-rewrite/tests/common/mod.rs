@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+pub mod debug_info;
 pub mod fuzz_options;
 pub mod valid_mutations;
 
