@@ -10,7 +10,7 @@ use crate::module::{op, Inst, Module};
 
 /// OpExtInstWithForwardRefsKHR (SPV_KHR_relaxed_extended_instruction): a non-semantic
 /// instruction that may name ids defined after it.
-const EXT_INST_WITH_FORWARD_REFS: u32 = 4433;
+pub(crate) const EXT_INST_WITH_FORWARD_REFS: u32 = 4433;
 
 /// Removes the non-semantic instructions naming undefined ids; returns how many went. A module
 /// importing no non-semantic set costs a look at its imports.

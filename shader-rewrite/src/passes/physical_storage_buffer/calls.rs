@@ -55,7 +55,7 @@ pub(super) fn inline_pointer_functions(m: &mut Module) -> HashSet<u32> {
         let bodies = m.functions.iter().flat_map(|f| f.blocks.iter()).flat_map(|b| b.insts.iter());
         for i in m.globals.iter().chain(bodies) {
             let ops = match i.op {
-                op::EXT_INST => i.ops.get(2..).unwrap_or_default(),
+                op::EXT_INST | crate::passes::non_semantic::EXT_INST_WITH_FORWARD_REFS => i.ops.get(2..).unwrap_or_default(),
                 op::FUNCTION_CALL => &i.ops[1..],
                 op::PHI => &i.ops[..],
                 opcode => &i.ops[..leading_id_operands(opcode).min(i.ops.len())],
