@@ -130,8 +130,8 @@ impl Chains<'_, '_> {
         if inst.op != op::LOAD {
             return None;
         }
-        let (mask, align, _) = split_memory_operands(&inst.ops[1..]);
-        if mask & !PLAIN_MEMORY_OPERANDS != 0 {
+        let mem = &inst.ops[1..];
+        if split_memory_operands(mem).0 & !PLAIN_MEMORY_OPERANDS != 0 {
             return None;
         }
         let b = self.b;
@@ -143,10 +143,14 @@ impl Chains<'_, '_> {
                 _ => return None,
             },
         };
-        // An alignment the lowering refuses for these (not a power of two, or below 4 bytes:
+        // The alignment the lowering reads (`memory::access_alignment`); one it refuses for
+        // these (below 4 bytes, a non-power-of-two counting as 1:
         // VUID-StandaloneSpirv-PhysicalStorageBuffer64-06314) leaves the load alone, to be
         // reported there rather than hidden in a unit.
-        let align = align.filter(|a| a.is_power_of_two() && *a >= 4)?;
+        let align = super::memory::access_alignment(mem);
+        if align < 4 {
+            return None;
+        }
         let (root, off) = self.root_offset(inst.ops[0])?;
         Some((root, off, size, align))
     }
