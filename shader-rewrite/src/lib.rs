@@ -80,6 +80,7 @@ pub fn rewrite(words: &[u32], options: &Options) -> Result<Rewritten, RewriteErr
     }
     // Debug info naming what a lowering took away goes (it has no semantic impact).
     stats.non_semantic_dropped += passes::non_semantic::drop_dangling(&mut module) as u32;
+    stats.non_semantic_dropped += passes::non_semantic::place_after_operands(&mut module) as u32;
     // The lowering allocates fresh ids past the input's bound; an input already near the
     // universal limit can be pushed over it, and the result would be invalid SPIR-V.
     if module.header[3] > module::MAX_ID_BOUND {

@@ -477,6 +477,14 @@ impl Module {
         id
     }
 
+    /// Adds OpName / OpMemberName instructions where the logical layout has them (SPIR-V spec
+    /// 2.4, section 7b): before the first OpModuleProcessed (7c; glslang's `-g` output ends its
+    /// debug section with them), else at the end.
+    pub fn add_names(&mut self, names: impl IntoIterator<Item = Inst>) {
+        let at = self.debug.iter().position(|i| i.op == op::MODULE_PROCESSED).unwrap_or(self.debug.len());
+        self.debug.splice(at..at, names);
+    }
+
     pub fn has_capability(&self, cap: u32) -> bool {
         self.capabilities.iter().any(|c| c.ops.first() == Some(&cap))
     }

@@ -6,6 +6,15 @@
 //! goes, with whatever non-semantic instruction then names it in turn. Every operand of a
 //! non-semantic instruction after its set and number is an id (the extension's rule; literals
 //! are OpConstants there), so the check needs no grammar.
+//!
+//! A lowering may also move a definition past the debug info naming it (the 16-bit I/O
+//! lowering declares an interface variable again, at the end of the globals, after the
+//! DebugGlobalVariable naming it). Without OpExtInstWithForwardRefsKHR a non-semantic
+//! instruction may not name an id defined after it (SPIR-V spec 2.4: only a few named opcodes
+//! refer forward), so [`place_after_operands`] moves such an instruction down to where what it
+//! names is defined, in its own section or block, and drops it where that lies in a later block
+//! (a block does not dominate the blocks before it, SPIR-V spec 2.16.1) or inside a function
+//! while it is global.
 use crate::module::{op, Inst, Module};
 
 /// OpExtInstWithForwardRefsKHR (SPV_KHR_relaxed_extended_instruction): a non-semantic
@@ -65,6 +74,116 @@ pub(crate) fn drop_dangling(m: &mut Module) -> usize {
             }
         }
     }
+}
+
+/// Moves each non-semantic instruction (not OpExtInstWithForwardRefsKHR) naming an id defined
+/// after it in its own list (the globals, or its block) to just after that definition (in a
+/// block, not among its leading OpPhi / OpVariable instructions), and drops it where it names
+/// an id defined only in a later list (see the module comment); returns how many it dropped.
+/// Call after [`drop_dangling`]: every named id is defined somewhere.
+pub(crate) fn place_after_operands(m: &mut Module) -> usize {
+    let sets: Vec<u32> = m.ext_inst_imports.iter().filter(|i| is_non_semantic(&i.ops)).map(|i| i.id).collect();
+    if sets.is_empty() {
+        return 0;
+    }
+    const NONE: u32 = u32::MAX;
+    let bound = m.header[3] as usize;
+    // seen: defined in a list already placed (or where every list may name it); at: the index
+    // in the current list of a definition not placed yet.
+    let mut seen = vec![false; bound];
+    let mut at = vec![NONE; bound];
+    let everywhere = m.ext_inst_imports.iter().chain(m.debug.iter()).map(|i| i.id);
+    let function_ids = m.functions.iter().flat_map(|f| std::iter::once(f.def.id).chain(f.params.iter().map(|p| p.id)).chain(f.blocks.iter().map(|b| b.label)));
+    for id in everywhere.chain(function_ids) {
+        if let Some(s) = seen.get_mut(id as usize) {
+            *s = true;
+        }
+    }
+    let moves = |i: &Inst| i.op == op::EXT_INST && i.ops.first().is_some_and(|s| sets.contains(s));
+    let mut dropped = 0;
+    let mut place = |insts: &mut Vec<Inst>, block: bool| {
+        for (k, i) in insts.iter().enumerate() {
+            if let Some(a) = at.get_mut(i.id as usize).filter(|_| i.id != 0) {
+                *a = k as u32;
+            }
+        }
+        // Ready (true), waiting (None) or to drop (false): what its operands' definitions say.
+        let status = |i: &Inst, seen: &[bool], at: &[u32]| -> Option<bool> {
+            let mut ready = Some(true);
+            for &w in i.ops.iter().skip(2) {
+                let w = w as usize;
+                if seen.get(w).copied().unwrap_or(false) {
+                    continue;
+                }
+                if at.get(w).is_some_and(|&a| a != NONE) {
+                    ready = None;
+                } else {
+                    return Some(false);
+                }
+            }
+            ready
+        };
+        if !insts.iter().any(|i| moves(i) && status(i, &seen, &at) != Some(true)) {
+            for i in insts.iter() {
+                if let Some(s) = seen.get_mut(i.id as usize).filter(|_| i.id != 0) {
+                    *s = true;
+                }
+                if let Some(a) = at.get_mut(i.id as usize) {
+                    *a = NONE;
+                }
+            }
+            return;
+        }
+        let mut out = Vec::with_capacity(insts.len());
+        let mut pending: Vec<Inst> = vec![];
+        let emit = |out: &mut Vec<Inst>, i: Inst, seen: &mut [bool], at: &mut [u32]| {
+            if i.id != 0 {
+                seen[i.id as usize] = true;
+                at[i.id as usize] = NONE;
+            }
+            out.push(i);
+        };
+        // Places (or drops) the waiting instructions whose operands are now all placed.
+        let flush = |out: &mut Vec<Inst>, pending: &mut Vec<Inst>, seen: &mut [bool], at: &mut [u32], dropped: &mut usize| loop {
+            let Some(k) = pending.iter().position(|i| status(i, seen, at).is_some()) else { return };
+            let i = pending.remove(k);
+            if status(&i, seen, at) == Some(true) {
+                emit(out, i, seen, at);
+            } else {
+                *dropped += 1;
+                if i.id != 0 {
+                    at[i.id as usize] = NONE;
+                }
+            }
+        };
+        for i in std::mem::take(insts) {
+            if !block || !matches!(i.op, op::PHI | op::VARIABLE) {
+                flush(&mut out, &mut pending, &mut seen, &mut at, &mut dropped);
+            }
+            match (moves(&i), status(&i, &seen, &at)) {
+                (false, _) | (true, Some(true)) => emit(&mut out, i, &mut seen, &mut at),
+                (true, None) => pending.push(i),
+                (true, Some(false)) => {
+                    dropped += 1;
+                    if i.id != 0 {
+                        at[i.id as usize] = NONE;
+                    }
+                }
+            }
+        }
+        flush(&mut out, &mut pending, &mut seen, &mut at, &mut dropped);
+        // Still waiting: on one another (not in a valid module) or on what a dropped one defined.
+        dropped += pending.len();
+        for i in pending.iter().filter(|i| i.id != 0) {
+            at[i.id as usize] = NONE;
+        }
+        *insts = out;
+    };
+    place(&mut m.globals, false);
+    for b in m.functions.iter_mut().flat_map(|f| f.blocks.iter_mut()) {
+        place(&mut b.insts, true);
+    }
+    dropped
 }
 
 /// Is an OpExtInstImport's name (its operands) a non-semantic set's? "NonSemantic." first

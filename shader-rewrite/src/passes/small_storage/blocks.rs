@@ -184,7 +184,7 @@ pub(super) fn lower(
                 let suffix = ["u8", "u16", "u32", "u32x2", "u32x4"][views.kinds[slot] as usize];
                 let mut ops = vec![v];
                 ops.extend(encode_string(&format!("{n}.{suffix}")));
-                b.m.debug.push(Inst::new(op::NAME, 0, 0, ops));
+                b.m.add_names([Inst::new(op::NAME, 0, 0, ops)]);
             }
             // Entry points list the variables they use: every one from SPIR-V 1.4, push
             // constants never before that.

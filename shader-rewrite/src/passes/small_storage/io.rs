@@ -292,5 +292,5 @@ fn copy_decorations(m: &mut Module, from: u32, to: u32) {
             names.push(c);
         }
     }
-    m.debug.extend(names);
+    m.add_names(names);
 }
