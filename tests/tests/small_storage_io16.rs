@@ -16,6 +16,11 @@
 //!   arithmetic) render the reference image, the dumped rewritten modules validate and no longer
 //!   declare StorageInputOutput16, and validation reports nothing.
 //! - `layer_leaves_32bit_shaders_alone`: the 32-bit variant through the layer is not rewritten.
+//! - `layer_emulates_io16_with_debug_info`: the same through the layer with a
+//!   NonSemantic.Shader.DebugInfo.100 `DebugGlobalVariable` naming every interface variable (as
+//!   glslang `-gVS` emits): the widened re-declarations come before the debug instructions that
+//!   name them, the dumped modules validate and keep every debug instruction, the image matches,
+//!   and the validation layer below reports nothing.
 
 use polyfill_e2e::graphics;
 use polyfill_e2e::small_storage::io16::{self, Variant};
@@ -26,6 +31,8 @@ use std::path::PathBuf;
 
 const CAP_STORAGE_INPUT_OUTPUT_16: u32 = 4436;
 const CAP_FLOAT16: u32 = 9;
+/// NonSemantic.Shader.DebugInfo.100 instruction number.
+const DEBUG_GLOBAL_VARIABLE: u32 = 18;
 
 fn variants(bits16: bool) -> Vec<Variant> {
     let mut v = Vec::new();
@@ -207,4 +214,121 @@ fn layer_leaves_32bit_shaders_alone() {
     assert!(errs.is_empty(), "{}", errs.join("\n"));
     let dumped: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert!(dumped.is_empty(), "the layer rewrote 32-bit shaders: {dumped:?}");
+}
+
+/// `text` with debug info as glslang `-gVS` writes it for interface variables: a
+/// DebugGlobalVariable right after each Input/Output variable (NonSemantic.Shader.DebugInfo.100),
+/// and OpModuleProcessed ending the debug section. The void and 32-bit uint types the debug
+/// info needs move up to the first type (they depend on nothing, so the module stays valid).
+fn with_interface_debug_info(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let find = |what: &str| lines.iter().position(|l| l.contains(what));
+    let id = |k: usize| lines[k].split_whitespace().next().unwrap().to_string();
+    let (uint_line, void_line) = (find("= OpTypeInt 32 0"), find("= OpTypeVoid").expect("a void type"));
+    let uint = uint_line.map_or("%dbg_u32".to_string(), id);
+    let void = id(void_line);
+    let first_type = find("= OpType").unwrap();
+    let mut out = String::new();
+    let (mut imported, mut string, mut prelude, mut n) = (false, false, false, 0);
+    for (k, line) in lines.iter().enumerate() {
+        let l = line.trim_start();
+        if Some(k) == uint_line || k == void_line {
+            continue;
+        }
+        if k == first_type {
+            out += &format!("{uint} = OpTypeInt 32 0\n{}\n", lines[void_line]);
+        }
+        if !imported && l.starts_with("OpMemoryModel") {
+            out += "OpExtension \"SPV_KHR_non_semantic_info\"\n%dbg = OpExtInstImport \"NonSemantic.Shader.DebugInfo.100\"\n";
+            imported = true;
+        }
+        if !string && (l.starts_with("OpDecorate") || l.starts_with("OpMemberDecorate") || l.starts_with("OpName")) {
+            out += "%dbg_file = OpString \"io16.glsl\"\nOpModuleProcessed \"client vulkan100\"\n";
+            string = true;
+        }
+        let var = l.contains("= OpVariable ") && (l.ends_with(" Input") || l.ends_with(" Output"));
+        if var && !prelude {
+            out += &format!(
+                "%dbg_100 = OpConstant {uint} 100\n%dbg_2 = OpConstant {uint} 2\n%dbg_1 = OpConstant {uint} 1\n%dbg_0 = OpConstant {uint} 0\n\
+                 %dbg_src = OpExtInst {void} %dbg DebugSource %dbg_file\n%dbg_cu = OpExtInst {void} %dbg DebugCompilationUnit %dbg_100 %dbg_2 %dbg_src %dbg_2\n\
+                 %dbg_ty = OpExtInst {void} %dbg DebugTypeBasic %dbg_file %dbg_100 %dbg_2 %dbg_0\n"
+            );
+            prelude = true;
+        }
+        out += line;
+        out += "\n";
+        if var {
+            let id = l.split_whitespace().next().unwrap();
+            out += &format!("%dbg_gv{n} = OpExtInst {void} %dbg DebugGlobalVariable %dbg_file %dbg_ty %dbg_src %dbg_1 %dbg_1 %dbg_cu %dbg_file {id} %dbg_0\n");
+            n += 1;
+        }
+    }
+    assert!(imported && string && prelude && n > 0, "debug info not placed:\n{out}");
+    out
+}
+
+/// The 16-bit shaders with debug info naming their interface variables, through the layer: the
+/// variables the emulation declares again (widened) keep their DebugGlobalVariable, the
+/// rewritten modules validate (before, each named a variable declared after it), and they
+/// render the reference image.
+#[test]
+fn layer_emulates_io16_with_debug_info() {
+    let driver_has_it = Context::new(&ContextOptions::native()).unwrap_or_else(|e| panic!("{e}")).query_storage_input_output_16_feature();
+    let dir = dump_dir("debug-info");
+    let opts = ContextOptions::with_layer()
+        .storage_input_output_16(true)
+        .validation(true)
+        .setting("dump_shaders_dir", dir.to_str().unwrap());
+    let ctx = Context::new(&opts).unwrap_or_else(|e| panic!("{e}"));
+    let mut errs = Vec::new();
+    for v in variants(true) {
+        let env = v.target_env();
+        let vs = tools::spirv_as(&with_interface_debug_info(&io16::vertex_shader(&v)), env).unwrap_or_else(|e| panic!("{}: {e}", v.name()));
+        let fs = tools::spirv_as(&with_interface_debug_info(&io16::fragment_shader(&v)), env).unwrap_or_else(|e| panic!("{}: {e}", v.name()));
+        for (w, what) in [(&vs, "vertex"), (&fs, "fragment")] {
+            tools::spirv_val(w, env).unwrap_or_else(|e| panic!("{} {what}: input: {e}", v.name()));
+        }
+        ctx.clear_validation_messages();
+        match graphics::draw(&ctx, &vs, &fs, &io16::job()) {
+            Err(e) => errs.push(format!("{}: {e}", v.name())),
+            Ok(out) => errs.extend(io16::check(&v, &out).into_iter().map(|e| format!("{}: {e}", v.name()))),
+        }
+        errs.extend(validation_errors(&ctx).into_iter().map(|e| format!("{}: validation error: {e}", v.name())));
+        for (w, what) in [(&vs, "vertex"), (&fs, "fragment")] {
+            let after = dir.join(format!("{}.after.spv", run::module_hash(w)));
+            let bytes = match std::fs::read(&after) {
+                Ok(bytes) => bytes,
+                Err(_) if driver_has_it => continue, // passed through
+                Err(e) => {
+                    errs.push(format!("{} {what}: the layer did not rewrite it (no {}: {e})", v.name(), after.display()));
+                    continue;
+                }
+            };
+            let words = tools::bytes_to_words(&bytes);
+            if let Err(e) = tools::spirv_val(&words, env) {
+                errs.push(format!("{} {what}: the layer's rewrite fails spirv-val: {e}", v.name()));
+            }
+            // One DebugGlobalVariable per variable in, and none dropped.
+            let (kept, given) = (count_ext_inst(&words, DEBUG_GLOBAL_VARIABLE), count_ext_inst(w, DEBUG_GLOBAL_VARIABLE));
+            if kept != given {
+                errs.push(format!("{} {what}: {given} DebugGlobalVariables in, {kept} out", v.name()));
+            }
+        }
+    }
+    assert!(errs.is_empty(), "{}", errs.join("\n"));
+}
+
+/// How many OpExtInst instructions of number `number` a module holds (any set: the tests'
+/// modules import only one).
+fn count_ext_inst(words: &[u32], number: u32) -> usize {
+    let mut k = 5;
+    let mut n = 0;
+    while k < words.len() {
+        let count = (words[k] >> 16) as usize;
+        if words[k] & 0xffff == 12 && words.get(k + 4) == Some(&number) {
+            n += 1;
+        }
+        k += count.max(1);
+    }
+    n
 }
