@@ -83,3 +83,40 @@ fn half_loads_keep_their_bits() {
         assert!(dis.contains("OpBitcast") && !dis.contains("UnpackHalf2x16"), "{target:?}:\n{dis}");
     }
 }
+
+/// Issue 24's "one `OpArrayLength` per descriptor and block": no rewritten module computes the
+/// length of a view again where a computation of it dominates (earlier in the same block, or in
+/// its function's entry block, which dominates every block of the function). Before the pure
+/// cache held enough entries, the per-component edge functions of bab-float3/4 and
+/// bab-float4x4 took a length again after their first component's store.
+#[test]
+fn no_array_length_where_one_dominates() {
+    for target in [Target::all(), Target::lavapipe(), Target { robust_storage_byte_exact: false, ..Target::all() }, Target::core()] {
+        let options = Options { target, ..Options::default() };
+        for (name, text) in corpus() {
+            let (words, _) = common::rewrite_valid(&text, "vulkan1.1", &options);
+            let dis = common::disassemble(&words);
+            // Operands of the lengths in the entry block and in the current block.
+            let (mut entry, mut block): (Vec<String>, Vec<String>) = (vec![], vec![]);
+            let (mut next_is_entry, mut in_entry) = (false, false);
+            for l in dis.lines().map(str::trim) {
+                if l.contains("= OpFunction ") {
+                    entry.clear();
+                    next_is_entry = true;
+                } else if l.ends_with("= OpLabel") {
+                    (in_entry, next_is_entry) = (next_is_entry, false);
+                    block.clear();
+                } else if let Some((_, ops)) = l.split_once("= OpArrayLength ") {
+                    // Drop the result type: the view pointer and member are what is measured.
+                    let what = ops.split_once(' ').map_or(ops, |(_, rest)| rest).to_string();
+                    assert!(!entry.contains(&what) && !block.contains(&what), "{name} ({target:?}): `{l}` again where it dominates\n{dis}");
+                    if in_entry {
+                        entry.push(what);
+                    } else {
+                        block.push(what);
+                    }
+                }
+            }
+        }
+    }
+}
