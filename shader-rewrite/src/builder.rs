@@ -472,6 +472,8 @@ struct PureSlot {
     id: u32,
     /// The branch arm it was emitted in (0: outside every arm); valid while that arm is open.
     arm: u32,
+    /// The emitter's `epoch` it was emitted in: entries of earlier ones are empty.
+    epoch: u32,
 }
 
 fn pure_slot(key: &PureKey) -> usize {
@@ -495,6 +497,9 @@ pub struct Emitter {
     next_arm: u32,
     /// The key of the last pure instruction emitted (for [`Emitter::rename_last`]).
     last_pure: Option<PureKey>,
+    /// Bumped by [`Emitter::take_blocks`] / [`Emitter::next_block`] to empty the pure cache
+    /// without rewriting it.
+    epoch: u32,
 }
 
 impl Emitter {
@@ -503,7 +508,7 @@ impl Emitter {
     }
     /// An emitter whose scratch list starts with room for `n` instructions.
     pub fn with_capacity(label: u32, n: usize) -> Self {
-        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n), pure: vec![], arms: vec![], next_arm: 0, last_pure: None }
+        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n), pure: vec![], arms: vec![], next_arm: 0, last_pure: None, epoch: 1 }
     }
     pub fn label(&self) -> u32 {
         self.label
@@ -538,7 +543,7 @@ impl Emitter {
         for p in 0..PURE_PROBES {
             let slot = (home + p) % PURE_SLOTS;
             let s = self.pure[slot];
-            let live = s.id != 0 && (s.arm == 0 || self.arms.contains(&s.arm));
+            let live = s.id != 0 && s.epoch == self.epoch && (s.arm == 0 || self.arms.contains(&s.arm));
             if live && s.key == key {
                 return s.id;
             }
@@ -548,7 +553,7 @@ impl Emitter {
         }
         let id = if id == 0 { b.id() } else { id };
         self.insts.push(Inst { op: opcode, ty, id, ops: crate::module::ops_from(ops) });
-        self.pure[free.unwrap_or(home)] = PureSlot { key, id, arm: self.arms.last().copied().unwrap_or(0) };
+        self.pure[free.unwrap_or(home)] = PureSlot { key, id, arm: self.arms.last().copied().unwrap_or(0), epoch: self.epoch };
         self.last_pure = Some(key);
         id
     }
@@ -581,7 +586,7 @@ impl Emitter {
                 if let Some(key) = self.last_pure {
                     let home = pure_slot(&key);
                     for p in 0..PURE_PROBES {
-                        if let Some(s) = self.pure.get_mut((home + p) % PURE_SLOTS).filter(|s| s.id == from && s.key == key) {
+                        if let Some(s) = self.pure.get_mut((home + p) % PURE_SLOTS).filter(|s| s.id == from && s.key == key && s.epoch == self.epoch) {
                             s.id = to;
                         }
                     }
@@ -619,10 +624,28 @@ impl Emitter {
         let insts = std::mem::replace(&mut self.insts, Vec::with_capacity(room));
         self.blocks.push(Block { label: self.label, insts });
         self.label = next;
-        self.pure.fill(PureSlot::default());
+        self.forget();
+        std::mem::take(&mut self.blocks)
+    }
+    /// [`Emitter::take_insts`] for a caller that emits one block at a time into one emitter:
+    /// the instructions of this block, and the emitter ready for block `next` (what it emitted
+    /// does not dominate that block).
+    pub fn next_block(&mut self, next: u32) -> Vec<Inst> {
+        let insts = self.take_insts();
+        self.label = next;
+        self.forget();
+        insts
+    }
+    /// Empties the pure cache and the open arms.
+    fn forget(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // Wrapped: entries of the epoch that comes round again must not look live.
+            self.pure.fill(PureSlot::default());
+            self.epoch = 1;
+        }
         self.arms.clear();
         self.last_pure = None;
-        std::mem::take(&mut self.blocks)
     }
     /// Starts block `label` on an emitter that holds nothing (after [`Emitter::take_blocks`]).
     pub fn start(&mut self, label: u32, room: usize) {

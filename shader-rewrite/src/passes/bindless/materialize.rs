@@ -102,12 +102,14 @@ pub(super) fn rewrite_functions(
         atomic_types: HashMap::default(),
     };
     let mut dropped = HashSet::default();
+    // One emitter for every block (its pure cache is allocated once).
+    let mut e = Emitter::new(0);
     for f in functions.iter_mut() {
         cx.function = f.def.id;
         cx.returns_handle = returns_handle.contains(&f.def.id);
         cx.signature(b, f);
         for blk in f.blocks.iter_mut() {
-            let mut e = Emitter::new(blk.label);
+            e.start(blk.label, blk.insts.len());
             for inst in std::mem::take(&mut blk.insts) {
                 if inst.op == op::SAMPLED_IMAGE && k(inst.id) == LOCAL {
                     dropped.insert(inst.id); // rebuilt at each consumer
@@ -115,7 +117,7 @@ pub(super) fn rewrite_functions(
                 }
                 cx.inst(&mut e, b, inst)?;
             }
-            blk.insts = e.take_insts();
+            blk.insts = e.next_block(0);
         }
     }
     Ok(dropped)
@@ -386,7 +388,7 @@ impl Ctx<'_> {
         let u32t = self.repr.u32t;
         let lo = self.low_word(e, b, h);
         let mask = b.c_u32((1 << BindlessTable::IMAGE_SLOT_BITS) - 1);
-        e.op(b, op::BITWISE_AND, u32t, ops![lo, mask])
+        e.pure(b, op::BITWISE_AND, u32t, &[lo, mask])
     }
 
     /// `&alias[min(slot, count - 1)]`: a garbage handle cannot index past the array.
@@ -394,13 +396,17 @@ impl Ctx<'_> {
         let u32t = self.repr.u32t;
         let glsl = b.glsl_std450();
         let last = b.c_u32(self.table.count(a) - 1);
-        let index = e.op(b, op::EXT_INST, u32t, ops![glsl, GLSL_UMIN, slot, last]);
         let var = self.table.var(b, a, ty, self.function);
         let pty = b.t_ptr(UNIFORM_CONSTANT, ty);
-        let ptr = e.op(b, op::ACCESS_CHAIN, pty, ops![var, index]);
-        // Handles are not dynamically uniform in general (Vulkan "Descriptor indexing").
-        b.decorate(index, deco::NON_UNIFORM, &[]);
-        b.decorate(ptr, deco::NON_UNIFORM, &[]);
+        // Pure: the uses of one handle in a block share its index and element pointer.
+        let fresh = b.m.header[3];
+        let index = e.pure(b, op::EXT_INST, u32t, &[glsl, GLSL_UMIN, slot, last]);
+        let ptr = e.pure(b, op::ACCESS_CHAIN, pty, &[var, index]);
+        // Handles are not dynamically uniform in general (Vulkan "Descriptor indexing"); ids
+        // from before this call are decorated already.
+        for id in [index, ptr].into_iter().filter(|&id| id >= fresh) {
+            b.decorate(id, deco::NON_UNIFORM, &[]);
+        }
         ptr
     }
 
@@ -416,8 +422,8 @@ impl Ctx<'_> {
         let u32t = self.repr.u32t;
         match self.repr.form {
             Form::U32 => h,
-            Form::U64 => e.op(b, op::U_CONVERT, u32t, ops![h]),
-            Form::UVec2 => e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![h, 0]),
+            Form::U64 => e.pure(b, op::U_CONVERT, u32t, &[h]),
+            Form::UVec2 => e.pure(b, op::COMPOSITE_EXTRACT, u32t, &[h, 0]),
         }
     }
 }
