@@ -454,14 +454,15 @@ pub type Vals = smallvec::SmallVec<[u32; 4]>;
 /// A pure instruction's identity for [`Emitter::pure`]: opcode, result type, up to four operands.
 type PureKey = (u32, u32, [u32; 4]);
 
-/// Slots of an emitter's pure-instruction cache (a power of two): open addressing over a few
-/// probes, the key's own slot overwritten when they all hold live entries, so a lookup is one
-/// hash and a few compares, and nothing is inserted into or removed from a map as branch arms
-/// open and close. 128 slots and 2 probes evicted live entries in the long blocks of the
-/// dxil-spirv vector modules (their edge functions took an `OpArrayLength` again, bab-float3
-/// 936 words where 919 do); 256 and 4 keep every one the corpora repeat, for about 1 % more
-/// rewrite instructions (callgrind, 2026-12-03).
-const PURE_SLOTS: usize = 256;
+/// Slots of an emitter's pure-instruction cache: open addressing over a few probes, the one
+/// used longest ago replaced when they all hold live entries, so a lookup is one hash and a few
+/// compares, and nothing is inserted into or removed from a map as branch arms open and close.
+/// 2 probes replacing the key's own slot (and a hash that used 7 bits) evicted live entries in
+/// the long blocks of the dxil-spirv vector modules: their edge functions took an
+/// `OpArrayLength` again, bab-float3 936 words where 919 do. 256 slots would keep them too,
+/// but cost the first call in a process ~2 µs more (the table zeroed and faulted in), for
+/// modules that never fill 128 (measured 2026-12-03).
+const PURE_SLOTS: usize = 128;
 /// Slots a key may sit in, from its own.
 const PURE_PROBES: usize = 4;
 
@@ -474,6 +475,8 @@ struct PureSlot {
     arm: u32,
     /// The emitter's `epoch` it was emitted in: entries of earlier ones are empty.
     epoch: u32,
+    /// The emitter's `tick` when last found or put: the probe used longest ago is replaced.
+    used: u32,
 }
 
 fn pure_slot(key: &PureKey) -> usize {
@@ -481,7 +484,7 @@ fn pure_slot(key: &PureKey) -> usize {
     for &w in &key.2 {
         h = h.rotate_left(5).wrapping_mul(0x9e37_79b1) ^ w;
     }
-    (h.wrapping_mul(0x9e37_79b1) >> (32 - PURE_SLOTS.trailing_zeros())) as usize
+    (h.wrapping_mul(0x9e37_79b1) >> (32 - PURE_SLOTS.trailing_zeros())) as usize // PURE_SLOTS: a power of two
 }
 
 /// Straight-line and structured code emission into a list of blocks.
@@ -500,6 +503,8 @@ pub struct Emitter {
     /// Bumped by [`Emitter::take_blocks`] / [`Emitter::next_block`] to empty the pure cache
     /// without rewriting it.
     epoch: u32,
+    /// Counts the pure cache's lookups (see `PureSlot::used`).
+    tick: u32,
 }
 
 impl Emitter {
@@ -508,7 +513,7 @@ impl Emitter {
     }
     /// An emitter whose scratch list starts with room for `n` instructions.
     pub fn with_capacity(label: u32, n: usize) -> Self {
-        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n), pure: vec![], arms: vec![], next_arm: 0, last_pure: None, epoch: 1 }
+        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n), pure: vec![], arms: vec![], next_arm: 0, last_pure: None, epoch: 1, tick: 0 }
     }
     pub fn label(&self) -> u32 {
         self.label
@@ -539,21 +544,27 @@ impl Emitter {
         // Up to PURE_PROBES slots from the key's own; a new entry takes the first one not
         // holding a live entry (else the key's own slot).
         let home = pure_slot(&key);
+        self.tick = self.tick.wrapping_add(1);
         let mut free = None;
+        let mut oldest = home;
         for p in 0..PURE_PROBES {
             let slot = (home + p) % PURE_SLOTS;
             let s = self.pure[slot];
             let live = s.id != 0 && s.epoch == self.epoch && (s.arm == 0 || self.arms.contains(&s.arm));
             if live && s.key == key {
+                self.pure[slot].used = self.tick;
                 return s.id;
             }
             if !live && free.is_none() {
                 free = Some(slot);
             }
+            if live && self.tick.wrapping_sub(s.used) > self.tick.wrapping_sub(self.pure[oldest].used) {
+                oldest = slot;
+            }
         }
         let id = if id == 0 { b.id() } else { id };
         self.insts.push(Inst { op: opcode, ty, id, ops: crate::module::ops_from(ops) });
-        self.pure[free.unwrap_or(home)] = PureSlot { key, id, arm: self.arms.last().copied().unwrap_or(0), epoch: self.epoch };
+        self.pure[free.unwrap_or(oldest)] = PureSlot { key, id, arm: self.arms.last().copied().unwrap_or(0), epoch: self.epoch, used: self.tick };
         self.last_pure = Some(key);
         id
     }
@@ -711,5 +722,29 @@ impl Emitter {
         then(self, b);
         self.close_arm(mark);
         self.terminate(Inst::new(op::BRANCH, 0, 0, ops![l_merge]), l_merge);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value looked up again and again (a view's length every access of a block takes) stays
+    /// in the pure cache however many other values pass through it: the slot replaced is the
+    /// one used longest ago, not the new key's own.
+    #[test]
+    fn a_value_in_use_stays_in_the_pure_cache() {
+        // OpCapability Linkage, OpMemoryModel Logical GLSL450: a module with no entry point.
+        let mut m = Module::parse(&[crate::module::MAGIC, 0x0001_0000, 0, 16, 0, 2 << 16 | 17, 5, 3 << 16 | 14, 0, 1]).unwrap();
+        let mut b = Builder::new(&mut m);
+        let u32t = b.t_u32();
+        let mut e = Emitter::new(1);
+        let len = e.pure(&mut b, op::ARRAY_LENGTH, u32t, &[7, 0]);
+        for k in 0..4000u32 {
+            e.pure(&mut b, op::I_ADD, u32t, &[1000 + k, 3]);
+            if k % 8 == 0 {
+                assert_eq!(e.pure(&mut b, op::ARRAY_LENGTH, u32t, &[7, 0]), len, "taken again after {k} other values");
+            }
+        }
     }
 }
