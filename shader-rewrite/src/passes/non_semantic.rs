@@ -192,3 +192,61 @@ fn is_non_semantic(name: &[u32]) -> bool {
     let prefix = b"NonSemantic.";
     name.iter().flat_map(|w| w.to_le_bytes()).take(prefix.len()).eq(prefix.iter().copied())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rspirv::binary::Assemble;
+    use rspirv::dr::{Builder, Operand};
+    use rspirv::spirv::{AddressingModel, Capability, ExecutionModel, FunctionControl, MemoryModel};
+
+    /// Instruction number of the debug instructions the tests make (any: the pass reads only
+    /// that every operand after it is an id).
+    const DEBUG_VALUE: u32 = 29;
+
+    /// `main` with blocks `first` and `second`: in `first` a debug instruction naming `%x`
+    /// before `%x = OpIAdd` (a lowering's order), and one naming `%y`, defined in `second`.
+    fn module() -> (Vec<u32>, [u32; 4]) {
+        let mut b = Builder::new();
+        b.set_version(1, 3);
+        b.capability(Capability::Shader);
+        b.extension("SPV_KHR_non_semantic_info");
+        let set = b.ext_inst_import("NonSemantic.Shader.DebugInfo.100");
+        b.memory_model(AddressingModel::Logical, MemoryModel::GLSL450);
+        let void = b.type_void();
+        let u32t = b.type_int(32, 0);
+        let fn_ty = b.type_function(void, vec![]);
+        let one = b.constant_bit32(u32t, 1);
+        let main = b.begin_function(void, None, FunctionControl::NONE, fn_ty).unwrap();
+        b.begin_block(None).unwrap();
+        let (x, y, second) = (b.id(), b.id(), b.id());
+        let names_x = b.ext_inst(void, None, set, DEBUG_VALUE, vec![Operand::IdRef(x)]).unwrap();
+        let names_y = b.ext_inst(void, None, set, DEBUG_VALUE, vec![Operand::IdRef(y)]).unwrap();
+        b.i_add(u32t, Some(x), one, one).unwrap();
+        b.branch(second).unwrap();
+        b.begin_block(Some(second)).unwrap();
+        b.i_add(u32t, Some(y), x, one).unwrap();
+        b.ret().unwrap();
+        b.end_function().unwrap();
+        b.entry_point(ExecutionModel::GLCompute, main, "main", vec![]);
+        (b.module().assemble(), [x, y, names_x, names_y])
+    }
+
+    /// In its own block, a debug instruction naming a later definition moves just after it; one
+    /// naming a definition in a later block goes (the earlier block does not see it).
+    #[test]
+    fn a_debug_instruction_moves_after_what_it_names_in_its_block() {
+        let (words, [x, _, names_x, names_y]) = module();
+        let mut m = Module::parse(&words).unwrap();
+        assert_eq!(drop_dangling(&mut m), 0, "every named id is defined");
+        assert_eq!(place_after_operands(&mut m), 1, "the one naming %y (a later block) goes");
+        let first: Vec<u32> = m.functions[0].blocks[0].insts.iter().map(|i| i.id).collect();
+        let at = |id: u32| first.iter().position(|&i| i == id);
+        assert_eq!(at(names_x), at(x).map(|k| k + 1), "after %x, nowhere else: {first:?}");
+        assert_eq!(at(names_y), None, "{first:?}");
+        let again = m.assemble();
+        let mut twice = Module::parse(&again).unwrap();
+        assert_eq!(place_after_operands(&mut twice), 0, "already in place");
+        assert_eq!(twice.assemble(), again);
+    }
+}
