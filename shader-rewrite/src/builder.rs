@@ -542,7 +542,7 @@ impl Emitter {
             self.pure = vec![PureSlot::default(); PURE_SLOTS];
         }
         // Up to PURE_PROBES slots from the key's own; a new entry takes the first one not
-        // holding a live entry (else the key's own slot).
+        // holding a live entry, else the one used longest ago.
         let home = pure_slot(&key);
         self.tick = self.tick.wrapping_add(1);
         let mut free = None;
