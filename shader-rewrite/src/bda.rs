@@ -1,8 +1,8 @@
 //! The buffer-device-address contract between the layer and the shader rewriter, for devices
 //! without `bufferDeviceAddress` (SPV_KHR_physical_storage_buffer emulated).
 //!
-//! The layer hands out fake 64-bit addresses in Dozen's encoding:
-//! `ADDRESS_TAG << 56 | slot << 32 | offset`, and puts the buffer behind every slot in a
+//! The layer hands out fake 64-bit addresses in Dozen's encoding, the offset biased by 2^31:
+//! `ADDRESS_TAG << 56 | slot << 32 | (offset ^ 2^31)`, and puts the buffer behind every slot in a
 //! layer-owned array of storage-buffer descriptors ([`BdaTable`]). The rewritten shader decodes
 //! an address into (slot, offset) and accesses `table[slot]` at byte `offset`. An address whose
 //! tag is not [`ADDRESS_TAG`], or whose slot is `>= count`, lies outside every buffer.
@@ -28,6 +28,14 @@ pub struct BdaTable {
     pub count: u32,
 }
 
+/// Bytes of a slot's buffer its addresses reach: offsets below 2^31. The offset word of an
+/// address is the offset plus 2^31 (wrapping), so the 2^32 addresses of a slot's window run
+/// from 2^31 bytes below its buffer to 2^31 bytes past its start: a pointer the application
+/// makes a little below a buffer (its address minus 16, say, a 64-bit subtraction) stays in
+/// the buffer's slot and names the buffer again where it is accessed back inside it, as
+/// natively. The layer's descriptors cover at most this many bytes of a buffer.
+pub const OFFSET_LIMIT: u32 = 1 << 31;
+
 /// The top byte of every address the layer hands out.
 pub const ADDRESS_TAG: u64 = 0xD3;
 
@@ -37,7 +45,7 @@ pub const SLOT_BITS: u32 = 24;
 /// The address of byte `offset` of the buffer in `slot` (`slot` must fit in [`SLOT_BITS`]).
 pub const fn encode_address(slot: u32, offset: u32) -> u64 {
     debug_assert!(slot < 1 << SLOT_BITS);
-    (ADDRESS_TAG << 56) | (((slot & ((1 << SLOT_BITS) - 1)) as u64) << 32) | offset as u64
+    (ADDRESS_TAG << 56) | (((slot & ((1 << SLOT_BITS) - 1)) as u64) << 32) | (offset ^ OFFSET_LIMIT) as u64
 }
 
 /// `(slot, offset)` of an address, or `None` when its tag is not [`ADDRESS_TAG`].
@@ -45,7 +53,7 @@ pub const fn decode_address(a: u64) -> Option<(u32, u32)> {
     if a >> 56 != ADDRESS_TAG {
         return None;
     }
-    Some((((a >> 32) as u32) & ((1 << SLOT_BITS) - 1), a as u32))
+    Some((((a >> 32) as u32) & ((1 << SLOT_BITS) - 1), a as u32 ^ OFFSET_LIMIT))
 }
 
 #[cfg(test)]
@@ -59,7 +67,9 @@ mod tests {
             assert_eq!(a >> 56, ADDRESS_TAG);
             assert_eq!(decode_address(a), Some((slot, offset)));
         }
-        assert_eq!(encode_address(2, 5), 0xD300_0002_0000_0005);
+        assert_eq!(encode_address(2, 5), 0xD300_0002_8000_0005);
+        // 16 bytes below slot 2's buffer is still slot 2 (offset 2^32 - 16).
+        assert_eq!(decode_address(encode_address(2, 0) - 16), Some((2, u32::MAX - 15)));
         assert_eq!(decode_address(0x1234_5678), None);
         assert_eq!(decode_address(0xD200_0000_0000_0000), None);
     }

@@ -92,6 +92,7 @@ pub mod op {
     pub const SHIFT_RIGHT_LOGICAL: u32 = 194;
     pub const SHIFT_LEFT_LOGICAL: u32 = 196;
     pub const BITWISE_OR: u32 = 197;
+    pub const BITWISE_XOR: u32 = 198;
     pub const BITWISE_AND: u32 = 199;
     pub const PHI: u32 = 245;
     pub const LOOP_MERGE: u32 = 246;

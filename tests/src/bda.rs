@@ -97,6 +97,25 @@ OpStore %op %v3 Aligned 4
     )
 }
 
+/// `out[i] = in[i]` read through a pointer made 16 bytes below the input buffer (its address
+/// minus 16, as a `%pbuf`) at element `i + 4`: the pointer lies outside every buffer, each
+/// access inside the input (the spec makes only the accessed bytes valid).
+pub fn below_the_buffer() -> Vec<u32> {
+    src_dst(
+        base(INT64).globals("%c16_64 = OpConstant %u64 16"),
+        r#"
+%su = OpConvertPtrToU %u64 %src
+%bu = OpISub %u64 %su %c16_64
+%below = OpConvertUToPtr %pbuf %bu
+%k = OpIAdd %u32 %gx %c4
+%ep = OpAccessChain %pg_u32 %below %c0 %k
+%v = OpLoad %u32 %ep Aligned 4
+%op = OpAccessChain %pg_u32 %dst %c0 %gx
+OpStore %op %v Aligned 4
+"#,
+    )
+}
+
 /// `%Node = { uint value; uint pad; Node* next; }` (`%pnode`, `%pnext` = pointer to a `next`).
 fn nodes(m: Module) -> Module {
     m.decorate("OpMemberDecorate %Node 0 Offset 0\nOpMemberDecorate %Node 1 Offset 4\nOpMemberDecorate %Node 2 Offset 8").globals(

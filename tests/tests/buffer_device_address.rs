@@ -12,7 +12,7 @@ use polyfill_e2e::bytes;
 use polyfill_e2e::child;
 use polyfill_e2e::layer::env_var_name;
 use polyfill_e2e::bda::{
-    atomics_and_ptr_chains, copy_elements, copy_last_byte, copy_scale, chase_ring, graphics_fs, reloaded_pointers, graphics_vs, linked_list, matrix_chains, neighbour_loads, matrix_chains_element, chain_paths, pointer_flows, pointer_flows_spirv13, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
+    atomics_and_ptr_chains, below_the_buffer, copy_elements, copy_last_byte, copy_scale, chase_ring, graphics_fs, reloaded_pointers, graphics_vs, linked_list, matrix_chains, neighbour_loads, matrix_chains_element, chain_paths, pointer_flows, pointer_flows_spirv13, small_chain_paths, raw_chain_on_pointer, struct_of_pointers, window_sum, window_sum_reference, ELEMENTS,
 };
 use polyfill_e2e::tools::has_opcode;
 use polyfill_e2e::vk::{BufferSpec, ComputeJob};
@@ -695,6 +695,19 @@ fn random_layouts(target: &str) {
     assert!(failed.is_empty(), "emulated vs native:\n{}", failed.join("\n"));
 }
 
+/// A pointer 16 bytes below its buffer, accessed back inside it (`polyfill_e2e::bda::below_the_buffer`):
+/// natively and through the layer every invocation reads its own input element.
+fn pointer_below_its_buffer(target: &str) {
+    let input: Vec<u32> = (0..64).map(|i| i * 7 + 1).collect();
+    let job = ComputeJob {
+        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
+        ..Default::default()
+    };
+    let (want, got) = native_and_forced("below", target, &below_the_buffer(), &job);
+    assert_eq!(bytes::to_u32s(&want[1]), input, "native");
+    assert_eq!(bytes::to_u32s(&got[1]), input, "through the layer");
+}
+
 /// 64 atomic adds on one counter through a pointer, and stores through OpPtrAccessChain.
 fn atomics_and_pointer_arithmetic(target: &str) {
     let job = ComputeJob { buffers: vec![BufferSpec::device_address(0, vec![0; 65 * 4])], ..Default::default() };
@@ -769,6 +782,7 @@ both_targets! {
     raw_chain_on_a_pointer => raw_chain_on_a_pointer_device_target, raw_chain_on_a_pointer_core_target;
     element_sweep => element_sweep_device_target, element_sweep_core_target;
     atomics_and_pointer_arithmetic => atomics_and_pointer_arithmetic_device_target, atomics_and_pointer_arithmetic_core_target;
+    pointer_below_its_buffer => pointer_below_its_buffer_device_target, pointer_below_its_buffer_core_target;
 }
 
 /// Buffers created, bound (alternately with vkBindBufferMemory and vkBindBufferMemory2),

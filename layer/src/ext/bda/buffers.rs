@@ -171,7 +171,7 @@ unsafe fn assign_slot(t: &BdaDevice, hook: &str, buffer: vk::Buffer, bound: Opti
     if range < tracked.size {
         log_error!(
             API_MISUSE,
-            "{hook}: device '{}': buffer {buffer:?} is {} bytes; its address reaches only the first {range} (maxStorageBufferRange)",
+            "{hook}: device '{}': buffer {buffer:?} is {} bytes; its address reaches only the first {range} (maxStorageBufferRange, and 2 GiB under the emulation)",
             t.table.name,
             tracked.size
         );

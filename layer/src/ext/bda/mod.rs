@@ -1,5 +1,5 @@
 //! VK_KHR_buffer_device_address (and the core 1.2 `bufferDeviceAddress` feature) on drivers
-//! without it, the way Dozen does it on D3D12: an address is `0xD3 << 56 | slot << 32 | offset`
+//! without it, the way Dozen does it on D3D12: an address is `0xD3 << 56 | slot << 32 | (offset ^ 2^31)`
 //! (`shader_rewrite::bda::encode_address`), where the slot names a storage-buffer descriptor of
 //! the layer-owned descriptor table (crate::tables, binding 3) holding the whole buffer.
 //!
@@ -183,7 +183,8 @@ pub struct Caps {
     pub table: BdaTable,
     /// Core `shaderStorageBufferArrayDynamicIndexing` is supported (turned on at device creation).
     pub dynamic_indexing: bool,
-    /// `maxStorageBufferRange`: a buffer's descriptor covers at most this many bytes.
+    /// `maxStorageBufferRange`, and at most `shader_rewrite::bda::OFFSET_LIMIT`: a buffer's
+    /// descriptor covers at most this many bytes.
     pub max_range: u32,
 }
 
@@ -208,7 +209,8 @@ pub fn caps(
         limits: budget::Limits::new(limits, di),
         table: BdaTable { set: limits.max_bound_descriptor_sets - 1, binding: table::BUFFER_BINDING, count },
         dynamic_indexing: core.shader_storage_buffer_array_dynamic_indexing != vk::FALSE,
-        max_range: limits.max_storage_buffer_range,
+        // The shaders reach offsets below OFFSET_LIMIT only (see shader_rewrite::bda).
+        max_range: limits.max_storage_buffer_range.min(shader_rewrite::bda::OFFSET_LIMIT),
     })
 }
 

@@ -1,7 +1,7 @@
-//! Addresses as values: `ADDRESS_TAG << 56 | slot << 32 | offset` in a u64, or in a uvec2
-//! (`.x` = offset, `.y` = tag and slot: the little-endian word order OpBitcast between a
+//! Addresses as values: `ADDRESS_TAG << 56 | slot << 32 | offset ^ 2^31` in a u64, or in a uvec2
+//! (`.x` = the offset word, `.y` = tag and slot: the little-endian word order OpBitcast between a
 //! pointer and a uvec2 gives, SPV_KHR_physical_storage_buffer).
-use crate::bda::{ADDRESS_TAG, SLOT_BITS};
+use crate::bda::{ADDRESS_TAG, OFFSET_LIMIT, SLOT_BITS};
 use crate::builder::{Builder, Emitter};
 use crate::module::{op, Inst};
 use crate::ops;
@@ -41,10 +41,13 @@ impl Addr {
     }
 
     /// Decodes `a` for a table of `count` slots (at most 2^24): `hi - (TAG << 24)` is below
-    /// `count` exactly when the tag matches and the slot lies in the table.
+    /// `count` exactly when the tag matches and the slot lies in the table; the offset is the
+    /// low word less [`OFFSET_LIMIT`] (the encoding's bias, `crate::bda`).
     pub fn decode(&self, e: &mut Emitter, b: &mut Builder, a: u32, count: u32) -> Decoded {
         let (u32t, bool_t) = (b.t_u32(), b.t_bool());
-        let (offset, hi) = self.words(e, b, a);
+        let (lo, hi) = self.words(e, b, a);
+        let bias = b.c_u32(OFFSET_LIMIT);
+        let offset = e.op(b, op::BITWISE_XOR, u32t, ops![lo, bias]);
         let tag = b.c_u32((ADDRESS_TAG as u32) << SLOT_BITS);
         let rel = e.op(b, op::I_SUB, u32t, ops![hi, tag]);
         let n = b.c_u32(count);

@@ -2,7 +2,7 @@
 //! ([`BdaTable`]), for devices without `bufferDeviceAddress`.
 //!
 //! The layer gives every device-address buffer a slot in the table and fake addresses
-//! `0xD3 << 56 | slot << 32 | offset` ([`crate::bda`]). The lowering:
+//! `0xD3 << 56 | slot << 32 | (offset ^ 2^31)` ([`crate::bda`]). The lowering:
 //!
 //! 0. `calls`: the application's one-block functions called once whose signature holds a
 //!    physical pointer are inlined at their call (parameters become copies of the arguments),
