@@ -293,6 +293,9 @@ mod tests {
         let c = caps(&limits, &props(1_000_000), &all_features(), &Default::default()).unwrap();
         assert_eq!(c.table, BdaTable { set: 7, binding: 3, count: 65536 });
         assert_eq!(c.max_range, 1 << 27);
+        // A driver's 4 GiB range: the addresses reach a buffer's first 2 GiB (bda::OFFSET_LIMIT).
+        let big = vk::PhysicalDeviceLimits { max_storage_buffer_range: u32::MAX, ..limits };
+        assert_eq!(caps(&big, &props(1_000_000), &all_features(), &Default::default()).unwrap().max_range, 1 << 31);
         let c = caps(&limits, &props(1000), &all_features(), &Default::default()).unwrap();
         assert_eq!(c.table.count, 250, "a quarter of the per-stage resources");
         let mut f = all_features();
