@@ -6,12 +6,14 @@
 //! block that dominates its own (earlier in the same block, or in a dominating block).
 //!
 //! Found with it: the emitter's pure-instruction cache evicting live entries (the vector
-//! modules' edge functions took a view's length again), and the bindless lowering converting,
-//! masking and clamping a handle once per use in a block.
+//! modules' edge functions took a view's length again: issue 24's "one `OpArrayLength` per
+//! descriptor and block"), and the bindless lowering converting, masking and clamping a handle
+//! once per use in a block.
 #[path = "../benches/common/mod.rs"]
 mod corpus;
 
 use shader_rewrite::module::{op, string_is, Function, Module};
+use shader_rewrite::{Options, Target};
 use std::collections::HashMap;
 
 /// Opcodes without side effects or memory access the lowerings emit (GLSL.std.450 extended
@@ -125,7 +127,12 @@ fn no_pure_value_computed_again_where_it_dominates() {
     let mut errs = vec![];
     let modules = corpus::corpus();
     assert!(modules.len() >= 40, "the corpora: {} modules", modules.len());
-    for (profile, options) in corpus::profiles() {
+    // The benches' two profiles, and the device profile on a target with every feature, with and
+    // without byte-exact robustness (the lowering's own checks of vectors and their edge paths).
+    let [(_, device), core] = corpus::profiles();
+    let all = Options { target: Target::all(), ..device };
+    let not_byte_exact = Options { target: Target { robust_storage_byte_exact: false, ..Target::all() }, ..device };
+    for (profile, options) in [("device", device), core, ("all", all), ("all, not byte-exact", not_byte_exact)] {
         for m in &modules {
             let Ok(r) = shader_rewrite::rewrite(&m.words, &options) else { continue }; // refused: corpus.rs and the benches say which
             let (before, after) = (repeats(&m.words).len(), repeats(&r.words));

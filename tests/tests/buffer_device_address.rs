@@ -294,12 +294,15 @@ fn robust_buffer_access2_takes_over_the_bounds_checks() {
 }
 
 
+/// A job of two device-address buffers: `input` (its address in push constant
+/// 0) and 256 zero bytes for the output (push constant 8).
+fn input_output_job(input: &[u32]) -> ComputeJob {
+    ComputeJob { buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(input)), BufferSpec::device_address(8, vec![0; 256])], ..Default::default() }
+}
+
 fn loads_and_stores_through_push_constant_pointers(target: &str) {
     let input: Vec<u32> = (0..64).map(|i| i * 7 + 3).collect();
-    let job = ComputeJob {
-        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
-        ..Default::default()
-    };
+    let job = input_output_job(&input);
     let (want, got) = native_and_forced("copy", target, &copy_scale(), &job);
     assert_eq!(bytes::to_u32s(&want[1]), input.iter().map(|v| v * 2 + 1).collect::<Vec<_>>());
     assert_eq!(got, want);
@@ -699,10 +702,7 @@ fn random_layouts(target: &str) {
 /// natively and through the layer every invocation reads its own input element.
 fn pointer_below_its_buffer(target: &str) {
     let input: Vec<u32> = (0..64).map(|i| i * 7 + 1).collect();
-    let job = ComputeJob {
-        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
-        ..Default::default()
-    };
+    let job = input_output_job(&input);
     let (want, got) = native_and_forced("below", target, &below_the_buffer(), &job);
     assert_eq!(bytes::to_u32s(&want[1]), input, "native");
     assert_eq!(bytes::to_u32s(&got[1]), input, "through the layer");
@@ -722,10 +722,7 @@ fn atomics_and_pointer_arithmetic(target: &str) {
 /// so the expected values come from the CPU).
 fn raw_chain_on_a_pointer(target: &str) {
     let input: Vec<u32> = (0..256).map(|i| i * 3 + 7).collect();
-    let job = ComputeJob {
-        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
-        ..Default::default()
-    };
+    let job = input_output_job(&input);
     let o = ContextOptions::raw_access_chains().setting("buffer_device_address", "force").validation(true);
     let got = forced_with("raw", target, &raw_chain_on_pointer(), &job, o);
     assert_eq!(bytes::to_u32s(&got[1]), (0..64).map(|i| input[4 * i + 1]).collect::<Vec<_>>());
@@ -872,11 +869,7 @@ fn pipelines_using_pointers_at_the_reported_limits_work() {
         let (sets, per_stage, per_set, _, per_stage_resources) = descriptor_limits(&ctx);
         let count = per_stage.min(per_set).min(per_stage_resources);
         let input: Vec<u32> = (0..64).map(|i| i * 3 + 1).collect();
-        let mut job = ComputeJob {
-            buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
-            groups: [1, 1, 1],
-            ..Default::default()
-        };
+        let mut job = ComputeJob { groups: [1, 1, 1], ..input_output_job(&input) };
         job.heap = Some(polyfill_e2e::vk::Heap { sets, ty: vk::DescriptorType::STORAGE_BUFFER, count });
         let out = ctx.run_compute(&copy_scale(), &job).unwrap_or_else(|e| panic!("{sets} sets, {count} storage buffers: {e}"));
         let want: Vec<u32> = input.iter().map(|v| v * 2 + 1).collect();
@@ -995,10 +988,7 @@ fn contexts_give_back_the_drivers_resources() {
         return;
     }
     let input: Vec<u32> = (0..64).collect();
-    let job = ComputeJob {
-        buffers: vec![BufferSpec::device_address(0, bytes::from_u32s(&input)), BufferSpec::device_address(8, vec![0; 256])],
-        ..Default::default()
-    };
+    let job = input_output_job(&input);
     let cycle = |o: &ContextOptions| {
         let ctx = Context::new(o).unwrap_or_else(|e| panic!("{e}"));
         let got = ctx.run_compute(&copy_scale(), &job).unwrap_or_else(|e| panic!("{e}"));
