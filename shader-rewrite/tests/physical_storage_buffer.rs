@@ -1,7 +1,7 @@
 //! SPV_KHR_physical_storage_buffer lowered onto the layer's buffer table (Options::bda), checked
 //! as SPIR-V in/out: each rewritten module passes spirv-val (vulkan1.2), declares no
 //! PhysicalStorageBuffer anything, indexes the table NonUniform on its set and binding, and the
-//! stats count what was lowered. Both address types: u64 (target with Int64) and uvec2.
+//! stats count what was lowered. Targets with and without Int64 (addresses are uvec2 on both).
 mod common;
 use common::{assemble, assert_unique_pointer_types, disassemble, validate};
 use shader_rewrite::bda::BdaTable;
@@ -149,6 +149,40 @@ fn scalar_and_vector_members() {
     for local_size in ["1", "64"] {
         let (dis, _) = lower(&text.replace("LocalSize 1 1 1", &format!("LocalSize {local_size} 1 1")));
         assert!(!dis.contains("OpTypeInt 16") && !dis.contains("16BitAccess"), "{dis}");
+    }
+}
+
+/// An address's slot where the driver checks bounds: for a power-of-two table the high word's
+/// low bits (one OpBitwiseAnd, no tag check or clamp: `shader_rewrite::bda`); for any other
+/// size, and where the lowering checks bounds (the length of an address outside the table is
+/// 0), `hi - tag` compared with the count and clamped. The address is a uvec2 on both targets
+/// (no 64-bit value made, no Int64 declared for it).
+#[test]
+fn slot_decode_by_table_size() {
+    let text = module(
+        &[],
+        "",
+        &format!("%pu = OpTypePointer PhysicalStorageBuffer %uint
+{MAIN_X}%p = OpConvertUToPtr %pu %x
+         %v = OpLoad %uint %p Aligned 4
+OpStore %p %v Aligned 4
+OpReturn
+OpFunctionEnd
+"),
+    );
+    // The input without Int64: the address pushed as a uvec2, made a pointer by OpBitcast.
+    let text = text.replace("OpCapability Int64\n", "").replace("%ulong = OpTypeInt 64 0", "%ulong = OpTypeVector %uint 2").replace("OpConvertUToPtr", "OpBitcast");
+    let lowered = |o: Options| lower_with(&text, ENV, &[o]).0;
+    for int64 in [true, false] {
+        let dis = lowered(robust_options(int64));
+        assert!(dis.contains("OpBitwiseAnd") && dis.contains(" 4095\n"), "{dis}");
+        assert!(!dis.contains("OpULessThan") && !dis.contains("OpSelect") && !dis.contains("OpISub"), "{dis}");
+        assert!(!dis.contains("Int64") && !dis.contains("OpTypeInt 64"), "{dis}");
+        let odd = Options { bda: Some(BdaTable { count: 4000, ..TABLE }), ..robust_options(int64) };
+        let dis = lowered(odd);
+        assert!(dis.contains("OpULessThan") && dis.contains(" 4000\n") && !dis.contains("OpBitwiseAnd"), "{dis}");
+        let dis = lowered(options(int64));
+        assert!(dis.contains("OpULessThan") && dis.contains(" 4096\n"), "{dis}");
     }
 }
 
@@ -592,7 +626,7 @@ fn matrices_without_a_known_layout_are_an_error() {
 /// A function of one block that takes or returns physical pointers and is called once is
 /// inlined before the lowering, its variables moved to the caller's entry block; a select of two
 /// pointers of one root and a pointer made again from a pointer's 64 bits are that root plus an
-/// offset: one address decode (one slot range check) serves every access. A function called
+/// offset: one address decode serves every access. A function called
 /// twice stays a function (its parameter decoded in it).
 #[test]
 fn pointers_through_functions_selects_and_bits_share_one_decode() {
@@ -618,8 +652,8 @@ fn pointers_through_functions_selects_and_bits_share_one_decode() {
         if o.target.robust_buffer_access2 {
             // (Where the lowering checks bounds, `locate` and the atomic are helpers.)
             assert!(!dis.contains("OpFunctionCall"), "not inlined:\n{dis}");
-            // The decode's `high word - tag`: the only subtraction there.
-            assert_eq!(dis.matches("OpISub").count(), 1, "one address decode:\n{dis}");
+            // The decode's XOR undoing the offset's bias (`bda::OFFSET_LIMIT`): the only one there.
+            assert_eq!(dis.matches("OpBitwiseXor").count(), 1, "one address decode:\n{dis}");
         }
     }
     let twice = module(&[], decorations, &format!("{types}{step}{put}{}", main("%r2 = OpFunctionCall %void %put %p\n")));

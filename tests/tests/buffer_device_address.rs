@@ -463,7 +463,9 @@ fn shader_object_through_pointers(target: &str) {
 
 /// Pointers that name no live buffer: untagged, a free slot (null descriptor), a slot past the
 /// array. Loads through them return 0 (the output is `0 * 2 + 1`) and nothing crashes (stores
-/// past a buffer's end: out_of_range_*).
+/// past a buffer's end: out_of_range_*). (Where the driver checks bounds, the shader takes the
+/// slot as the high word's low 16 bits, `shader_rewrite::bda`: the untagged pointer names slot
+/// 0 and the one past the array slot 65535, both free here.)
 fn garbage_pointers_read_zero(target: &str) {
     use shader_rewrite::bda::{encode_address, SLOT_BITS};
     for (what, garbage) in [("untagged", 0x1234u64), ("free slot", encode_address(60_000, 0)), ("slot past the array", encode_address((1 << SLOT_BITS) - 1, 16))] {

@@ -202,6 +202,8 @@ pub fn caps(
         .min(di.max_per_stage_update_after_bind_resources / 4)
         .min(di.max_update_after_bind_descriptors_in_all_pools / 2 / 3)
         .min(1 << shader_rewrite::bda::SLOT_BITS);
+    // A power of two: the shaders then take the slot as `hi & (count - 1)` (shader_rewrite::bda).
+    let count = if count == 0 { 0 } else { 1 << count.ilog2() };
     if count < 2 {
         return Err(format!("update-after-bind storage-buffer limits too small for a table ({count})"));
     }
@@ -297,7 +299,7 @@ mod tests {
         let big = vk::PhysicalDeviceLimits { max_storage_buffer_range: u32::MAX, ..limits };
         assert_eq!(caps(&big, &props(1_000_000), &all_features(), &Default::default()).unwrap().max_range, 1 << 31);
         let c = caps(&limits, &props(1000), &all_features(), &Default::default()).unwrap();
-        assert_eq!(c.table.count, 250, "a quarter of the per-stage resources");
+        assert_eq!(c.table.count, 128, "a quarter of the per-stage resources (250), to a power of two");
         let mut f = all_features();
         f.descriptor_binding_partially_bound = vk::FALSE;
         assert!(caps(&limits, &props(1_000_000), &f, &Default::default()).unwrap_err().contains("descriptorBindingPartiallyBound"));

@@ -12,7 +12,7 @@ const CAP_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING: u32 = 5308;
 const RESTRICT_POINTER: u32 = 5355;
 const ALIASED_POINTER: u32 = 5356;
 
-pub(super) fn finish(m: &mut Module, mut table: Table, addr_values: &HashSet<u32>, elided: &HashSet<u32>, addr: Addr) {
+pub(super) fn finish(m: &mut Module, mut table: Table, addr_values: &HashSet<u32>, elided: &HashSet<u32>) {
     // Access chains only accessed through are not defined: their names and decorations go.
     forget_ids(m, elided);
     // A view whose pointers were all made for nothing (every access takes the word view's
@@ -45,9 +45,6 @@ pub(super) fn finish(m: &mut Module, mut table: Table, addr_values: &HashSet<u32
         !restrict_or_aliased && !pointer_deco
     });
 
-    if addr.int64 && m.globals.iter().any(|g| g.id == addr.ty) {
-        m.add_capability(cap::INT64);
-    }
     if used.is_empty() {
         return;
     }

@@ -283,12 +283,12 @@ impl<'l> Helpers<'l> {
     pub fn locate_here(&mut self, e: &mut Emitter, b: &mut Builder, a: u32, uniform: bool) -> u32 {
         debug_assert!(!self.checked);
         let rec_ty = self.record_ty(b);
-        let d = self.addr.decode(e, b, a, self.table.count());
+        let (slot, offset) = self.addr.slot_and_offset(e, b, a, self.table.count());
         if uniform {
-            self.table.uniform_slots.insert(d.slot);
+            self.table.uniform_slots.insert(slot);
         }
-        let rec = e.op(b, op::COMPOSITE_CONSTRUCT, rec_ty, ops![d.slot, d.offset]);
-        self.parts.insert(rec, (d.slot, d.offset));
+        let rec = e.op(b, op::COMPOSITE_CONSTRUCT, rec_ty, ops![slot, offset]);
+        self.parts.insert(rec, (slot, offset));
         rec
     }
 

@@ -11,9 +11,9 @@
 //! 1. `combine`: where the driver checks bounds, and vector accesses component by component,
 //!    neighbouring loads through one place in one block become one load of an 8- or 16-byte
 //!    unit and its parts (one descriptor-indexed access instead of several).
-//! 2. `types`: PhysicalStorageBuffer pointers become addresses, 64-bit integers (u64 with
-//!    Int64, uvec2 without), wherever they are: values, struct members, arrays, variables,
-//!    function parameters and results. Both are 8 bytes, as the pointers were in explicit
+//! 2. `types`: PhysicalStorageBuffer pointers become addresses, uvec2 (`address.rs`),
+//!    wherever they are: values, struct members, arrays, variables,
+//!    function parameters and results: 8 bytes, as the pointers were in explicit
 //!    layouts.
 //! 3. `address` and `values`: OpConvertUToPtr, OpConvertPtrToU and OpBitcast to and from
 //!    pointers move the value; OpPtrEqual, OpPtrNotEqual and OpPtrDiff compare integers; OpPhi,
@@ -127,8 +127,8 @@ pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats)
     if options.bda_bounds_by_driver() && options.target.robust_vector_components {
         stats.physical_combined_loads += combine::adjacent_loads(m, &Layouts::read(m));
     }
-    let (addr_ty, u32t) = types::address_type(m, options.target.int64);
-    let addr = Addr { ty: addr_ty, int64: options.target.int64 };
+    let (addr_ty, u32t) = types::address_type(m);
+    let addr = Addr { ty: addr_ty };
     let retyped = types::retype_globals(m, addr_ty, u32t)?;
     let layouts = Layouts::read(m);
     let mut functions = std::mem::take(&mut m.functions);
@@ -137,7 +137,7 @@ pub fn run(m: &mut Module, cfg: &BdaTable, options: &Options, stats: &mut Stats)
     let (table, addr_values, mut elided) = lowered?;
     types::retype_functions(m, &retyped.ptrs, addr_ty);
     elided.extend(super::tidy::tidy(m, Default::default()));
-    cleanup::finish(m, table, &addr_values, &elided, addr);
+    cleanup::finish(m, table, &addr_values, &elided);
     Ok(())
 }
 
@@ -416,7 +416,7 @@ impl Cx<'_, '_> {
                 self.addr().compare(e, self.b, first, inst.ops[1], inst.op == PTR_EQUAL, inst.ty, inst.id);
             }
             PTR_DIFF if first_is_ptr => self.diff(e, &inst)?,
-            op::SELECT if result_is_ptr && self.old_select && !self.addr().int64 => self.select(e, inst),
+            op::SELECT if result_is_ptr && self.old_select => self.select(e, inst),
             opcode if moves_values(opcode) => e.push(inst),
             _ => {
                 let n = leading_id_operands(inst.op).min(inst.ops.len());

@@ -1,5 +1,5 @@
-//! PhysicalStorageBuffer pointer types become the address type (u64, or uvec2 without Int64):
-//! 8 bytes either way, so explicit layouts (Offset, ArrayStride) of structs and arrays holding
+//! PhysicalStorageBuffer pointer types become the address type (a uvec2, `address.rs`):
+//! 8 bytes, as the pointers were, so explicit layouts (Offset, ArrayStride) of structs and arrays holding
 //! pointers stay as they are. Types refer to each other by id, so only the references to the
 //! pointer types change; struct, array, pointer and function types keep their ids.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -90,11 +90,11 @@ fn hoist(m: &mut Module, ids: &[u32]) {
     m.globals = moved;
 }
 
-/// The address type: u64 with Int64, else uvec2. Declared (at the end of the globals) if new.
-pub(super) fn address_type(m: &mut Module, int64: bool) -> (u32, u32) {
+/// The address type, a uvec2 (`address.rs`). Declared (at the end of the globals) if new.
+pub(super) fn address_type(m: &mut Module) -> (u32, u32) {
     let mut b = Builder::new(m);
     let u32t = b.t_u32();
-    let addr = if int64 { b.t_int(64, false) } else { b.t_vec(u32t, 2) };
+    let addr = b.t_vec(u32t, 2);
     (addr, u32t)
 }
 
