@@ -505,6 +505,10 @@ pub struct Emitter {
     epoch: u32,
     /// Counts the pure cache's lookups (see `PureSlot::used`).
     tick: u32,
+    /// The epoch of the current function's entry block (0: none, see
+    /// [`Emitter::start_function`]): its entries emitted outside arms stay live in every later
+    /// block, which the entry block dominates.
+    entry_epoch: u32,
 }
 
 impl Emitter {
@@ -513,7 +517,7 @@ impl Emitter {
     }
     /// An emitter whose scratch list starts with room for `n` instructions.
     pub fn with_capacity(label: u32, n: usize) -> Self {
-        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n), pure: vec![], arms: vec![], next_arm: 0, last_pure: None, epoch: 1, tick: 0 }
+        Emitter { blocks: vec![], label, insts: Vec::with_capacity(n), pure: vec![], arms: vec![], next_arm: 0, last_pure: None, epoch: 1, tick: 0, entry_epoch: 0 }
     }
     pub fn label(&self) -> u32 {
         self.label
@@ -550,7 +554,8 @@ impl Emitter {
         for p in 0..PURE_PROBES {
             let slot = (home + p) % PURE_SLOTS;
             let s = self.pure[slot];
-            let live = s.id != 0 && s.epoch == self.epoch && (s.arm == 0 || self.arms.contains(&s.arm));
+            let live = s.id != 0
+                && ((s.epoch == self.epoch && (s.arm == 0 || self.arms.contains(&s.arm))) || (s.epoch == self.entry_epoch && s.arm == 0));
             if live && s.key == key {
                 self.pure[slot].used = self.tick;
                 return s.id;
@@ -647,13 +652,21 @@ impl Emitter {
         self.forget();
         insts
     }
-    /// Empties the pure cache and the open arms.
+    /// For a caller of [`Emitter::next_block`]: the next block is a function's entry block,
+    /// whose pure instructions outside arms the following blocks of the function reuse (the
+    /// entry block dominates every block of its function, SPIR-V 2.2.4), until the next call.
+    pub fn start_function(&mut self) {
+        self.forget();
+        self.entry_epoch = self.epoch;
+    }
+    /// Empties the pure cache (but the entry block's entries) and the open arms.
     fn forget(&mut self) {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             // Wrapped: entries of the epoch that comes round again must not look live.
             self.pure.fill(PureSlot::default());
             self.epoch = 1;
+            self.entry_epoch = 0;
         }
         self.arms.clear();
         self.last_pure = None;
@@ -746,5 +759,43 @@ mod tests {
                 assert_eq!(e.pure(&mut b, op::ARRAY_LENGTH, u32t, &[7, 0]), len, "taken again after {k} other values");
             }
         }
+    }
+
+    /// After [`Emitter::start_function`], what the entry block computes outside an arm is found
+    /// again in the function's later blocks (the entry block dominates them); what another block
+    /// or an arm computed is not, nor anything of the function before.
+    #[test]
+    fn the_entry_block_s_values_serve_the_whole_function() {
+        let mut m = Module::parse(&[crate::module::MAGIC, 0x0001_0000, 0, 16, 0, 2 << 16 | 17, 5, 3 << 16 | 14, 0, 1]).unwrap();
+        let mut b = Builder::new(&mut m);
+        let (u32t, bool_t) = (b.t_u32(), b.t_bool());
+        let mut e = Emitter::new(0);
+        e.start_function();
+        e.start(1, 0);
+        let entry = e.pure(&mut b, op::I_ADD, u32t, &[10, 11]);
+        let mut in_arm = 0;
+        e.if_else(
+            &mut b,
+            12,
+            &[],
+            |e, b| {
+                in_arm = e.pure(b, op::I_ADD, u32t, &[20, 21]);
+                Vals::new()
+            },
+            |_, _| Vals::new(),
+        );
+        let after_merge = e.pure(&mut b, op::I_ADD, u32t, &[30, 31]);
+        let _ = e.take_blocks(2, 0);
+        assert_eq!(e.pure(&mut b, op::I_ADD, u32t, &[10, 11]), entry);
+        assert_eq!(e.pure(&mut b, op::I_ADD, u32t, &[30, 31]), after_merge);
+        assert_ne!(e.pure(&mut b, op::I_ADD, u32t, &[20, 21]), in_arm, "an arm's value does not dominate");
+        let second = e.pure(&mut b, op::U_LESS_THAN, bool_t, &[40, 41]);
+        let _ = e.next_block(0);
+        e.start(3, 0);
+        assert_ne!(e.pure(&mut b, op::U_LESS_THAN, bool_t, &[40, 41]), second, "block 2 does not dominate block 3");
+        let _ = e.next_block(0);
+        e.start_function();
+        e.start(4, 0);
+        assert_ne!(e.pure(&mut b, op::I_ADD, u32t, &[10, 11]), entry, "another function");
     }
 }

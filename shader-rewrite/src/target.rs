@@ -276,7 +276,8 @@ pub(crate) fn component_bounds_by_driver(target: &Target, oob_poison: Option<u8>
 /// the high word is ignored) holds an image slot in bits 0..20 and a sampler slot in bits 20..32
 /// (the layout NVK uses). Sampled images (`Sampled` = 1, or 0) index the sampled-image array,
 /// storage images (`Sampled` = 2) the storage-image array, samplers the sampler array. The
-/// lowering clamps each slot to its array's size, so a garbage handle cannot index past it.
+/// lowering keeps each slot inside its array (`slot & (count - 1)` where the count is a power of
+/// two, else `min(slot, count - 1)`), so a garbage handle cannot index past it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BindlessTable {
     /// Descriptor set index of the table.

@@ -88,11 +88,15 @@ fn caps(dis: &str) -> Vec<String> {
 }
 
 /// Every descriptor load from the table: an access chain and a load decorated NonUniform, with
-/// an index clamped by UMin to the array's last element (the uses of one handle in a block
-/// share the clamp and the chain).
+/// an index kept inside the array: clamped by UMin to its last element, or for the power-of-two
+/// sampler array ANDed with `count - 1` (the uses of one handle in a block share the clamp and
+/// the chain).
 fn assert_nonuniform_clamped(name: &str, dis: &str, stats: &Stats) {
     let nonuniform: BTreeSet<&str> = lines(dis, "OpDecorate").filter(|w| w.get(2) == Some(&"NonUniform")).map(|w| w[1]).collect();
-    let umins: BTreeSet<&str> = lines(dis, "OpExtInst").filter(|w| w.contains(&"UMin")).map(|w| w[0]).collect();
+    let sampler_mask: BTreeSet<&str> =
+        lines(dis, "OpConstant").filter(|w| w.len() == 5 && w[4] == (TABLE.samplers_count - 1).to_string()).map(|w| w[0]).collect();
+    let masks = lines(dis, "OpBitwiseAnd").filter(|w| w.get(5).is_some_and(|c| sampler_mask.contains(c))).map(|w| w[0]);
+    let umins: BTreeSet<&str> = lines(dis, "OpExtInst").filter(|w| w.contains(&"UMin")).map(|w| w[0]).chain(masks).collect();
     for u in &umins {
         assert!(nonuniform.contains(u), "{name}: index {u} not NonUniform\n{dis}");
     }
@@ -115,6 +119,23 @@ fn assert_nonuniform_clamped(name: &str, dis: &str, stats: &Stats) {
 /// The constants `count - 1` the clamps use: u32 OpConstant values.
 fn u32_constants(dis: &str) -> BTreeSet<u32> {
     lines(dis, "OpConstant").filter(|w| w.len() == 5 && w[2] == "OpConstant").filter_map(|w| w[4].parse().ok()).collect()
+}
+
+/// With the layer's array sizes (powers of two: 65536 images, 4096 samplers) a handle's index is
+/// its slot bits, kept inside the array by one AND (images: the low word & 65535, no 20-bit
+/// field mask first) or by nothing (samplers: the 12 bits above the image slot cannot pass
+/// 4096): no UMin clamp.
+#[test]
+fn power_of_two_arrays_take_the_slot_bits() {
+    let words = assemble(&corpus("addr32-u32-fetch.spvasm"), "vulkan1.0");
+    let o = Options { bindless: Some(BindlessTable::with_defaults(5)), ..Options::default() };
+    let out = rewrite(&words, &o).unwrap();
+    let dis = disassemble(&out.words);
+    validate(&out.words, "vulkan1.0").unwrap_or_else(|e| panic!("{e}\n{dis}"));
+    assert!(lines(&dis, "OpExtInst").all(|w| !w.contains(&"UMin")), "{dis}");
+    let consts = u32_constants(&dis);
+    assert!(consts.contains(&65535) && !consts.contains(&4095) && !consts.contains(&((1 << 20) - 1)), "{dis}");
+    assert!(lines(&dis, "OpBitwiseAnd").count() >= 1 && lines(&dis, "OpShiftRightLogical").count() >= 1, "{dis}");
 }
 
 #[test]

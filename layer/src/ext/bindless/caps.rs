@@ -65,6 +65,10 @@ pub fn caps(
         .min(half(di.max_per_stage_descriptor_update_after_bind_samplers))
         .min(all / 3)
         .min(1 << BindlessTable::SAMPLER_SLOT_BITS);
+    // Powers of two: a shader then keeps a handle's slot inside an array with one AND
+    // (shader_rewrite's bindless materialize::index) instead of a UMin clamp.
+    let pow2 = |n: u32| if n == 0 { 0 } else { 1 << n.ilog2() };
+    let (sampled, storage, samplers) = (pow2(sampled), pow2(storage), pow2(samplers));
     if sampled < 2 || storage < 2 || samplers < 2 {
         return Err(format!(
             "update-after-bind descriptor limits too small for a table (sampled images {sampled}, storage images {storage}, samplers {samplers})"
@@ -134,7 +138,7 @@ mod tests {
         p.max_per_stage_descriptor_update_after_bind_storage_images = 1000;
         let c = caps(&limits, &p, &all_features(), &Default::default()).unwrap();
         assert_eq!(c.table.set, 3);
-        assert_eq!((c.table.sampled_images_count, c.table.storage_images_count, c.table.samplers_count), (65536, 500, 1024));
+        assert_eq!((c.table.sampled_images_count, c.table.storage_images_count, c.table.samplers_count), (65536, 256, 1024), "500 storage images rounded down to a power of two");
         assert_eq!(c.limits.per_stage, [2048, 500_000, 1000, 0, 500_000]);
             }
 

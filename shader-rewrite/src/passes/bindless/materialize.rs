@@ -108,6 +108,7 @@ pub(super) fn rewrite_functions(
         cx.function = f.def.id;
         cx.returns_handle = returns_handle.contains(&f.def.id);
         cx.signature(b, f);
+        e.start_function();
         for blk in f.blocks.iter_mut() {
             e.start(blk.label, blk.insts.len());
             for inst in std::mem::take(&mut blk.insts) {
@@ -357,8 +358,10 @@ impl Ctx<'_> {
         let u32t = self.repr.u32t;
         let lo = self.low_word(e, b, h);
         let shift = b.c_u32(BindlessTable::IMAGE_SLOT_BITS);
-        let slot = e.op(b, op::SHIFT_RIGHT_LOGICAL, u32t, ops![lo, shift]);
-        let ptr = self.element(e, b, Array::Samplers, ty, slot);
+        let fresh = b.m.header[3];
+        let slot = e.pure(b, op::SHIFT_RIGHT_LOGICAL, u32t, &[lo, shift]);
+        let index = self.index(e, b, Array::Samplers, slot, 1 << BindlessTable::SAMPLER_SLOT_BITS);
+        let ptr = self.element(e, b, Array::Samplers, ty, index, fresh);
         self.load(e, b, ty, ptr)
     }
 
@@ -367,8 +370,9 @@ impl Ctx<'_> {
     fn image_pointer(&mut self, e: &mut Emitter, b: &mut Builder, inst: &Inst, h: u32, ty: u32) -> Result<u32, RewriteError> {
         let sampled = self.table_image(inst, ty)?;
         let a = if sampled == 2 { Array::StorageImages } else { Array::SampledImages };
-        let slot = self.image_slot(e, b, h);
-        Ok(self.element(e, b, a, ty, slot))
+        let fresh = b.m.header[3];
+        let index = self.image_index(e, b, h, a);
+        Ok(self.element(e, b, a, ty, index, fresh))
     }
 
     /// The Sampled operand of image type `ty`, which a handle may name: an image view (not a
@@ -383,24 +387,46 @@ impl Ctx<'_> {
         Ok(sampled)
     }
 
-    /// The image slot of handle `h` (bits 0..20 of its low word).
-    fn image_slot(&mut self, e: &mut Emitter, b: &mut Builder, h: u32) -> u32 {
+    /// The index into image array `a` of handle `h`: its image slot (bits 0..20 of the low word)
+    /// kept inside the array (see [`Self::index`]), in one AND when the array's size is a power
+    /// of two.
+    fn image_index(&mut self, e: &mut Emitter, b: &mut Builder, h: u32, a: Array) -> u32 {
         let u32t = self.repr.u32t;
         let lo = self.low_word(e, b, h);
-        let mask = b.c_u32((1 << BindlessTable::IMAGE_SLOT_BITS) - 1);
-        e.pure(b, op::BITWISE_AND, u32t, &[lo, mask])
+        let field = 1 << BindlessTable::IMAGE_SLOT_BITS;
+        if self.table.count(a).is_power_of_two() {
+            return self.index(e, b, a, lo, u32::MAX);
+        }
+        let mask = b.c_u32(field - 1);
+        let slot = e.pure(b, op::BITWISE_AND, u32t, &[lo, mask]);
+        self.index(e, b, a, slot, field)
     }
 
-    /// `&alias[min(slot, count - 1)]`: a garbage handle cannot index past the array.
-    fn element(&mut self, e: &mut Emitter, b: &mut Builder, a: Array, ty: u32, slot: u32) -> u32 {
+    /// `slot`, a value below `field` (or any, for `u32::MAX`), kept inside array `a` so that a
+    /// garbage handle cannot index past it: `slot & (count - 1)` for a power-of-two count (the
+    /// layer's always is; nothing where the field fits the array), else `min(slot, count - 1)`.
+    /// Every element holds a live descriptor or a filler, so either names something harmless.
+    fn index(&mut self, e: &mut Emitter, b: &mut Builder, a: Array, slot: u32, field: u32) -> u32 {
         let u32t = self.repr.u32t;
-        let glsl = b.glsl_std450();
-        let last = b.c_u32(self.table.count(a) - 1);
+        let count = self.table.count(a);
+        if field <= count {
+            return slot;
+        }
+        let last = b.c_u32(count - 1);
+        if count.is_power_of_two() {
+            e.pure(b, op::BITWISE_AND, u32t, &[slot, last])
+        } else {
+            let glsl = b.glsl_std450();
+            e.pure(b, op::EXT_INST, u32t, &[glsl, GLSL_UMIN, slot, last])
+        }
+    }
+
+    /// `&alias[index]` (an index from [`Self::index`]; ids from `fresh` on are new, made for
+    /// this element).
+    fn element(&mut self, e: &mut Emitter, b: &mut Builder, a: Array, ty: u32, index: u32, fresh: u32) -> u32 {
         let var = self.table.var(b, a, ty, self.function);
         let pty = b.t_ptr(UNIFORM_CONSTANT, ty);
         // Pure: the uses of one handle in a block share its index and element pointer.
-        let fresh = b.m.header[3];
-        let index = e.pure(b, op::EXT_INST, u32t, &[glsl, GLSL_UMIN, slot, last]);
         let ptr = e.pure(b, op::ACCESS_CHAIN, pty, &[var, index]);
         // Handles are not dynamically uniform in general (Vulkan "Descriptor indexing"); ids
         // from before this call are decorated already.
