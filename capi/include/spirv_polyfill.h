@@ -125,8 +125,8 @@ enum spvpf_status spvpf_options_set_bool(struct spvpf_options *options,
 // (buffer device addresses) on, onto an array of `bda_count` storage buffers at `bda_set` /
 // `bda_binding` (set 0, binding 3, 65536 for what is not set), with addresses
 // `0xD3 << 56 | slot << 32 | (offset ^ 0x80000000)` (offsets below 2^31; a pointer up to 2^31
-// bytes below a buffer keeps its slot) carried as 64-bit integers where `int64` is 1, else as
-// two 32-bit words.
+// bytes below a buffer keeps its slot) carried as two 32-bit words (a uvec2), whatever `int64`;
+// a power-of-two `bda_count` takes the slot with one AND where the driver checks bounds.
 enum spvpf_status spvpf_options_set_uint(struct spvpf_options *options,
                                          const char *name,
                                          uint32_t value);

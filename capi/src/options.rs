@@ -118,8 +118,8 @@ pub unsafe extern "C" fn spvpf_options_set_bool(options: *mut spvpf_options, nam
 /// (buffer device addresses) on, onto an array of `bda_count` storage buffers at `bda_set` /
 /// `bda_binding` (set 0, binding 3, 65536 for what is not set), with addresses
 /// `0xD3 << 56 | slot << 32 | (offset ^ 0x80000000)` (offsets below 2^31; a pointer up to 2^31
-/// bytes below a buffer keeps its slot) carried as 64-bit integers where `int64` is 1, else as
-/// two 32-bit words.
+/// bytes below a buffer keeps its slot) carried as two 32-bit words (a uvec2), whatever `int64`;
+/// a power-of-two `bda_count` takes the slot with one AND where the driver checks bounds.
 #[no_mangle]
 pub unsafe extern "C" fn spvpf_options_set_uint(options: *mut spvpf_options, name: *const c_char, value: u32) -> spvpf_status {
     set(options, name, Kind::Uint, value)

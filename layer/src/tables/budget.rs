@@ -21,6 +21,17 @@ use super::table::TableConfig;
 pub use crate::descriptor_limits::{Counts, Limits, PER_LAYOUT_NAMES, PER_STAGE_NAMES};
 use std::fmt;
 
+/// The largest power of two at most `n` (0 for 0): the size of a table array, so that a shader
+/// keeps an index inside it with one AND (`index & (size - 1)`, shader_rewrite's address decode
+/// and bindless index) instead of a clamp.
+pub fn array_size(n: u32) -> u32 {
+    if n == 0 {
+        0
+    } else {
+        1 << n.ilog2()
+    }
+}
+
 /// A descriptor set layout's counts: per binding stage mask (bindings with the same stages
 /// merged), recorded at vkCreateDescriptorSetLayout.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -203,7 +203,7 @@ pub fn caps(
         .min(di.max_update_after_bind_descriptors_in_all_pools / 2 / 3)
         .min(1 << shader_rewrite::bda::SLOT_BITS);
     // A power of two: the shaders then take the slot as `hi & (count - 1)` (shader_rewrite::bda).
-    let count = if count == 0 { 0 } else { 1 << count.ilog2() };
+    let count = budget::array_size(count);
     if count < 2 {
         return Err(format!("update-after-bind storage-buffer limits too small for a table ({count})"));
     }

@@ -67,8 +67,7 @@ pub fn caps(
         .min(1 << BindlessTable::SAMPLER_SLOT_BITS);
     // Powers of two: a shader then keeps a handle's slot inside an array with one AND
     // (shader_rewrite's bindless materialize::index) instead of a UMin clamp.
-    let pow2 = |n: u32| if n == 0 { 0 } else { 1 << n.ilog2() };
-    let (sampled, storage, samplers) = (pow2(sampled), pow2(storage), pow2(samplers));
+    let (sampled, storage, samplers) = (budget::array_size(sampled), budget::array_size(storage), budget::array_size(samplers));
     if sampled < 2 || storage < 2 || samplers < 2 {
         return Err(format!(
             "update-after-bind descriptor limits too small for a table (sampled images {sampled}, storage images {storage}, samplers {samplers})"

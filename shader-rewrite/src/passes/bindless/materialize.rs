@@ -355,13 +355,7 @@ impl Ctx<'_> {
     }
 
     fn load_sampler(&mut self, e: &mut Emitter, b: &mut Builder, h: u32, ty: u32) -> u32 {
-        let u32t = self.repr.u32t;
-        let lo = self.low_word(e, b, h);
-        let shift = b.c_u32(BindlessTable::IMAGE_SLOT_BITS);
-        let fresh = b.m.header[3];
-        let slot = e.pure(b, op::SHIFT_RIGHT_LOGICAL, u32t, &[lo, shift]);
-        let index = self.index(e, b, Array::Samplers, slot, 1 << BindlessTable::SAMPLER_SLOT_BITS);
-        let ptr = self.element(e, b, Array::Samplers, ty, index, fresh);
+        let ptr = self.element(e, b, Array::Samplers, ty, h);
         self.load(e, b, ty, ptr)
     }
 
@@ -370,9 +364,7 @@ impl Ctx<'_> {
     fn image_pointer(&mut self, e: &mut Emitter, b: &mut Builder, inst: &Inst, h: u32, ty: u32) -> Result<u32, RewriteError> {
         let sampled = self.table_image(inst, ty)?;
         let a = if sampled == 2 { Array::StorageImages } else { Array::SampledImages };
-        let fresh = b.m.header[3];
-        let index = self.image_index(e, b, h, a);
-        Ok(self.element(e, b, a, ty, index, fresh))
+        Ok(self.element(e, b, a, ty, h))
     }
 
     /// The Sampled operand of image type `ty`, which a handle may name: an image view (not a
@@ -387,12 +379,17 @@ impl Ctx<'_> {
         Ok(sampled)
     }
 
-    /// The index into image array `a` of handle `h`: its image slot (bits 0..20 of the low word)
-    /// kept inside the array (see [`Self::index`]), in one AND when the array's size is a power
-    /// of two.
-    fn image_index(&mut self, e: &mut Emitter, b: &mut Builder, h: u32, a: Array) -> u32 {
+    /// The index into array `a` of handle `h`: its sampler slot (bits 20..32 of the low word)
+    /// or image slot (bits 0..20) kept inside the array (see [`Self::index`]), in one AND when
+    /// the array's size is a power of two.
+    fn handle_index(&mut self, e: &mut Emitter, b: &mut Builder, h: u32, a: Array) -> u32 {
         let u32t = self.repr.u32t;
         let lo = self.low_word(e, b, h);
+        if a == Array::Samplers {
+            let shift = b.c_u32(BindlessTable::IMAGE_SLOT_BITS);
+            let slot = e.pure(b, op::SHIFT_RIGHT_LOGICAL, u32t, &[lo, shift]);
+            return self.index(e, b, a, slot, 1 << BindlessTable::SAMPLER_SLOT_BITS);
+        }
         let field = 1 << BindlessTable::IMAGE_SLOT_BITS;
         if self.table.count(a).is_power_of_two() {
             return self.index(e, b, a, lo, u32::MAX);
@@ -421,9 +418,10 @@ impl Ctx<'_> {
         }
     }
 
-    /// `&alias[index]` (an index from [`Self::index`]; ids from `fresh` on are new, made for
-    /// this element).
-    fn element(&mut self, e: &mut Emitter, b: &mut Builder, a: Array, ty: u32, index: u32, fresh: u32) -> u32 {
+    /// `&alias[index]`, the element of array `a` handle `h` names ([`Self::handle_index`]).
+    fn element(&mut self, e: &mut Emitter, b: &mut Builder, a: Array, ty: u32, h: u32) -> u32 {
+        let fresh = b.m.header[3];
+        let index = self.handle_index(e, b, h, a);
         let var = self.table.var(b, a, ty, self.function);
         let pty = b.t_ptr(UNIFORM_CONSTANT, ty);
         // Pure: the uses of one handle in a block share its index and element pointer.

@@ -12,7 +12,8 @@
 //! 2. `materialize`: only where an image instruction consumes such a value does it become a
 //!    descriptor: an access chain into an alias array of the table with the slot kept inside
 //!    it (`materialize::index`), an OpLoad, and an OpSampledImage where a sampled image is
-//!    needed, all NonUniform and in the consumer's block (core SPIR-V consumes OpSampledImage results in their own block).
+//!    needed, all NonUniform and in the consumer's block (core SPIR-V consumes OpSampledImage
+//!    results in their own block).
 //! 3. `table`: the alias arrays (one UniformConstant variable per image type, one for samplers,
 //!    on the table's set and bindings), the descriptor-indexing capabilities, and the entry
 //!    points' interface lists.

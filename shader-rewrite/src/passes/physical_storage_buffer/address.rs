@@ -33,14 +33,20 @@ impl Addr {
         (e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![a, 0]), e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![a, 1]))
     }
 
-    /// Decodes `a` for a table of `count` slots (at most 2^24): `hi - (TAG << 24)` is below
-    /// `count` exactly when the tag matches and the slot lies in the table; the offset is the
-    /// low word less [`OFFSET_LIMIT`] (the encoding's bias, `crate::bda`).
-    pub fn decode(&self, e: &mut Emitter, b: &mut Builder, a: u32, count: u32) -> Decoded {
-        let (u32t, bool_t) = (b.t_u32(), b.t_bool());
+    /// (offset, high word) of `a`: the offset is the low word less [`OFFSET_LIMIT`] (the
+    /// encoding's bias, `crate::bda`).
+    fn offset_and_high(&self, e: &mut Emitter, b: &mut Builder, a: u32) -> (u32, u32) {
+        let u32t = b.t_u32();
         let (lo, hi) = self.words(e, b, a);
         let bias = b.c_u32(OFFSET_LIMIT);
-        let offset = e.op(b, op::BITWISE_XOR, u32t, ops![lo, bias]);
+        (e.op(b, op::BITWISE_XOR, u32t, ops![lo, bias]), hi)
+    }
+
+    /// Decodes `a` for a table of `count` slots (at most 2^24): `hi - (TAG << 24)` is below
+    /// `count` exactly when the tag matches and the slot lies in the table.
+    pub fn decode(&self, e: &mut Emitter, b: &mut Builder, a: u32, count: u32) -> Decoded {
+        let (u32t, bool_t) = (b.t_u32(), b.t_bool());
+        let (offset, hi) = self.offset_and_high(e, b, a);
         let tag = b.c_u32((ADDRESS_TAG as u32) << SLOT_BITS);
         let rel = e.op(b, op::I_SUB, u32t, ops![hi, tag]);
         let n = b.c_u32(count);
@@ -61,9 +67,7 @@ impl Addr {
             return (d.slot, d.offset);
         }
         let u32t = b.t_u32();
-        let (lo, hi) = self.words(e, b, a);
-        let bias = b.c_u32(OFFSET_LIMIT);
-        let offset = e.op(b, op::BITWISE_XOR, u32t, ops![lo, bias]);
+        let (offset, hi) = self.offset_and_high(e, b, a);
         let mask = b.c_u32(count - 1);
         (e.op(b, op::BITWISE_AND, u32t, ops![hi, mask]), offset)
     }

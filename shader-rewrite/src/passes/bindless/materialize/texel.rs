@@ -56,9 +56,7 @@ impl Ctx<'_> {
             return Ok(()); // a pointer to an ordinary descriptor
         };
         let elem = self.atomic_image_type(b, inst, image)?;
-        let fresh = b.m.header[3];
-        let index = self.image_index(e, b, h, Array::StorageImages);
-        inst.ops[0] = self.element(e, b, Array::StorageImages, elem, index, fresh);
+        inst.ops[0] = self.element(e, b, Array::StorageImages, elem, h);
         // Atomics through it access a non-uniform descriptor (Vulkan "Descriptor indexing").
         b.decorate(inst.id, deco::NON_UNIFORM, &[]);
         self.stats.bindless_descriptor_loads += 1;
