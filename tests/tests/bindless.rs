@@ -205,7 +205,8 @@ fn app_enables_indexing_features_too() {
     ok(cases::storage_write(&c, HandleKind::U32));
 }
 
-/// Garbage handles (clamped by the lowering) do not crash; child processes. Every free slot of
+/// Garbage handles (kept inside the table by the lowering: their slot's low bits for the layer's
+/// power-of-two arrays) do not crash; child processes. Every free slot of
 /// the table holds a null image descriptor / the default sampler (`nullDescriptor`, which
 /// lavapipe has), so they read zero (checked in `cases::garbage_handles`).
 #[test]

@@ -5,12 +5,13 @@
 //! creates and destroys the set layout, pool and set through next-layer pointers.
 //!
 //! Every slot that is not live holds a harmless filler, so that a garbage handle or address
-//! (clamped into the table by the lowering) never reads an unwritten descriptor: a null
-//! descriptor in the image and buffer arrays (`nullDescriptor` of VK_EXT_robustness2, when the
-//! device has it: reads return zero, writes are discarded; a null storage buffer has length 0;
-//! without it, a small layer-owned buffer in the storage-buffer array, `filler_buffer.rs`, and
-//! nothing in the image arrays) and a layer-owned default sampler (nearest, clamp-to-edge) in the sampler array. The fillers
-//! are written into all slots at creation and written back into a slot when it is released.
+//! (kept inside the table by the lowering: masked or clamped) never reads an unwritten
+//! descriptor: a null descriptor in the image and buffer arrays (`nullDescriptor` of
+//! VK_EXT_robustness2, when the device has it: reads return zero, writes are discarded; a null
+//! storage buffer has length 0; without it, a small layer-owned buffer in the storage-buffer
+//! array, `filler_buffer.rs`, and nothing in the image arrays) and a layer-owned default sampler
+//! (nearest, clamp-to-edge) in the sampler array. The fillers are written into all slots at
+//! creation and written back into a slot when it is released.
 use super::filler_buffer::FillerBuffer;
 use super::Next;
 use crate::{log_error, log_info};
