@@ -15,7 +15,9 @@
 //! the drivers' on-disk shader caches off: the layer's rewrite plus lavapipe's compile) of the physical-storage-buffer corpus
 //! (`tests/corpus/physical-storage-buffer`) and the kernels, each module created and destroyed
 //! on both sides in alternating order, round by round; with the words the rewrite hands lavapipe
-//! (the layer's options on lavapipe: the array-length quirk, the table at set 7).
+//! (the layer's options on lavapipe: the array-length quirk, the table at set 7). A third,
+//! interleaved column hands the emulated side that rewrite already done (the layer passes it
+//! through), so the rewrite's share of the emulated time shows beside lavapipe's own.
 //!
 //! Run: `cargo bench -p polyfill-e2e --bench bda`
 //! Env: `BDA_REPS` (kernel rounds, default 31), `BDA_LOG2_INVOCATIONS` (default 20),
@@ -136,29 +138,38 @@ fn creation(ctxs: [&Context; 2], reps: usize) {
         let layout = scope.pipeline_layout(&[set], 32).unwrap_or_else(|e| fail(&e));
         (scope, layout)
     });
-    let mut ms = vec![[Vec::new(), Vec::new()]; modules.len()];
+    // The third column: the layer's context handed each module already rewritten (passed
+    // through: the layer finds nothing to lower), so emulated minus it is the rewrite's share.
+    let rewritten: Vec<Vec<u32>> = modules.iter().map(|(name, words)| emulated_words(name, words)).collect();
+    let mut ms = vec![[Vec::new(), Vec::new(), Vec::new()]; modules.len()];
     for r in 0..reps {
         for (k, (_, words)) in modules.iter().enumerate() {
-            for j in 0..2 {
-                let s = (j + r + k) % 2;
-                ms[k][s].push(create_ms(ctxs[s], layouts[s].1, words));
+            for j in 0..3 {
+                let s = (j + r + k) % 3;
+                let (ctx, w) = if s == 2 { (1, &rewritten[k]) } else { (s, words) };
+                ms[k][s].push(create_ms(ctxs[ctx], layouts[ctx].1, w));
             }
         }
     }
-    println!("pipeline creation, ms (vkCreateShaderModule + vkCreateComputePipelines, no pipeline cache; median of {reps} interleaved rounds):");
-    println!("  {:<22} {:>8} {:>9} {:>6}   {:>8} {:>8} {:>6} {:>8}", "module", "words in", "words out", "x", "native", "emulated", "ratio", "(paired)");
-    for ((name, words), [nat, emu]) in modules.iter().zip(&ms) {
-        let out = emulated_words(name, words).len();
+    println!("pipeline creation, ms (vkCreateShaderModule + vkCreateComputePipelines, no pipeline cache; median of {reps} interleaved rounds;");
+    println!("  pre-rewritten: the emulated side handed the layer's rewrite, i.e. without the rewrite itself):");
+    println!(
+        "  {:<22} {:>8} {:>9} {:>6}   {:>8} {:>8} {:>6} {:>8}   {:>13} {:>6}",
+        "module", "words in", "words out", "x", "native", "emulated", "ratio", "(paired)", "pre-rewritten", "ratio"
+    );
+    for (((name, words), [nat, emu, pre]), out) in modules.iter().zip(&ms).zip(&rewritten) {
         let paired: Vec<f64> = emu.iter().zip(nat).map(|(e, n)| e / n).collect();
         println!(
-            "  {name:<22} {:>8} {:>9} {:>6.2}   {:>8.3} {:>8.3} {:>6.2} {:>8.2}",
+            "  {name:<22} {:>8} {:>9} {:>6.2}   {:>8.3} {:>8.3} {:>6.2} {:>8.2}   {:>13.3} {:>6.2}",
             words.len(),
-            out,
-            out as f64 / words.len() as f64,
+            out.len(),
+            out.len() as f64 / words.len() as f64,
             median(nat),
             median(emu),
             median(emu) / median(nat),
-            median(&paired)
+            median(&paired),
+            median(pre),
+            median(pre) / median(nat)
         );
     }
     println!();

@@ -9,6 +9,7 @@
 //! other version's bench the same way). Without a baseline, this version's times only.
 //! Times: median process CPU time (the driver's threads included) over `CORPUS_PIPELINES_ROUNDS`
 //! rounds (default 21), the order of the two alternating; Mesa's disk shader cache is off.
+//! `CORPUS_PIPELINES_ONLY=text` keeps the modules whose name (`corpus/module`) contains it.
 //!
 //! Run: `cargo bench -p polyfill-e2e --bench corpus_pipelines`.
 #[path = "../../shader-rewrite/benches/common/mod.rs"]
@@ -134,8 +135,10 @@ fn create(ctx: &Context, layout: vk::PipelineLayout, module: vk::ShaderModule, e
 fn main() {
     no_disk_shader_caches();
     let (_, options) = corpus::profiles()[0];
+    let only = std::env::var("CORPUS_PIPELINES_ONLY").unwrap_or_default();
     let modules: Vec<(String, Vec<u32>)> = corpus::corpus()
         .into_iter()
+        .filter(|m| m.name.contains(&only))
         .filter_map(|m| shader_rewrite::rewrite(&m.words, &options).ok().map(|r| (m.name.replace('/', "__"), r.words)))
         .collect();
     if let Some(dir) = std::env::var_os("CORPUS_PIPELINES_WRITE").map(PathBuf::from) {
