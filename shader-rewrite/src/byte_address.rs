@@ -442,8 +442,58 @@ pub struct Backend {
     addr_forms: AddrForms,
 }
 
-/// See [`Backend::note_address`].
-pub type AddrForms = HashMap<u32, (u32, u32, u32)>;
+/// What the caller said about how byte addresses were made ([`Backend::note_address`],
+/// [`Backend::note_based`]).
+#[derive(Default)]
+pub struct AddrForms {
+    /// Address id → (Index, Stride, Offset): `Stride × Index + Offset`.
+    scaled: HashMap<u32, (u32, u32, u32)>,
+    /// Address id → (base, delta): `base + delta`, `base` a signed offset.
+    based: HashMap<u32, (u32, u32)>,
+    /// Delta id → its [`Linear`] form.
+    linear: HashMap<u32, Linear>,
+}
+
+/// A u32 value `c + Σ id × scale` (wrapping), for computing it in units of a view's element
+/// ([`Backend::note_linear`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Linear {
+    pub c: u32,
+    pub terms: smallvec::SmallVec<[(u32, u32); 2]>,
+}
+
+impl Linear {
+    /// `id × 1`.
+    pub fn atom(id: u32) -> Self {
+        Linear { c: 0, terms: smallvec::smallvec![(id, 1)] }
+    }
+
+    pub fn add(mut self, other: &Linear) -> Self {
+        self.c = self.c.wrapping_add(other.c);
+        for &(id, s) in &other.terms {
+            match self.terms.iter_mut().find(|t| t.0 == id) {
+                Some(t) => t.1 = t.1.wrapping_add(s),
+                None => self.terms.push((id, s)),
+            }
+        }
+        self.terms.retain(|t| t.1 != 0);
+        self
+    }
+
+    pub fn scale(mut self, k: u32) -> Self {
+        self.c = self.c.wrapping_mul(k);
+        for t in self.terms.iter_mut() {
+            t.1 = t.1.wrapping_mul(k);
+        }
+        self.terms.retain(|t| t.1 != 0);
+        self
+    }
+
+    /// Every part a multiple of `unit` (a power of two).
+    fn divisible(&self, unit: u32) -> bool {
+        self.c.is_multiple_of(unit) && self.terms.iter().all(|t| t.1.is_multiple_of(unit))
+    }
+}
 
 /// Where a counted access's view pointers come from when they can be rebuilt inside a function:
 /// per view (in `views.kinds` order) the descriptor variable, and the descriptor-array indices
@@ -549,7 +599,7 @@ impl Backend {
             edge_fns: vec![],
             functions: vec![],
             edge_uses: vec![],
-            addr_forms: HashMap::default(),
+            addr_forms: AddrForms::default(),
         }
     }
 
@@ -557,7 +607,32 @@ impl Backend {
     /// `offset` constants). A view index of it is then computed from `index`
     /// ([`Ctx::element_index`]) rather than by shifting the product back.
     pub fn note_address(&mut self, addr: u32, index: u32, stride: u32, offset: u32) {
-        self.addr_forms.insert(addr, (index, stride, offset));
+        self.addr_forms.scaled.insert(addr, (index, stride, offset));
+    }
+
+    /// Says that u32 `id` is `lin` (an access chain's byte offset from its pointer).
+    pub fn note_linear(&mut self, id: u32, lin: Linear) {
+        self.addr_forms.linear.insert(id, lin);
+    }
+
+    /// The [`Linear`] form of `id`: noted, a constant, or `id × 1`.
+    pub fn linear(&self, b: &Builder, id: u32) -> Linear {
+        if let Some(l) = self.addr_forms.linear.get(&id) {
+            return l.clone();
+        }
+        match b.const_value(id) {
+            Some(c) => Linear { c: c as u32, terms: Default::default() },
+            None => Linear::atom(id),
+        }
+    }
+
+    /// Says that byte address `addr` is `base + delta` (wrapping), `base` a signed offset (a
+    /// decoded buffer-device address: −2 GiB to 2 GiB from its buffer) and `delta` noted by
+    /// [`Backend::note_linear`]: a view index of it is then `(base >> s) + delta / 2^s`
+    /// (arithmetic shift), which lavapipe compiles faster than the sum shifted (the emulated
+    /// stream kernel's pipeline creation −15 to −20 %, lavapipe alone).
+    pub fn note_based(&mut self, addr: u32, base: u32, delta: u32) {
+        self.addr_forms.based.insert(addr, (base, delta));
     }
 
     /// Counts an access [`Backend::emit_counted`] will get with `base`: the edge paths of
@@ -1156,7 +1231,10 @@ impl Ctx<'_> {
         if shift == 0 {
             return off;
         }
-        match self.forms.get(&off) {
+        if let Some(idx) = self.based_index(e, b, off, shift) {
+            return idx;
+        }
+        match self.forms.scaled.get(&off) {
             // Only where Stride is the element size: elsewhere the index needs a product of
             // its own besides the mask, where one shift of the address serves every piece.
             Some(&(index, stride, offset)) if stride == 1 << shift && offset.is_multiple_of(stride) => {
@@ -1175,6 +1253,38 @@ impl Ctx<'_> {
                 e.pure(b, op::SHIFT_RIGHT_LOGICAL, self.u32t, &[off, s])
             }
         }
+    }
+
+    /// The element index of [`Backend::note_based`]'s `base + delta` when `delta` is a
+    /// multiple of 2^shift term by term: `floor(base / 2^shift) + delta / 2^shift` is then
+    /// exactly `floor((base + delta) / 2^shift)`, whatever `base`'s low bits, wherever the
+    /// access lies inside its buffer (the arithmetic shift takes a negative base: a pointer
+    /// below its buffer accessed back inside it). Outside, where the sum shifted would have
+    /// wrapped around 2^32 into the buffer, this index lies past every buffer the table holds
+    /// (its descriptors cover 2 GiB at most): both are places outside any buffer.
+    fn based_index(&self, e: &mut Emitter, b: &mut Builder, off: u32, shift: u32) -> Option<u32> {
+        let &(base, delta) = self.forms.based.get(&off)?;
+        let lin = self.forms.linear.get(&delta).cloned().or_else(|| b.const_value(delta).map(|c| Linear { c: c as u32, terms: Default::default() }))?;
+        if !lin.divisible(1 << shift) {
+            return None;
+        }
+        let s = b.c_u32(shift);
+        let mut sum = e.pure(b, op::SHIFT_RIGHT_ARITHMETIC, self.u32t, &[base, s]);
+        for &(id, scale) in &lin.terms {
+            let t = match scale >> shift {
+                1 => id,
+                k => {
+                    let k = b.c_u32(k);
+                    e.pure(b, op::I_MUL, self.u32t, &[id, k])
+                }
+            };
+            sum = e.pure(b, op::I_ADD, self.u32t, &[sum, t]);
+        }
+        if lin.c != 0 {
+            let c = b.c_u32(lin.c >> shift);
+            sum = e.pure(b, op::I_ADD, self.u32t, &[sum, c]);
+        }
+        Some(sum)
     }
 
     fn load(&self, e: &mut Emitter, b: &mut Builder, k: AliasKind, off: u32) -> u32 {

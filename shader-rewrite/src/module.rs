@@ -90,6 +90,7 @@ pub mod op {
     pub const U_GREATER_THAN_EQUAL: u32 = 174;
     pub const U_LESS_THAN: u32 = 176;
     pub const SHIFT_RIGHT_LOGICAL: u32 = 194;
+    pub const SHIFT_RIGHT_ARITHMETIC: u32 = 195;
     pub const SHIFT_LEFT_LOGICAL: u32 = 196;
     pub const BITWISE_OR: u32 = 197;
     pub const BITWISE_XOR: u32 = 198;

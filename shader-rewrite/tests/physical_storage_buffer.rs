@@ -480,6 +480,53 @@ fn uniform_slots_are_not_non_uniform() {
     }
 }
 
+/// Where the driver checks bounds, an access chain's element index is the decoded offset in
+/// view units plus the chain's indices scaled to those units (`(offset >> 2) + i`, arithmetic
+/// shift: a pointer below its buffer), not the byte sum shifted back (what lavapipe compiles
+/// slower): an element of a uint array is indexed by `i` itself, a member of a struct array
+/// by `i × 4 + 1` words, an 8-byte member through the 8-byte view by `i × 2 + 1`.
+#[test]
+fn element_indices_are_the_chain_s_indices_in_view_units() {
+    let decorations = "OpDecorate %arr ArrayStride 4\nOpDecorate %B Block\nOpDecorate %C Block\nOpMemberDecorate %B 0 Offset 0\nOpDecorate %sarr ArrayStride 16\nOpMemberDecorate %T 0 Offset 0\nOpMemberDecorate %T 1 Offset 4\nOpMemberDecorate %T 2 Offset 8\nOpMemberDecorate %C 0 Offset 0";
+    let types = "%arr = OpTypeRuntimeArray %uint\n%B = OpTypeStruct %arr\n%pB = OpTypePointer PhysicalStorageBuffer %B\n%pu = OpTypePointer PhysicalStorageBuffer %uint\n\
+         %v2 = OpTypeVector %uint 2\n%T = OpTypeStruct %uint %uint %v2\n%sarr = OpTypeRuntimeArray %T\n%C = OpTypeStruct %sarr\n%pC = OpTypePointer PhysicalStorageBuffer %C\n%pv2 = OpTypePointer PhysicalStorageBuffer %v2\n";
+    let body = format!(
+        "{types}{MAIN_X}%p = OpConvertUToPtr %pB %x\n%a0 = OpAccessChain %pu %p %i0 %u0\n%i = OpLoad %uint %a0 Aligned 4\n\
+         %ai = OpAccessChain %pu %p %i0 %i\n%v = OpLoad %uint %ai Aligned 4\n\
+         %c = OpConvertUToPtr %pC %x\n%cm = OpAccessChain %pu %c %i0 %i %i1\nOpStore %cm %v Aligned 4\n\
+         %cw = OpAccessChain %pv2 %c %i0 %i %i2\n%w = OpLoad %v2 %cw Aligned 8\nOpStore %cw %w Aligned 8\nOpReturn\nOpFunctionEnd\n"
+    );
+    let text = module(&[], decorations, &body);
+    lower(&text);
+    let (dis, _) = lower_with(&text, ENV, &[robust_options(true)]);
+    let lines: Vec<&str> = dis.lines().map(str::trim).collect();
+    let def = |id: &str| *lines.iter().find(|l| l.starts_with(&format!("{id} = "))).unwrap_or_else(|| panic!("{id} not defined:\n{dis}"));
+    let opcode = |id: &str| def(id).split_whitespace().nth(2).unwrap().to_string();
+    let ops = |id: &str| def(id).split_whitespace().skip(4).map(str::to_string).collect::<Vec<_>>();
+    let konst = |id: &str| (opcode(id) == "OpConstant").then(|| ops(id)[0].parse::<u32>().unwrap());
+    // The table accesses' chains (the push constant's first), their last index each.
+    let chains: Vec<&str> = lines.iter().filter(|l| l.contains("= OpAccessChain ")).map(|l| l.split_whitespace().next().unwrap()).skip(1).collect();
+    assert_eq!(chains.len(), 4, "{dis}");
+    let last = |k: usize| ops(chains[k]).last().unwrap().clone();
+    let shifted = |id: &str, by: u32| opcode(id) == "OpShiftRightArithmetic" && konst(&ops(id)[1]) == Some(by);
+    // The first load (element 0, which gives `i`): the shifted offset alone.
+    assert!(shifted(&last(0), 2), "element 0: {}\n{dis}", def(&last(0)));
+    let i = lines.iter().find(|l| l.contains("= OpLoad ") && l.contains(chains[0])).unwrap().split_whitespace().next().unwrap();
+    // uint array: (offset >> 2) + i, the same shifted offset.
+    let sum = last(1);
+    assert!(opcode(&sum) == "OpIAdd" && ops(&sum) == [last(0), i.to_string()], "uint element: {}\n{dis}", def(&sum));
+    // struct member 1: ((offset >> 2) + i × 4) + 1; the 8-byte member: ((offset >> 3) + i × 2) + 1.
+    for (k, shift, scale) in [(2, 2, 4), (3, 3, 2)] {
+        let outer = last(k);
+        assert!(opcode(&outer) == "OpIAdd" && konst(&ops(&outer)[1]) == Some(1), "member: {}\n{dis}", def(&outer));
+        let inner = ops(&outer)[0].clone();
+        assert!(opcode(&inner) == "OpIAdd" && shifted(&ops(&inner)[0], shift), "member: {}\n{dis}", def(&inner));
+        let product = ops(&inner)[1].clone();
+        assert!(opcode(&product) == "OpIMul" && ops(&product)[0] == i && konst(&ops(&product)[1]) == Some(scale), "member: {}\n{dis}", def(&product));
+    }
+    assert!(!dis.contains("OpShiftRightLogical"), "a byte sum shifted back:\n{dis}");
+}
+
 /// Pointers through function parameters and results, OpSelect and OpPhi.
 #[test]
 fn pointers_through_calls_selects_and_phis() {

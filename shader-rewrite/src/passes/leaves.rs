@@ -131,6 +131,8 @@ pub(crate) struct Leaf {
     pub ty: u32,
     pub sv: ScalarVec,
     pub off: u32,
+    /// `off` less the split access's own offset (the cursor's): a constant.
+    pub rel: u32,
     pub align: u32,
 }
 
@@ -169,7 +171,7 @@ impl<'l> Splitter<'l> {
     pub fn load(&mut self, e: &mut Emitter, b: &mut Builder, cur: &Cursor, inst: &Inst, leaf: &mut dyn FnMut(&mut Emitter, &mut Builder, &Leaf) -> u32) -> Result<u32, RewriteError> {
         self.budget = MAX_LEAVES;
         self.depth = 0;
-        self.load_at(e, b, cur.ty, cur.off, cur.align, cur.mat, cur.comp_stride, inst, leaf)
+        self.load_at(e, b, cur.ty, (cur.off, 0), cur.align, cur.mat, cur.comp_stride, inst, leaf)
     }
 
     /// Stores `value` at `cur`, one `leaf` call per scalar/vector (given the value to store, the
@@ -177,7 +179,7 @@ impl<'l> Splitter<'l> {
     pub fn store(&mut self, e: &mut Emitter, b: &mut Builder, cur: &Cursor, value: u32, inst: &Inst, leaf: &mut dyn FnMut(&mut Emitter, &mut Builder, &Leaf, u32)) -> Result<(), RewriteError> {
         self.budget = MAX_LEAVES;
         self.depth = 0;
-        self.store_at(e, b, cur.ty, cur.off, cur.align, cur.mat, cur.comp_stride, value, inst, leaf)
+        self.store_at(e, b, cur.ty, (cur.off, 0), cur.align, cur.mat, cur.comp_stride, value, inst, leaf)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -186,7 +188,7 @@ impl<'l> Splitter<'l> {
         e: &mut Emitter,
         b: &mut Builder,
         ty: u32,
-        off: u32,
+        (off, rel): (u32, u32),
         align: u32,
         mat: MatrixLayout,
         cs: u32,
@@ -196,14 +198,15 @@ impl<'l> Splitter<'l> {
         if let Some(sv) = self.leaf(b, ty, inst)? {
             let small = sv.width < 32 && !(self.f16_as_is && loads_f16_exactly(b, sv));
             let wide = if sv.n == 1 || cs == 0 || cs == sv.width / 8 {
-                leaf(e, b, &Leaf { ty, sv, off, align })
+                leaf(e, b, &Leaf { ty, sv, off, rel, align })
             } else {
                 // A row-major matrix column: one access per component.
                 let comp = ScalarVec { n: 1, ..sv };
                 let mut comps: Vec<u32> = Vec::with_capacity(sv.n as usize);
                 for k in 0..sv.n {
-                    let (o, a) = at(e, b, off, align, scaled(k, cs, inst)?);
-                    comps.push(leaf(e, b, &Leaf { ty: sv.comp_ty, sv: comp, off: o, align: a }));
+                    let c = scaled(k, cs, inst)?;
+                    let (o, a) = at(e, b, off, align, c);
+                    comps.push(leaf(e, b, &Leaf { ty: sv.comp_ty, sv: comp, off: o, rel: rel.wrapping_add(c), align: a }));
                 }
                 let vt = if small { wide_ty(b, sv) } else { ty };
                 e.op(b, op::COMPOSITE_CONSTRUCT, vt, comps)
@@ -220,7 +223,7 @@ impl<'l> Splitter<'l> {
         self.nest(inst)?;
         for part in parts {
             let (o, a) = at(e, b, off, align, part.offset);
-            vals.push(self.load_at(e, b, part.ty, o, a, part.mat, part.comp_stride, inst, leaf)?);
+            vals.push(self.load_at(e, b, part.ty, (o, rel.wrapping_add(part.offset)), a, part.mat, part.comp_stride, inst, leaf)?);
         }
         self.depth -= 1;
         Ok(e.op(b, op::COMPOSITE_CONSTRUCT, ty, vals))
@@ -232,7 +235,7 @@ impl<'l> Splitter<'l> {
         e: &mut Emitter,
         b: &mut Builder,
         ty: u32,
-        off: u32,
+        (off, rel): (u32, u32),
         align: u32,
         mat: MatrixLayout,
         cs: u32,
@@ -249,14 +252,15 @@ impl<'l> Splitter<'l> {
                 value
             };
             if sv.n == 1 || cs == 0 || cs == sv.width / 8 {
-                leaf(e, b, &Leaf { ty, sv, off, align }, wide);
+                leaf(e, b, &Leaf { ty, sv, off, rel, align }, wide);
             } else {
                 let comp = ScalarVec { n: 1, ..sv };
                 let ct = if small { wide_ty(b, comp) } else { sv.comp_ty };
                 for k in 0..sv.n {
                     let c = e.op(b, op::COMPOSITE_EXTRACT, ct, ops![wide, k]);
-                    let (o, a) = at(e, b, off, align, scaled(k, cs, inst)?);
-                    leaf(e, b, &Leaf { ty: sv.comp_ty, sv: comp, off: o, align: a }, c);
+                    let step = scaled(k, cs, inst)?;
+                    let (o, a) = at(e, b, off, align, step);
+                    leaf(e, b, &Leaf { ty: sv.comp_ty, sv: comp, off: o, rel: rel.wrapping_add(step), align: a }, c);
                 }
             }
             return Ok(());
@@ -266,7 +270,7 @@ impl<'l> Splitter<'l> {
         for (i, part) in parts.into_iter().enumerate() {
             let v = e.op(b, op::COMPOSITE_EXTRACT, part.ty, ops![value, i as u32]);
             let (o, a) = at(e, b, off, align, part.offset);
-            self.store_at(e, b, part.ty, o, a, part.mat, part.comp_stride, v, inst, leaf)?;
+            self.store_at(e, b, part.ty, (o, rel.wrapping_add(part.offset)), a, part.mat, part.comp_stride, v, inst, leaf)?;
         }
         self.depth -= 1;
         Ok(())

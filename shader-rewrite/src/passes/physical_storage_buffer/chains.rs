@@ -5,6 +5,7 @@
 use super::*;
 use crate::ops;
 use crate::passes::leaves::Cursor;
+use crate::byte_address::Linear;
 use fold::Folder;
 
 impl Cx<'_, '_> {
@@ -32,12 +33,40 @@ impl Cx<'_, '_> {
             let ty = self.type_of(idx);
             cur = cur.step(&mut scratch, self.b, self.layouts, idx, ty, inst)?;
         }
-        let delta = Folder::emit(self.b, e, scratch.take_insts(), cur.off);
+        let insts = scratch.take_insts();
+        let lin = self.linear_of(&insts, cur.off);
+        let delta = Folder::emit(self.b, e, insts, cur.off);
+        self.h.backend.note_linear(delta, lin);
         self.derive(e, inst, base, delta, (cur.mat, cur.comp_stride))?;
         if !matches!(inst.op, op::COPY_OBJECT | op::BITCAST) {
             self.stats.physical_chains += 1;
         }
         Ok(())
+    }
+
+    /// The [`Linear`] form of `result`, computed by `insts` (the cursor's additions and
+    /// multiplications by constants, and index conversions) from the base pointer's offset
+    /// (its form noted before) and indices.
+    fn linear_of(&self, insts: &[Inst], result: u32) -> Linear {
+        let mut known: HashMap<u32, Linear> = HashMap::default();
+        let backend = &self.h.backend;
+        let get = |known: &HashMap<u32, Linear>, id: u32| known.get(&id).cloned().unwrap_or_else(|| backend.linear(self.b, id));
+        for i in insts {
+            let lin = match (i.op, &i.ops[..]) {
+                (op::I_ADD, &[x, y]) => get(&known, x).add(&get(&known, y)),
+                (op::I_MUL, &[x, y]) => {
+                    let (lx, ly) = (get(&known, x), get(&known, y));
+                    match (lx.terms.is_empty(), ly.terms.is_empty()) {
+                        (true, _) => ly.scale(lx.c),
+                        (_, true) => lx.scale(ly.c),
+                        _ => Linear::atom(i.id),
+                    }
+                }
+                _ => Linear::atom(i.id),
+            };
+            known.insert(i.id, lin);
+        }
+        get(&known, result)
     }
 
     /// OpSelect of two pointers of one root (`roots::Derived::Select`): that root plus the

@@ -121,7 +121,7 @@ impl<'l> Helpers<'l> {
             let (d, len) = self.unpack(e, b, rec, off);
             let mut at = self.table.at(&d, len);
             let mut access = LeafAccess::new(&mut at, mem, self.backend.target, self.old_select, self.backend.oob_poison, self.checked);
-            let leaf = Leaf { ty, sv, off: b.c_u32(0), align: align_for(sv.n * sv.width / 8, align) };
+            let leaf = Leaf { ty, sv, off: b.c_u32(0), rel: 0, align: align_for(sv.n * sv.width / 8, align) };
             let v = access.emit(&mut self.backend, e, b, &leaf, value);
             self.table.used(self.current, &at);
             return Ok(match (value, result) {
@@ -213,7 +213,7 @@ impl<'l> Helpers<'l> {
                         let (d, len) = self.unpack(&mut e, b, rec, delta);
                         let mut at = self.table.at(&d, len);
                         let mut access = LeafAccess::new(&mut at, mem, self.backend.target, self.old_select, self.backend.oob_poison, self.checked);
-                        let leaf = Leaf { ty: *ty, sv, off: b.c_u32(0), align: *align };
+                        let leaf = Leaf { ty: *ty, sv, off: b.c_u32(0), rel: 0, align: *align };
                         let v = access.emit(&mut self.backend, &mut e, b, &leaf, value);
                         self.table.used(id, &at);
                         value.is_none().then_some(v)
@@ -294,7 +294,7 @@ impl<'l> Helpers<'l> {
 
     /// The record's slot (decorated NonUniform by [`Table::at`]), its offset plus `delta`, and its
     /// length (0 where the record has none: the driver checks bounds).
-    fn unpack(&self, e: &mut Emitter, b: &mut Builder, rec: u32, delta: u32) -> (Decoded, u32) {
+    fn unpack(&mut self, e: &mut Emitter, b: &mut Builder, rec: u32, delta: u32) -> (Decoded, u32) {
         let u32t = b.t_u32();
         let (slot, base) = match self.parts.get(&rec) {
             Some(&parts) => parts,
@@ -302,6 +302,8 @@ impl<'l> Helpers<'l> {
         };
         let len = if self.checked { e.op(b, op::COMPOSITE_EXTRACT, u32t, ops![rec, 2]) } else { b.c_u32(0) };
         let offset = if b.const_value(delta) == Some(0) { base } else { e.op(b, op::I_ADD, u32t, ops![base, delta]) };
+        // (At delta 0 too: the record's accesses then share one shifted offset per view.)
+        self.backend.note_based(offset, base, delta);
         (Decoded { slot, offset, in_table: 0 }, len)
     }
 

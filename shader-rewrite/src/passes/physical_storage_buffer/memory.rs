@@ -3,7 +3,7 @@
 //! holding 8/16-bit scalars are split here, each such leaf crossing the call as its 32-bit twin.
 use super::*;
 use crate::builder::sc;
-use crate::byte_address::{AccessShape, AliasKind, Robustness};
+use crate::byte_address::{AccessShape, AliasKind, Backend, Linear, Robustness};
 use crate::ops;
 use crate::passes::layout::contains_width;
 use crate::passes::leaves::{moves_as_twin, Cursor, Leaf};
@@ -64,6 +64,9 @@ impl<'l> LeafAccess<'l> {
             // robustBufferAccess2: the driver checks the access against the descriptor's range
             // (a load outside reads 0, a store outside is dropped), as the checks below would.
             let shape = self.shape(b, leaf, value.is_some());
+            if leaf.off != zero {
+                backend.note_based(a, self.at.offset, leaf.off);
+            }
             return raw_access(backend, e, b, &shape, &self.target, self.at, a, value);
         }
         let size = leaf.sv.n * leaf.sv.width / 8;
@@ -130,6 +133,14 @@ impl<'l> LeafAccess<'l> {
             ok
         };
         e.op(b, op::SELECT, ty, ops![cond, v, oob])
+    }
+}
+
+/// Notes leaf offset `off` (`rel` bytes past the split access's offset `delta`, of form
+/// `base`) for the backend's element indices ([`Backend::note_based`]).
+fn note_leaf(backend: &mut Backend, base: &Linear, delta: u32, off: u32, rel: u32) {
+    if off != delta {
+        backend.note_linear(off, base.clone().add(&Linear { c: rel, terms: Default::default() }));
     }
 }
 
@@ -279,9 +290,11 @@ impl Cx<'_, '_> {
         // The leaves' offsets folded where they are constants (a helper's body is, Folder::blocks).
         let mut split = Emitter::new(e.label());
         let (mut index, mut wide) = (0, vec![0u32; plan.as_ref().map_or(0, |p| p.0.len())]);
+        let base_lin = h.backend.linear(self.b, a.delta);
         let v = self.splitter.load(&mut split, self.b, &a.cur, inst, &mut |e, b, leaf| {
             let k = index;
             index += 1;
+            note_leaf(&mut h.backend, &base_lin, a.delta, leaf.off, leaf.rel);
             let unit = plan.as_ref().and_then(|(units, member)| member[k].map(|(u, byte)| (u, byte, units[u].size)));
             let got = match unit {
                 // A leaf of a unit: the unit loaded once (where its first leaf in split order
@@ -290,6 +303,7 @@ impl Cx<'_, '_> {
                     if wide[u] == 0 {
                         let u32t = b.t_u32();
                         let (ty, start) = (b.t_vec(u32t, size / 4), if byte == 0 { leaf.off } else { let c = b.c_u32(byte); e.op(b, op::I_SUB, u32t, ops![leaf.off, c]) });
+                        note_leaf(&mut h.backend, &base_lin, a.delta, start, leaf.rel.wrapping_sub(byte));
                         wide[u] = h.call_access(e, b, ty, size, &a.mem, rec, start, None, None, inst).unwrap_or_else(|x| {
                             err.get_or_insert(x);
                             0
@@ -328,9 +342,11 @@ impl Cx<'_, '_> {
         // have come; then the unit is stored at once.
         let mut gathered: Vec<units::Gathered> = plan.as_ref().map_or(vec![], |p| p.0.iter().map(|_| (vec![], 0)).collect());
         let mut index = 0;
+        let base_lin = h.backend.linear(self.b, a.delta);
         self.splitter.store(&mut split, self.b, &a.cur, value, inst, &mut |e, b, leaf, v| {
             let k = index;
             index += 1;
+            note_leaf(&mut h.backend, &base_lin, a.delta, leaf.off, leaf.rel);
             let stored = match plan.as_ref().and_then(|(units, member)| member[k].map(|(u, byte)| (u, byte, units[u]))) {
                 Some((u, byte, unit)) => {
                     let (leaves, start) = &mut gathered[u];
