@@ -468,7 +468,7 @@ impl Linear {
         Linear { c: 0, terms: smallvec::smallvec![(id, 1)] }
     }
 
-    pub fn add(mut self, other: &Linear) -> Self {
+    pub fn plus(mut self, other: &Linear) -> Self {
         self.c = self.c.wrapping_add(other.c);
         for &(id, s) in &other.terms {
             match self.terms.iter_mut().find(|t| t.0 == id) {

@@ -53,7 +53,7 @@ impl Cx<'_, '_> {
         let get = |known: &HashMap<u32, Linear>, id: u32| known.get(&id).cloned().unwrap_or_else(|| backend.linear(self.b, id));
         for i in insts {
             let lin = match (i.op, &i.ops[..]) {
-                (op::I_ADD, &[x, y]) => get(&known, x).add(&get(&known, y)),
+                (op::I_ADD, &[x, y]) => get(&known, x).plus(&get(&known, y)),
                 (op::I_MUL, &[x, y]) => {
                     let (lx, ly) = (get(&known, x), get(&known, y));
                     match (lx.terms.is_empty(), ly.terms.is_empty()) {

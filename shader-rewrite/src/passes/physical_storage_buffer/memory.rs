@@ -140,7 +140,7 @@ impl<'l> LeafAccess<'l> {
 /// `base`) for the backend's element indices ([`Backend::note_based`]).
 fn note_leaf(backend: &mut Backend, base: &Linear, delta: u32, off: u32, rel: u32) {
     if off != delta {
-        backend.note_linear(off, base.clone().add(&Linear { c: rel, terms: Default::default() }));
+        backend.note_linear(off, base.clone().plus(&Linear { c: rel, terms: Default::default() }));
     }
 }
 
