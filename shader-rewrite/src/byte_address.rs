@@ -454,6 +454,13 @@ pub struct AddrForms {
     linear: HashMap<u32, Linear>,
 }
 
+impl AddrForms {
+    /// The [`Linear`] form of `id` where it is noted or a constant.
+    fn linear_of(&self, b: &Builder, id: u32) -> Option<Linear> {
+        self.linear.get(&id).cloned().or_else(|| b.const_value(id).map(|c| Linear { c: c as u32, terms: Default::default() }))
+    }
+}
+
 /// A u32 value `c + Σ id × scale` (wrapping), for computing it in units of a view's element
 /// ([`Backend::note_linear`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -617,13 +624,7 @@ impl Backend {
 
     /// The [`Linear`] form of `id`: noted, a constant, or `id × 1`.
     pub fn linear(&self, b: &Builder, id: u32) -> Linear {
-        if let Some(l) = self.addr_forms.linear.get(&id) {
-            return l.clone();
-        }
-        match b.const_value(id) {
-            Some(c) => Linear { c: c as u32, terms: Default::default() },
-            None => Linear::atom(id),
-        }
+        self.addr_forms.linear_of(b, id).unwrap_or_else(|| Linear::atom(id))
     }
 
     /// Says that byte address `addr` is `base + delta` (wrapping), `base` a signed offset (a
@@ -1264,7 +1265,7 @@ impl Ctx<'_> {
     /// (its descriptors cover 2 GiB at most): both are places outside any buffer.
     fn based_index(&self, e: &mut Emitter, b: &mut Builder, off: u32, shift: u32) -> Option<u32> {
         let &(base, delta) = self.forms.based.get(&off)?;
-        let lin = self.forms.linear.get(&delta).cloned().or_else(|| b.const_value(delta).map(|c| Linear { c: c as u32, terms: Default::default() }))?;
+        let lin = self.forms.linear_of(b, delta)?;
         if !lin.divisible(1 << shift) {
             return None;
         }

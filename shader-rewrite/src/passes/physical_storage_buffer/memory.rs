@@ -64,9 +64,6 @@ impl<'l> LeafAccess<'l> {
             // robustBufferAccess2: the driver checks the access against the descriptor's range
             // (a load outside reads 0, a store outside is dropped), as the checks below would.
             let shape = self.shape(b, leaf, value.is_some());
-            if leaf.off != zero {
-                backend.note_based(a, self.at.offset, leaf.off);
-            }
             return raw_access(backend, e, b, &shape, &self.target, self.at, a, value);
         }
         let size = leaf.sv.n * leaf.sv.width / 8;
