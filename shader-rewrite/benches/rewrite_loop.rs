@@ -5,6 +5,10 @@
 //! selected modules there as .spv instead (inputs for the CLI or the layer), and their rewrites
 //! under `$P` as .`$P`.out.spv.
 //!
+//! `THRASH_MB=n` writes an n MiB buffer between rewrites (untimed) and times each rewrite alone:
+//! the rewrite as it runs in the layer, between the driver's compiles, its code and data evicted
+//! from the caches (lavapipe's compile of one pipeline does that).
+//!
 //! Run: `cargo bench -p shader-rewrite --bench rewrite_loop` (or the built binary under a profiler:
 //! `F=bab-float4 N=2000 valgrind --tool=callgrind target/release/deps/rewrite_loop-*`).
 #[path = "common/mod.rs"]
@@ -25,6 +29,24 @@ fn main() {
                 std::fs::write(format!("{dir}/{}.{profile}.out.spv", m.name.replace('/', "__")), bytes).unwrap();
             }
         }
+        return;
+    }
+    if let Some(mb) = std::env::var("THRASH_MB").ok().and_then(|v| v.parse::<usize>().ok()) {
+        let mut junk = vec![0u8; mb << 20];
+        let (mut total, mut words) = (std::time::Duration::ZERO, 0);
+        for i in 0..iters {
+            for m in &modules {
+                for (k, b) in junk.iter_mut().enumerate().step_by(64) {
+                    *b = b.wrapping_add((i + k) as u8);
+                }
+                let t = std::time::Instant::now();
+                words += shader_rewrite::rewrite(std::hint::black_box(&m.words), &options).map(|r| r.words.len()).unwrap_or(0);
+                total += t.elapsed();
+            }
+        }
+        std::hint::black_box(&junk);
+        let n = (iters * modules.len()).max(1) as u32;
+        eprintln!("{} modules x {iters}, {mb} MiB written between rewrites: {:?} per rewrite ({words} words out)", modules.len(), total / n);
         return;
     }
     let t = std::time::Instant::now();

@@ -15,9 +15,12 @@
 //! the drivers' on-disk shader caches off: the layer's rewrite plus lavapipe's compile) of the physical-storage-buffer corpus
 //! (`tests/corpus/physical-storage-buffer`) and the kernels, each module created and destroyed
 //! on both sides in alternating order, round by round; with the words the rewrite hands lavapipe
-//! (the layer's options on lavapipe: the array-length quirk, the table at set 7). A third,
-//! interleaved column hands the emulated side that rewrite already done (the layer passes it
-//! through), so the rewrite's share of the emulated time shows beside lavapipe's own.
+//! (the layer's options on lavapipe: the array-length quirk, the table at set 7). Columns: the
+//! layer at default settings (its rewrite cache hits from the second round on, as when an
+//! application creates a module again or hands many pipelines the same stage code), the layer
+//! with `rewrite_cache_mb=0` (every creation rewrites: a module's first creation), and the layer
+//! handed that rewrite already done (passed through: lavapipe's own time for the rewritten
+//! code); `vkCreateShaderModule`'s share of each is printed too.
 //!
 //! Run: `cargo bench -p polyfill-e2e --bench bda`
 //! Env: `BDA_REPS` (kernel rounds, default 31), `BDA_LOG2_INVOCATIONS` (default 20),
@@ -116,20 +119,27 @@ fn emulated_words(name: &str, words: &[u32]) -> Vec<u32> {
     out.words
 }
 
-/// `vkCreateShaderModule` + `vkCreateComputePipelines` of `words` (no pipeline cache), in ms;
-/// both are destroyed after.
-fn create_ms(ctx: &Context, layout: vk::PipelineLayout, words: &[u32]) -> f64 {
+/// `vkCreateShaderModule` + `vkCreateComputePipelines` of `words` (no pipeline cache): the
+/// whole, and `vkCreateShaderModule`'s share (where the layer rewrites, or finds the rewrite in
+/// its cache), in ms; both objects are destroyed after.
+fn create_ms(ctx: &Context, layout: vk::PipelineLayout, words: &[u32]) -> (f64, f64) {
     let t = Instant::now();
     let module = ok(ctx.create_shader_module(words), "vkCreateShaderModule");
+    let module_ms = t.elapsed().as_secs_f64() * 1e3;
     let p = compute_pipeline(ctx, module, layout, "vkCreateComputePipelines");
     let ms = t.elapsed().as_secs_f64() * 1e3;
     unsafe { ctx.device().destroy_pipeline(p, None) };
     ctx.destroy_shader_module(module);
-    ms
+    (ms, module_ms)
 }
 
-/// Pipeline creation of every module on both sides, interleaved; prints words and times.
-fn creation(ctxs: [&Context; 2], reps: usize) {
+/// The columns of the creation comparison: (context, handed the layer's rewrite already made).
+const COLUMNS: [(usize, bool); 4] = [(0, false), (1, false), (2, false), (1, true)];
+
+/// Pipeline creation of every module in each column of [`COLUMNS`] (contexts: native, the
+/// layer at default settings, the layer with `rewrite_cache_mb=0`), interleaved; prints words
+/// and times.
+fn creation(ctxs: [&Context; 3], reps: usize) {
     let modules = creation_modules();
     let layouts = ctxs.map(|ctx| {
         let mut scope = Scope::new(ctx).unwrap_or_else(|e| fail(&e));
@@ -138,38 +148,47 @@ fn creation(ctxs: [&Context; 2], reps: usize) {
         let layout = scope.pipeline_layout(&[set], 32).unwrap_or_else(|e| fail(&e));
         (scope, layout)
     });
-    // The third column: the layer's context handed each module already rewritten (passed
-    // through: the layer finds nothing to lower), so emulated minus it is the rewrite's share.
+    // The last column: the layer's context handed each module already rewritten (passed
+    // through: the layer finds nothing to lower), i.e. lavapipe's own time for the rewrite.
     let rewritten: Vec<Vec<u32>> = modules.iter().map(|(name, words)| emulated_words(name, words)).collect();
-    let mut ms = vec![[Vec::new(), Vec::new(), Vec::new()]; modules.len()];
+    let mut ms = vec![[(); 4].map(|_| Vec::new()); modules.len()];
+    let mut module_ms = ms.clone();
     for r in 0..reps {
         for (k, (_, words)) in modules.iter().enumerate() {
-            for j in 0..3 {
-                let s = (j + r + k) % 3;
-                let (ctx, w) = if s == 2 { (1, &rewritten[k]) } else { (s, words) };
-                ms[k][s].push(create_ms(ctxs[ctx], layouts[ctx].1, w));
+            for j in 0..COLUMNS.len() {
+                let s = (j + r + k) % COLUMNS.len();
+                let (ctx, pre) = COLUMNS[s];
+                let (all, module) = create_ms(ctxs[ctx], layouts[ctx].1, if pre { &rewritten[k] } else { words });
+                ms[k][s].push(all);
+                module_ms[k][s].push(module);
             }
         }
     }
     println!("pipeline creation, ms (vkCreateShaderModule + vkCreateComputePipelines, no pipeline cache; median of {reps} interleaved rounds;");
-    println!("  pre-rewritten: the emulated side handed the layer's rewrite, i.e. without the rewrite itself):");
+    println!("  ratio: / native, (paired: median of the same round's ratios); emulated: the layer at default settings, its rewrite cache");
+    println!("  hit from the second round on; uncached: rewrite_cache_mb=0, every creation rewrites; pre-rewritten: the layer handed its own");
+    println!("  rewrite, passed through, i.e. lavapipe's time for the rewritten code; module us: vkCreateShaderModule alone):");
     println!(
-        "  {:<22} {:>8} {:>9} {:>6}   {:>8} {:>8} {:>6} {:>8}   {:>13} {:>6}",
-        "module", "words in", "words out", "x", "native", "emulated", "ratio", "(paired)", "pre-rewritten", "ratio"
+        "  {:<16} {:>5} {:>5} {:>7} {:>7} {:>12} {:>12} {:>12}   {:>19}",
+        "module", "in", "out", "native", "emul.", "ratio", "uncached", "pre-rewr.", "module us e/u/p"
     );
-    for (((name, words), [nat, emu, pre]), out) in modules.iter().zip(&ms).zip(&rewritten) {
-        let paired: Vec<f64> = emu.iter().zip(nat).map(|(e, n)| e / n).collect();
+    for (((name, words), (all, module)), out) in modules.iter().zip(ms.iter().zip(&module_ms)).zip(&rewritten) {
+        let ratio = |s: usize| {
+            let paired: Vec<f64> = all[s].iter().zip(&all[0]).map(|(e, n)| e / n).collect();
+            format!("{:.2} ({:.2})", median(&all[s]) / median(&all[0]), median(&paired))
+        };
         println!(
-            "  {name:<22} {:>8} {:>9} {:>6.2}   {:>8.3} {:>8.3} {:>6.2} {:>8.2}   {:>13.3} {:>6.2}",
+            "  {name:<16} {:>5} {:>5} {:>7.3} {:>7.3} {:>12} {:>12} {:>12}   {:>5.1} {:>6.1} {:>5.1}",
             words.len(),
             out.len(),
-            out.len() as f64 / words.len() as f64,
-            median(nat),
-            median(emu),
-            median(emu) / median(nat),
-            median(&paired),
-            median(pre),
-            median(pre) / median(nat)
+            median(&all[0]),
+            median(&all[1]),
+            ratio(1),
+            ratio(2),
+            ratio(3),
+            median(&module[1]) * 1e3,
+            median(&module[2]) * 1e3,
+            median(&module[3]) * 1e3,
         );
     }
     println!();
@@ -191,7 +210,11 @@ fn main() {
     println!("== bda: emulated (buffer_device_address=force) vs native buffer device addresses ==");
     println!("device: {} | {n} invocations | {reps} rounds | load {}", native_ctx.device_name(), loadavg());
     if parts.contains("create") {
-        creation([&native_ctx, &emulated_ctx], create_reps);
+        let uncached = Context::new(
+            &ContextOptions::with_layer().setting("buffer_device_address", "force").setting("dump_shaders_dir", "").setting("rewrite_cache_mb", "0"),
+        )
+        .unwrap_or_else(|e| fail(&format!("layer context with rewrite_cache_mb=0: {e}")));
+        creation([&native_ctx, &emulated_ctx, &uncached], create_reps);
     }
     if !parts.contains("kernels") {
         return;
