@@ -2,7 +2,7 @@
 //! `buffer_device_address=force` on lavapipe (which has the feature) the layer hides the
 //! driver's and provides its own — the extension and `bufferDeviceAddress` reported (capture
 //! replay and multi-device not), devices created with the Vulkan 1.2 aggregate or the KHR
-//! structure, addresses `0xD3 << 56 | slot << 32 | 0` distinct per buffer, slots reused after
+//! structure, addresses `0xD3 << 56 | slot << 32 | 0x80000000` (offset 0, biased) distinct per buffer, slots reused after
 //! vkDestroyBuffer, and the validation layer *below* the layer reporting nothing (the driver sees
 //! no device-address usage, allocation flag or feature). `auto` and `off` change nothing.
 

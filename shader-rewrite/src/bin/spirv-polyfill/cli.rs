@@ -159,7 +159,7 @@ pub struct TargetArgs {
     pub bindless_counts: Option<[u32; 3]>,
     /// Lower PhysicalStorageBuffer pointers onto a table of storage buffers in this set (as
     /// the layer does for devices without bufferDeviceAddress): an address is
-    /// 0xD3 << 56 | slot << 32 | offset
+    /// 0xD3 << 56 | slot << 32 | (offset ^ 0x80000000), offsets below 2^31
     #[arg(long, value_name = "SET", value_parser = option_value("bda_set"), help_heading = "Buffer device addresses")]
     pub bda_set: Option<u32>,
     /// Binding of the table's storage-buffer array (default 3)
